@@ -1,0 +1,218 @@
+package config
+
+import "time"
+
+// Config is the whole configuration of one turbo process.
+type Config struct {
+	// Kafka says how to reach the cluster (or start an embedded one).
+	Kafka Kafka `mapstructure:"kafka"`
+	// Consumers are the consumer groups this process runs, one actor tree each.
+	Consumers []Consumer `mapstructure:"consumers"`
+	// ShutdownTimeout bounds how long a graceful stop may take before
+	// in-flight work is abandoned.
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	// Log configures the process logger.
+	Log Log `mapstructure:"log"`
+}
+
+// EmbeddedBroker is the broker address that, as the only entry of
+// Kafka.Brokers, starts an in-memory broker inside the process instead of
+// connecting to a cluster.
+const EmbeddedBroker = "embedded"
+
+// Kafka holds the client settings shared by all consumers.
+type Kafka struct {
+	// Brokers are the bootstrap addresses (host:port), or the single entry
+	// EmbeddedBroker.
+	Brokers []string `mapstructure:"brokers"`
+	// ClientID is sent to the brokers to identify this client in their logs
+	// and quotas.
+	ClientID string `mapstructure:"client_id"`
+	// Version is the Kafka protocol version to speak, e.g. "3.6.0".
+	Version string `mapstructure:"version"`
+	// GroupInstanceID enables static group membership when non-empty, so a
+	// quick restart does not trigger a rebalance.
+	GroupInstanceID string `mapstructure:"group_instance_id"`
+	// Embedded configures the in-memory broker; ignored unless IsEmbedded.
+	Embedded Embedded `mapstructure:"embedded"`
+}
+
+// IsEmbedded reports whether the configuration asks for an in-memory broker
+// (Brokers is exactly [EmbeddedBroker]).
+func (k Kafka) IsEmbedded() bool {
+	return len(k.Brokers) == 1 && k.Brokers[0] == EmbeddedBroker
+}
+
+// Embedded configures the in-memory broker started when Kafka.IsEmbedded.
+type Embedded struct {
+	// Partitions is the partition count of topics the broker auto-creates.
+	Partitions int `mapstructure:"partitions"`
+	// Seed describes demo records written into the broker at start.
+	Seed Seed `mapstructure:"seed"`
+}
+
+// Seed describes demo records produced into the embedded broker at start,
+// so `turbo run` has something to consume without a real cluster.
+type Seed struct {
+	// Topic receives the records; required when Records > 0.
+	Topic string `mapstructure:"topic"`
+	// Records is how many records to write; 0 disables seeding.
+	Records int `mapstructure:"records"`
+	// Keys is how many distinct record keys to spread the records over.
+	Keys int `mapstructure:"keys"`
+}
+
+// Consumer is one consumer group and the handler its records go to.
+type Consumer struct {
+	// Name identifies the consumer in logs, metrics and CLI filters.
+	Name string `mapstructure:"name"`
+	// Group is the Kafka consumer group; Load and ApplyDefaults set it to
+	// Name when empty.
+	Group string `mapstructure:"group"`
+	// Topics are the topics the group subscribes to.
+	Topics []string `mapstructure:"topics"`
+	// InitialOffset is where to start when the group has no committed offset.
+	InitialOffset InitialOffset `mapstructure:"initial_offset"`
+	// Ordering says which records must be handled one after another.
+	Ordering Ordering `mapstructure:"ordering"`
+	// Concurrency is the maximum number of records handled at once.
+	Concurrency int `mapstructure:"concurrency"`
+	// MaxBuffered is how many fetched records may wait for a worker before
+	// fetching pauses (back-pressure).
+	MaxBuffered int `mapstructure:"max_buffered"`
+	// CommitInterval is how often completed offsets are committed.
+	CommitInterval time.Duration `mapstructure:"commit_interval"`
+	// Handler is what is done with each record.
+	Handler Handler `mapstructure:"handler"`
+}
+
+// Handler says what is done with each record.
+type Handler struct {
+	// Type selects the handler implementation.
+	Type HandlerType `mapstructure:"type"`
+	// URL is the endpoint records are POSTed to (HandlerHTTP only).
+	URL string `mapstructure:"url"`
+	// Timeout bounds one HTTP request (HandlerHTTP only).
+	Timeout time.Duration `mapstructure:"timeout"`
+	// Duration is the simulated work per record (HandlerSleep only).
+	Duration time.Duration `mapstructure:"duration"`
+}
+
+// Log configures the process logger.
+type Log struct {
+	// Level is the minimum level written.
+	Level LogLevel `mapstructure:"level"`
+	// Format is the output encoding.
+	Format LogFormat `mapstructure:"format"`
+}
+
+// Ordering says which records of a consumer must be handled sequentially.
+type Ordering string
+
+// Orderings.
+const (
+	// OrderingKey handles records with the same key one after another;
+	// different keys run in parallel.
+	OrderingKey Ordering = "key"
+	// OrderingPartition handles the records of one partition in order.
+	OrderingPartition Ordering = "partition"
+	// OrderingUnordered handles every record independently.
+	OrderingUnordered Ordering = "unordered"
+)
+
+// InitialOffset is where a group without committed offsets starts.
+type InitialOffset string
+
+// Initial offsets.
+const (
+	// OffsetOldest starts at the oldest retained record.
+	OffsetOldest InitialOffset = "oldest"
+	// OffsetNewest starts after the last record, ignoring the backlog.
+	OffsetNewest InitialOffset = "newest"
+)
+
+// HandlerType selects a record handler implementation.
+type HandlerType string
+
+// Handler types.
+const (
+	// HandlerHTTP POSTs each record to Handler.URL.
+	HandlerHTTP HandlerType = "http"
+	// HandlerNoop acknowledges records without doing anything.
+	HandlerNoop HandlerType = "noop"
+	// HandlerLog writes each record to the log.
+	HandlerLog HandlerType = "log"
+	// HandlerSleep simulates work by sleeping Handler.Duration per record.
+	HandlerSleep HandlerType = "sleep"
+)
+
+// LogLevel is the minimum log level written.
+type LogLevel string
+
+// Log levels.
+const (
+	LogDebug LogLevel = "debug"
+	LogInfo  LogLevel = "info"
+	LogWarn  LogLevel = "warn"
+	LogError LogLevel = "error"
+)
+
+// LogFormat is the log output encoding.
+type LogFormat string
+
+// Log formats.
+const (
+	// LogConsole is human-readable output.
+	LogConsole LogFormat = "console"
+	// LogJSON is one JSON object per line.
+	LogJSON LogFormat = "json"
+)
+
+// Default returns the default configuration, with no consumers. Go code
+// that builds a configuration starts here and appends DefaultConsumer values.
+func Default() Config {
+	return Config{
+		Kafka: Kafka{
+			Brokers:  []string{"127.0.0.1:9092"},
+			ClientID: "turbo",
+			Version:  "3.6.0",
+			Embedded: Embedded{
+				Partitions: 8,
+				Seed:       Seed{Keys: 100},
+			},
+		},
+		ShutdownTimeout: 30 * time.Second,
+		Log:             Log{Level: LogInfo, Format: LogConsole},
+	}
+}
+
+// DefaultConsumer returns a consumer named name with every default applied
+// (Group is name). Topics is nil: the caller must set it.
+func DefaultConsumer(name string) Consumer {
+	return Consumer{
+		Name:           name,
+		Group:          name,
+		InitialOffset:  OffsetOldest,
+		Ordering:       OrderingKey,
+		Concurrency:    16,
+		MaxBuffered:    1000,
+		CommitInterval: time.Second,
+		Handler: Handler{
+			Type:    HandlerNoop,
+			Timeout: 10 * time.Second,
+		},
+	}
+}
+
+// ApplyDefaults fills the optional consumer fields whose zero value means
+// "use the default": today only Group, which defaults to Name. Other zero
+// values are left alone on purpose, because a zero there (concurrency 0,
+// commit_interval 0) is a mistake that Validate should report rather than
+// something to paper over.
+func (c *Config) ApplyDefaults() {
+	for i := range c.Consumers {
+		if c.Consumers[i].Group == "" {
+			c.Consumers[i].Group = c.Consumers[i].Name
+		}
+	}
+}

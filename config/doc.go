@@ -1,0 +1,53 @@
+// Package config loads and validates the configuration of turbo, the
+// parallel Kafka consumer started by `turbo run --config app.yaml`.
+//
+// The file is YAML, JSON or TOML, chosen by its extension (.yaml, .yml,
+// .json, .toml). Its schema, with defaults:
+//
+//	kafka:
+//	  brokers: ["127.0.0.1:9092"]   # ["embedded"] starts an in-memory broker in this process
+//	  client_id: turbo
+//	  version: "3.6.0"              # Kafka protocol version, e.g. 2.8.0 or 0.10.2.1
+//	  group_instance_id: ""         # static membership when set, [0-9a-zA-Z._-]{1,240}
+//	  embedded:                     # only used when brokers is ["embedded"]
+//	    partitions: 8               # partitions of auto-created topics, >= 1
+//	    seed:                       # demo records written at start
+//	      topic: ""                 # required when records > 0
+//	      records: 0                # >= 0; 0 means no seeding
+//	      keys: 100                 # distinct keys, >= 1 when records > 0
+//	consumers:                      # at least one; each is one actor tree
+//	  - name: orders                # required, unique, [0-9a-zA-Z._-]+
+//	    group: ""                   # consumer group, defaults to name
+//	    topics: [orders]            # at least one, no empty names
+//	    initial_offset: oldest      # oldest | newest
+//	    ordering: key               # key | partition | unordered
+//	    concurrency: 16             # > 0
+//	    max_buffered: 1000          # >= 0
+//	    commit_interval: 1s         # > 0
+//	    handler:
+//	      type: noop                # http | noop | log | sleep
+//	      url: ""                   # http: required absolute http(s) URL
+//	      timeout: 10s              # http: > 0
+//	      duration: 0s              # sleep: simulated work per record, >= 0
+//	shutdown_timeout: 30s           # > 0
+//	log:
+//	  level: info                   # debug | info | warn | error
+//	  format: console               # console | json
+//
+// Decoding is strict: keys are case-sensitive, unknown keys are errors, and
+// so are values of the wrong type. Weakly typed scalars are accepted (the
+// string "16" for an integer, a number for a string), but durations must be
+// Go duration strings with a unit ("1s", "500ms"); a bare number is rejected
+// because "5" could mean seconds or nanoseconds. A key set to null is
+// treated as absent, so its default applies.
+//
+// Environment variables override the file. Their names are TURBO_ followed
+// by the key path in upper case with "_" between the parts and list indices
+// as numbers: TURBO_KAFKA_BROKERS, TURBO_SHUTDOWN_TIMEOUT,
+// TURBO_CONSUMERS_0_HANDLER_URL. Lists (brokers, topics) are
+// comma-separated. Only consumers present in the file can be overridden,
+// and an empty value counts as unset, as in viper.
+//
+// Every error from [Load], [Config.Validate] and [Config.Select] wraps
+// [ErrInvalid]; errors about one key are a [*FieldError].
+package config

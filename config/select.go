@@ -1,0 +1,68 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Select narrows the configuration to what the CLI filters ask for:
+//
+//  1. if includeConsumers is non-empty, only the consumers it names stay;
+//  2. consumers named in excludeConsumers are removed;
+//  3. if includeTopics is non-empty, each consumer keeps only those topics;
+//  4. topics in excludeTopics are removed from each consumer;
+//  5. consumers left without topics are dropped.
+//
+// A consumer name that matches no consumer is an error, since a typo in a
+// filter would otherwise silently run the wrong set. So is a selection that
+// leaves nothing to run. Topic names are not checked: the same topic filter
+// is meant to apply across consumers that subscribe to different topics.
+// On error c is left unchanged. Errors wrap ErrInvalid.
+func (c *Config) Select(includeConsumers, excludeConsumers, includeTopics, excludeTopics []string) error {
+	if err := c.checkNames("--include-consumers", includeConsumers); err != nil {
+		return err
+	}
+	if err := c.checkNames("--exclude-consumers", excludeConsumers); err != nil {
+		return err
+	}
+	var kept []Consumer
+	for _, cons := range c.Consumers {
+		if len(includeConsumers) > 0 && !slices.Contains(includeConsumers, cons.Name) {
+			continue
+		}
+		if slices.Contains(excludeConsumers, cons.Name) {
+			continue
+		}
+		// A fresh slice, so narrowing never writes into a topics array the
+		// caller may share.
+		var topics []string
+		for _, t := range cons.Topics {
+			if len(includeTopics) > 0 && !slices.Contains(includeTopics, t) {
+				continue
+			}
+			if slices.Contains(excludeTopics, t) {
+				continue
+			}
+			topics = append(topics, t)
+		}
+		if len(topics) == 0 {
+			continue
+		}
+		cons.Topics = topics
+		kept = append(kept, cons)
+	}
+	if len(kept) == 0 {
+		return fieldErr("consumers", "nothing left to run: the include/exclude filters removed every consumer or topic")
+	}
+	c.Consumers = kept
+	return nil
+}
+
+func (c *Config) checkNames(flag string, names []string) error {
+	for _, n := range names {
+		if !slices.ContainsFunc(c.Consumers, func(cons Consumer) bool { return cons.Name == n }) {
+			return fieldErr(flag, fmt.Sprintf("no consumer named %q", n))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+var (
+	versionPattern = regexp.MustCompile(`^\d+\.\d+\.\d+(\.\d+)?$`)
+	// Kafka's own limit for group.instance.id.
+	instanceIDPattern = regexp.MustCompile(`^[0-9a-zA-Z._-]{1,240}$`)
+	// Names end up in metric labels, actor names and CLI flags, so they are
+	// kept to characters that need no quoting anywhere.
+	namePattern = regexp.MustCompile(`^[0-9a-zA-Z._-]+$`)
+)
+
+// Validate checks the configuration and returns its first problem as a
+// *FieldError naming the key, checking kafka, then the consumers in order,
+// then shutdown_timeout, then log. It does not modify c: call ApplyDefaults
+// first on a configuration built in code with empty groups.
+func (c *Config) Validate() error {
+	if err := c.Kafka.validate(); err != nil {
+		return err
+	}
+	if len(c.Consumers) == 0 {
+		return fieldErr("consumers", "at least one consumer is required")
+	}
+	seen := make(map[string]int, len(c.Consumers))
+	for i := range c.Consumers {
+		key := fmt.Sprintf("consumers[%d]", i)
+		cons := &c.Consumers[i]
+		if err := cons.validate(key); err != nil {
+			return err
+		}
+		if j, dup := seen[cons.Name]; dup {
+			return fieldErr(key+".name", fmt.Sprintf("duplicate consumer name %q (also consumers[%d])", cons.Name, j))
+		}
+		seen[cons.Name] = i
+	}
+	if err := positive("shutdown_timeout", c.ShutdownTimeout); err != nil {
+		return err
+	}
+	if err := oneOf("log.level", c.Log.Level, LogDebug, LogInfo, LogWarn, LogError); err != nil {
+		return err
+	}
+	return oneOf("log.format", c.Log.Format, LogConsole, LogJSON)
+}
+
+func (k *Kafka) validate() error {
+	if len(k.Brokers) == 0 {
+		return fieldErr("kafka.brokers", `at least one broker is required (or ["embedded"])`)
+	}
+	for i, b := range k.Brokers {
+		key := fmt.Sprintf("kafka.brokers[%d]", i)
+		switch {
+		case strings.TrimSpace(b) == "":
+			return fieldErr(key, "must not be empty")
+		case b == EmbeddedBroker && len(k.Brokers) > 1:
+			return fieldErr(key, fmt.Sprintf("%q must be the only broker", EmbeddedBroker))
+		}
+	}
+	if !versionPattern.MatchString(k.Version) {
+		return fieldErr("kafka.version", fmt.Sprintf("must look like 3.6.0 or 0.10.2.1 (got %s)", quoteValue(k.Version)))
+	}
+	if k.GroupInstanceID != "" && !instanceIDPattern.MatchString(k.GroupInstanceID) {
+		return fieldErr("kafka.group_instance_id", fmt.Sprintf("must be 1 to 240 characters of [0-9a-zA-Z._-] (got %s)", quoteValue(k.GroupInstanceID)))
+	}
+	// The embedded section is checked even when unused, so a mistake there
+	// does not surface only on the day someone switches to ["embedded"].
+	e := &k.Embedded
+	if e.Partitions < 1 {
+		return fieldErr("kafka.embedded.partitions", fmt.Sprintf("must be >= 1 (got %d)", e.Partitions))
+	}
+	if e.Seed.Records < 0 {
+		return fieldErr("kafka.embedded.seed.records", fmt.Sprintf("must be >= 0 (got %d)", e.Seed.Records))
+	}
+	if e.Seed.Records > 0 {
+		if e.Seed.Topic == "" {
+			return fieldErr("kafka.embedded.seed.topic", "is required when seed.records > 0")
+		}
+		if e.Seed.Keys < 1 {
+			return fieldErr("kafka.embedded.seed.keys", fmt.Sprintf("must be >= 1 when seed.records > 0 (got %d)", e.Seed.Keys))
+		}
+	}
+	return nil
+}
+
+func (c *Consumer) validate(key string) error {
+	switch {
+	case c.Name == "":
+		return fieldErr(key+".name", "is required")
+	case !namePattern.MatchString(c.Name):
+		return fieldErr(key+".name", fmt.Sprintf("must contain only [0-9a-zA-Z._-] (got %s)", quoteValue(c.Name)))
+	case c.Group == "":
+		return fieldErr(key+".group", "must not be empty (ApplyDefaults sets it to the name)")
+	case len(c.Topics) == 0:
+		return fieldErr(key+".topics", "at least one topic is required")
+	}
+	for i, t := range c.Topics {
+		if strings.TrimSpace(t) == "" {
+			return fieldErr(fmt.Sprintf("%s.topics[%d]", key, i), "must not be empty")
+		}
+	}
+	if err := oneOf(key+".initial_offset", c.InitialOffset, OffsetOldest, OffsetNewest); err != nil {
+		return err
+	}
+	if err := oneOf(key+".ordering", c.Ordering, OrderingKey, OrderingPartition, OrderingUnordered); err != nil {
+		return err
+	}
+	if c.Concurrency <= 0 {
+		return fieldErr(key+".concurrency", fmt.Sprintf("must be > 0 (got %d)", c.Concurrency))
+	}
+	if c.MaxBuffered < 0 {
+		return fieldErr(key+".max_buffered", fmt.Sprintf("must be >= 0 (got %d)", c.MaxBuffered))
+	}
+	if err := positive(key+".commit_interval", c.CommitInterval); err != nil {
+		return err
+	}
+	return c.Handler.validate(key + ".handler")
+}
+
+func (h *Handler) validate(key string) error {
+	if err := oneOf(key+".type", h.Type, HandlerHTTP, HandlerNoop, HandlerLog, HandlerSleep); err != nil {
+		return err
+	}
+	switch h.Type {
+	case HandlerHTTP:
+		if h.URL == "" {
+			return fieldErr(key+".url", "is required for handler type http")
+		}
+		u, err := url.Parse(h.URL)
+		scheme := ""
+		if err == nil {
+			scheme = strings.ToLower(u.Scheme)
+		}
+		if err != nil || (scheme != "http" && scheme != "https") || u.Host == "" {
+			return fieldErr(key+".url", fmt.Sprintf("must be an absolute http:// or https:// URL (got %s)", quoteValue(h.URL)))
+		}
+		return positive(key+".timeout", h.Timeout)
+	case HandlerSleep:
+		if h.Duration < 0 {
+			return fieldErr(key+".duration", fmt.Sprintf("must be >= 0 (got %s)", h.Duration))
+		}
+	}
+	return nil
+}
+
+func positive(key string, d time.Duration) error {
+	if d <= 0 {
+		return fieldErr(key, fmt.Sprintf("must be > 0 (got %s)", d))
+	}
+	return nil
+}
+
+func oneOf[T ~string](key string, v T, allowed ...T) error {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		if v == a {
+			return nil
+		}
+		names[i] = string(a)
+	}
+	return fieldErr(key, fmt.Sprintf("must be one of %s (got %s)", strings.Join(names, ", "), quoteValue(string(v))))
+}

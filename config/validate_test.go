@@ -1,0 +1,87 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// validConfig builds a valid configuration in code, as Go callers do.
+func validConfig() Config {
+	c := Default()
+	a := DefaultConsumer("a")
+	a.Topics = []string{"t1", "t2"}
+	b := DefaultConsumer("b")
+	b.Topics = []string{"t2", "t3"}
+	c.Consumers = []Consumer{a, b}
+	return c
+}
+
+func TestValidateInCode(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(c *Config)
+		wantKey string // "" means valid
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"embedded alone", func(c *Config) { c.Kafka.Brokers = []string{EmbeddedBroker} }, ""},
+		{"four-part version", func(c *Config) { c.Kafka.Version = "0.10.2.1" }, ""},
+		{"http handler", func(c *Config) {
+			c.Consumers[0].Handler = Handler{Type: HandlerHTTP, URL: "HTTPS://h/x", Timeout: time.Second}
+		}, ""},
+		{"url ignored for non-http", func(c *Config) { c.Consumers[0].Handler.URL = "relative" }, ""},
+		{"empty group needs ApplyDefaults", func(c *Config) { c.Consumers[1].Group = "" }, "consumers[1].group"},
+		{"nil brokers", func(c *Config) { c.Kafka.Brokers = nil }, "kafka.brokers"},
+		{"blank broker", func(c *Config) { c.Kafka.Brokers = []string{" "} }, "kafka.brokers[0]"},
+		{"zero value enum", func(c *Config) { c.Consumers[0].Ordering = "" }, "consumers[0].ordering"},
+		{"kafka reported before consumers", func(c *Config) {
+			c.Consumers[0].Concurrency = 0
+			c.Kafka.Version = "x"
+		}, "kafka.version"},
+		{"consumers reported before shutdown_timeout", func(c *Config) {
+			c.ShutdownTimeout = 0
+			c.Consumers[1].MaxBuffered = -1
+		}, "consumers[1].max_buffered"},
+		{"shutdown_timeout reported before log", func(c *Config) {
+			c.ShutdownTimeout = 0
+			c.Log.Level = "x"
+		}, "shutdown_timeout"},
+		{"zero config", func(c *Config) { *c = Config{} }, "kafka.brokers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig()
+			tt.mutate(&c)
+			before := deepCopy(c)
+			err := c.Validate()
+			if !reflect.DeepEqual(c, before) {
+				t.Errorf("Validate modified the config")
+			}
+			if tt.wantKey == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Validate succeeded")
+			}
+			checkInvalid(t, err, tt.wantKey)
+		})
+	}
+}
+
+// deepCopy copies the slices of c so a later comparison sees mutations.
+func deepCopy(c Config) Config {
+	out := c
+	out.Kafka.Brokers = append([]string(nil), c.Kafka.Brokers...)
+	out.Consumers = nil
+	for _, cons := range c.Consumers {
+		cons.Topics = append([]string(nil), cons.Topics...)
+		out.Consumers = append(out.Consumers, cons)
+	}
+	if c.Consumers == nil {
+		out.Consumers = nil
+	}
+	return out
+}
