@@ -1,0 +1,237 @@
+package schedule
+
+import (
+	"errors"
+	"math/rand"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// model is the obviously correct, slow scheduler the real one is checked
+// against: every waiting item in Add order, and the set of busy units.
+type model struct {
+	items []modelItem
+	busy  map[string]bool
+	// queued counts the waiting items per unit, only so that checkUnits
+	// does not have to scan items on every step.
+	queued map[string]int
+}
+
+type modelItem struct {
+	unit string
+	v    int
+}
+
+func (m *model) add(unit string, v int) {
+	m.items = append(m.items, modelItem{unit, v})
+	m.queued[unit]++
+}
+
+func (m *model) next() (string, int, bool) {
+	for i, it := range m.items {
+		if it.unit == "" || !m.busy[it.unit] {
+			m.items = slices.Delete(m.items, i, i+1)
+			m.queued[it.unit]--
+			if it.unit != "" {
+				m.busy[it.unit] = true
+			}
+			return it.unit, it.v, true
+		}
+	}
+	return "", 0, false
+}
+
+func (m *model) done(unit string) error {
+	if unit == "" {
+		return nil
+	}
+	if !m.busy[unit] {
+		return ErrNotBusy
+	}
+	delete(m.busy, unit)
+	return nil
+}
+
+func (m *model) runnable() bool {
+	for _, it := range m.items {
+		if it.unit == "" || !m.busy[it.unit] {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *model) dropIf(drop func(int) bool) []int {
+	var out []int
+	kept := m.items[:0]
+	for _, it := range m.items {
+		if drop(it.v) {
+			out = append(out, it.v)
+			m.queued[it.unit]--
+		} else {
+			kept = append(kept, it)
+		}
+	}
+	m.items = kept
+	return out
+}
+
+// opSource yields the choices that drive a run; ok is false once exhausted.
+type opSource interface {
+	intn(n int) (int, bool)
+}
+
+type randSource struct {
+	r    *rand.Rand
+	left int
+}
+
+func (s *randSource) intn(n int) (int, bool) {
+	if s.left <= 0 {
+		return 0, false
+	}
+	s.left--
+	return s.r.Intn(n), true
+}
+
+type byteSource struct{ b []byte }
+
+func (s *byteSource) intn(n int) (int, bool) {
+	if len(s.b) == 0 {
+		return 0, false
+	}
+	v := int(s.b[0]) % n
+	s.b = s.b[1:]
+	return v, true
+}
+
+// runModel applies the operations chosen by src to a Scheduler and to the
+// model, failing at the first observable difference.
+func runModel(t *testing.T, src opSource, nUnits int) {
+	t.Helper()
+	s := New[int]()
+	m := &model{busy: map[string]bool{}, queued: map[string]int{}}
+	units := make([]string, nUnits+1) // units[0] is the unordered unit ""
+	for i := 1; i <= nUnits; i++ {
+		units[i] = "u" + strconv.Itoa(i)
+	}
+	val := 0
+	for step := 0; ; step++ {
+		op, ok := src.intn(16)
+		if !ok {
+			break
+		}
+		arg, ok := src.intn(256)
+		if !ok {
+			break
+		}
+		switch {
+		case op < 7: // Add dominates so that queues build up
+			u := units[arg%len(units)]
+			s.Add(u, val)
+			m.add(u, val)
+			val++
+		case op < 11:
+			gu, gv, gok := s.Next()
+			wu, wv, wok := m.next()
+			if gu != wu || gv != wv || gok != wok {
+				t.Fatalf("step %d: Next = (%q,%d,%v), model (%q,%d,%v)", step, gu, gv, gok, wu, wv, wok)
+			}
+		case op < 15:
+			u := units[arg%len(units)]
+			gerr, werr := s.Done(u), m.done(u)
+			if !errors.Is(gerr, werr) || (gerr == nil) != (werr == nil) {
+				t.Fatalf("step %d: Done(%q) = %v, model %v", step, u, gerr, werr)
+			}
+		default:
+			mod, rem := arg%4+1, arg/4%4
+			drop := func(v int) bool { return v%mod == rem%mod }
+			got, want := s.DropIf(drop), m.dropIf(drop)
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d: DropIf = %v, model %v", step, got, want)
+			}
+		}
+		if s.Waiting() != len(m.items) || s.Busy() != len(m.busy) || s.Runnable() != m.runnable() {
+			t.Fatalf("step %d: Waiting/Busy/Runnable = %d/%d/%v, model %d/%d/%v", step,
+				s.Waiting(), s.Busy(), s.Runnable(), len(m.items), len(m.busy), m.runnable())
+		}
+		checkUnits(t, s, m, units)
+	}
+	// Drain both completely; the order must still agree.
+	for {
+		gu, gv, gok := s.Next()
+		wu, wv, wok := m.next()
+		if gu != wu || gv != wv || gok != wok {
+			t.Fatalf("drain: Next = (%q,%d,%v), model (%q,%d,%v)", gu, gv, gok, wu, wv, wok)
+		}
+		if !gok {
+			if len(m.busy) == 0 {
+				break
+			}
+			for u := range m.busy {
+				if err := s.Done(u); err != nil {
+					t.Fatalf("drain: Done(%q) = %v", u, err)
+				}
+				_ = m.done(u)
+				break
+			}
+			continue
+		}
+		if err := s.Done(gu); err != nil {
+			t.Fatalf("drain: Done(%q) = %v", gu, err)
+		}
+		_ = m.done(gu)
+	}
+	if u, r, o := s.sizes(); u != 0 || r != 0 || o != 0 {
+		t.Fatalf("after drain: units %d ready %d unordered %d, want 0", u, r, o)
+	}
+}
+
+// checkUnits verifies that the map holds exactly the units that are busy or
+// have waiting items, which is what keeps memory bounded.
+func checkUnits(t *testing.T, s *Scheduler[int], m *model, units []string) {
+	t.Helper()
+	want := 0
+	for _, u := range units[1:] {
+		_, got := s.units[u]
+		if need := m.busy[u] || m.queued[u] > 0; got != need {
+			t.Fatalf("unit %q tracked = %v, want %v", u, got, need)
+		}
+		if m.busy[u] || m.queued[u] > 0 {
+			want++
+		}
+	}
+	if len(s.units) != want {
+		t.Fatalf("scheduler tracks %d units, want %d", len(s.units), want)
+	}
+}
+
+func TestModelRandom(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 30
+	}
+	for seed := range seeds {
+		r := rand.New(rand.NewSource(int64(seed)))
+		nUnits := 1 + seed%12 // few units for contention, more for parallelism
+		runModel(t, &randSource{r: r, left: 2 * 3000}, nUnits)
+	}
+}
+
+func FuzzScheduler(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 2, 8, 0, 8, 0, 11, 1, 8, 0})
+	f.Add([]byte{0, 0, 0, 0, 1, 1, 15, 5, 8, 0, 12, 0})
+	f.Add([]byte{0, 3, 1, 3, 2, 0, 9, 0, 9, 0, 13, 3, 15, 1, 9, 0})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) == 0 {
+			return
+		}
+		// The model is quadratic; long inputs would only slow the fuzzer down
+		// without reaching states that short ones cannot.
+		ops = ops[:min(len(ops), 1024)]
+		// The first byte picks the number of units so the fuzzer can explore
+		// both heavy contention and many independent units.
+		runModel(t, &byteSource{b: ops[1:]}, 1+int(ops[0])%16)
+	})
+}

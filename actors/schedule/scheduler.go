@@ -1,0 +1,246 @@
+// Package schedule decides which buffered record may run next.
+//
+// turbo runs records of a partition on many runners at once, yet records that
+// share an ordering unit (a record key, or a whole partition) must still be
+// processed one at a time and in the order they were fetched. The Scheduler
+// is the deterministic core of that decision, kept free of goroutines, locks
+// and clocks so that it can be tested exhaustively and driven by whatever
+// concurrency the caller chooses. It is not safe for concurrent use.
+//
+// Work is never pinned to a runner: any free unit can be taken by any idle
+// runner, and among everything runnable the oldest item goes first, so a
+// burst on one key cannot starve older work on other keys.
+package schedule
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+)
+
+// ErrNotBusy is returned by Done for a unit that is not currently running,
+// which means the caller's bookkeeping is wrong; the Scheduler is unchanged.
+var ErrNotBusy = errors.New("schedule: unit is not busy")
+
+const (
+	// maxSpare bounds the recycled unit records so that a spike of distinct
+	// keys does not leave its memory behind.
+	maxSpare = 256
+	// maxSpareQueue is the largest queue array a recycled unit keeps; a unit
+	// that once held a long backlog should not pin that array forever.
+	maxSpareQueue = 16
+	// maxIdleCap is the capacity above which an emptied queue or heap gives
+	// its array back rather than keeping it for reuse; below it, reuse is
+	// what makes the steady state allocation-free.
+	maxIdleCap = 1024
+	// minShrink is the map size below which rebuilding the map to release
+	// memory is not worth it.
+	minShrink = 1024
+)
+
+// item is a waiting value stamped with its Add sequence, which defines
+// "oldest" across units.
+type item[T any] struct {
+	seq uint64
+	v   T
+}
+
+// unit is the state of one non-empty ordering unit. A unit exists in the map
+// only while it is busy or has waiting items.
+type unit[T any] struct {
+	name string
+	q    fifo[item[T]]
+	busy bool
+}
+
+// Scheduler holds waiting items and decides which may run next.
+//
+// Items with the same non-empty unit run one at a time, in Add order. Items
+// with unit "" are unordered: never blocked and never blocking. Next always
+// returns the oldest runnable item, that is the one with the smallest Add
+// sequence among the heads of free units and the unordered items.
+//
+// Every operation except DropIf is O(log u) in the number u of free units
+// with waiting items, and does not allocate in steady state. The zero value
+// is an empty Scheduler ready to use.
+type Scheduler[T any] struct {
+	units     map[string]*unit[T]
+	ready     readyHeap[T]  // free units with waiting items, by head sequence
+	unordered fifo[item[T]] // unit "" items, in Add order
+	spare     []*unit[T]    // recycled units, to avoid an allocation per new key
+	seq       uint64
+	waiting   int
+	busy      int
+	peak      int // largest len(units) since the map was last rebuilt
+}
+
+// New returns an empty Scheduler.
+func New[T any]() *Scheduler[T] { return &Scheduler[T]{} }
+
+// Add enqueues v behind every item added before it to the same unit. Unit ""
+// means v has no ordering constraint.
+func (s *Scheduler[T]) Add(unit string, v T) {
+	it := item[T]{seq: s.seq, v: v}
+	s.seq++
+	s.waiting++
+	if unit == "" {
+		s.unordered.push(it)
+		return
+	}
+	u, ok := s.units[unit]
+	if !ok {
+		u = s.newUnit(unit)
+	}
+	u.q.push(it)
+	// A free unit enters the heap when it gets its first waiting item; later
+	// items queue behind the head and do not change its key.
+	if !u.busy && u.q.len() == 1 {
+		s.ready.push(readyEntry[T]{seq: it.seq, u: u})
+	}
+}
+
+// Next removes and returns the oldest runnable item and marks its unit busy
+// until Done is called for it (unit "" is never marked). ok is false if
+// nothing is runnable.
+func (s *Scheduler[T]) Next() (unit string, v T, ok bool) {
+	fromUnit := len(s.ready) > 0
+	if fromUnit && s.unordered.len() > 0 && s.unordered.peek().seq < s.ready[0].seq {
+		fromUnit = false
+	}
+	switch {
+	case fromUnit:
+		u := s.ready.pop().u
+		it := u.q.pop()
+		u.busy = true
+		s.busy++
+		s.waiting--
+		return u.name, it.v, true
+	case s.unordered.len() > 0:
+		it := s.unordered.pop()
+		s.waiting--
+		return "", it.v, true
+	}
+	return "", v, false
+}
+
+// Done marks unit free again, making its next waiting item runnable. The unit
+// must have been returned by Next and not yet be Done; otherwise Done returns
+// ErrNotBusy and changes nothing. Done("") is a no-op, so callers need not
+// special-case unordered items.
+func (s *Scheduler[T]) Done(unit string) error {
+	if unit == "" {
+		return nil
+	}
+	u, ok := s.units[unit]
+	if !ok || !u.busy {
+		return ErrNotBusy
+	}
+	u.busy = false
+	s.busy--
+	if u.q.len() > 0 {
+		s.ready.push(readyEntry[T]{seq: u.q.peek().seq, u: u})
+		return nil
+	}
+	s.removeUnit(u)
+	return nil
+}
+
+// Waiting returns the number of items added and neither returned by Next nor
+// dropped.
+func (s *Scheduler[T]) Waiting() int { return s.waiting }
+
+// Busy returns the number of units currently running an item.
+func (s *Scheduler[T]) Busy() int { return s.busy }
+
+// Runnable reports whether Next would return an item.
+func (s *Scheduler[T]) Runnable() bool {
+	return len(s.ready) > 0 || s.unordered.len() > 0
+}
+
+// DropIf removes every waiting item for which drop returns true and returns
+// them in Add order; the remaining items keep their order. Busy units stay
+// busy, since their running item is not waiting and must still be reported
+// through Done.
+//
+// drop is called exactly once per waiting item, in unspecified order, and
+// must not call back into the Scheduler. DropIf is meant for rare events such
+// as partition revocation and costs O(n log n) in the number of waiting
+// items.
+func (s *Scheduler[T]) DropIf(drop func(T) bool) []T {
+	match := func(it *item[T]) bool { return drop(it.v) }
+	var dropped []item[T]
+	dropped = s.unordered.filter(match, dropped)
+	s.ready = s.ready[:0]
+	for _, u := range s.units {
+		dropped = u.q.filter(match, dropped)
+		switch {
+		case u.busy:
+		case u.q.len() > 0:
+			s.ready = append(s.ready, readyEntry[T]{seq: u.q.peek().seq, u: u})
+		default:
+			s.forget(u) // deleting during range is allowed and skips nothing else
+		}
+	}
+	s.maybeShrink()
+	clear(s.ready[len(s.ready):cap(s.ready)])
+	s.ready.init()
+	if len(dropped) == 0 {
+		return nil
+	}
+	s.waiting -= len(dropped)
+	slices.SortFunc(dropped, func(a, b item[T]) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]T, len(dropped))
+	for i := range dropped {
+		out[i] = dropped[i].v
+	}
+	return out
+}
+
+func (s *Scheduler[T]) newUnit(name string) *unit[T] {
+	var u *unit[T]
+	if n := len(s.spare); n > 0 {
+		u = s.spare[n-1]
+		s.spare[n-1] = nil
+		s.spare = s.spare[:n-1]
+	} else {
+		u = new(unit[T])
+	}
+	u.name = name
+	if s.units == nil {
+		s.units = make(map[string]*unit[T])
+	}
+	s.units[name] = u
+	if len(s.units) > s.peak {
+		s.peak = len(s.units)
+	}
+	return u
+}
+
+// removeUnit forgets an idle unit with nothing waiting, so that memory tracks
+// the units in use rather than every key ever seen.
+func (s *Scheduler[T]) removeUnit(u *unit[T]) {
+	s.forget(u)
+	s.maybeShrink()
+}
+
+func (s *Scheduler[T]) forget(u *unit[T]) {
+	delete(s.units, u.name)
+	if len(s.spare) < maxSpare && cap(u.q.buf) <= maxSpareQueue {
+		u.name = ""
+		s.spare = append(s.spare, u)
+	}
+}
+
+func (s *Scheduler[T]) maybeShrink() {
+	// Go maps never give back their buckets, so after a spike of distinct
+	// keys rebuild the map at its current size. The copy is paid for by the
+	// three quarters of the peak that were deleted since the last rebuild.
+	if s.peak >= minShrink && len(s.units) <= s.peak/4 {
+		m := make(map[string]*unit[T], len(s.units))
+		for k, v := range s.units {
+			m[k] = v
+		}
+		s.units = m
+		s.peak = len(m)
+	}
+}

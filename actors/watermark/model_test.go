@@ -1,0 +1,202 @@
+package watermark
+
+import (
+	"errors"
+	"math/rand"
+	"slices"
+	"testing"
+)
+
+// model is the obviously correct, slow tracker the real one is checked
+// against. It forgets nothing it needs for the semantics: done holds every
+// offset ever tracked with its finished flag; all holds the tracked offsets
+// in order, minus the finished prefix so that its scans stay short.
+type model struct {
+	done    map[int64]bool
+	all     []int64
+	open    []int64 // unfinished offsets, in no particular order
+	highest int64
+	tracked bool
+}
+
+func (m *model) track(o int64) error {
+	if m.tracked && o <= m.highest {
+		return ErrOutOfOrder
+	}
+	m.done[o] = false
+	m.all = append(m.all, o)
+	m.open = append(m.open, o)
+	m.highest = o
+	m.tracked = true
+	return nil
+}
+
+func (m *model) finish(o int64) error {
+	d, ok := m.done[o]
+	if !ok || d {
+		return ErrUnknownOffset
+	}
+	m.done[o] = true
+	i := slices.Index(m.open, o)
+	m.open = slices.Delete(m.open, i, i+1)
+	for len(m.all) > 0 && m.done[m.all[0]] {
+		m.all = m.all[1:]
+	}
+	return nil
+}
+
+func (m *model) committable() (int64, bool) {
+	if !m.tracked {
+		return 0, false
+	}
+	for _, o := range m.all {
+		if !m.done[o] {
+			return o, true
+		}
+	}
+	return m.highest + 1, true
+}
+
+func (m *model) pending() int { return len(m.open) }
+
+func (m *model) runs() []run {
+	var out []run
+	inRun := false
+	for _, o := range m.all {
+		switch {
+		case !m.done[o]:
+			inRun = false
+		case inRun:
+			out[len(out)-1].to = o
+		default:
+			out = append(out, run{o, o})
+			inRun = true
+		}
+	}
+	return out
+}
+
+type opSource interface {
+	intn(n int) (int, bool)
+}
+
+type randSource struct {
+	r    *rand.Rand
+	left int
+}
+
+func (s *randSource) intn(n int) (int, bool) {
+	if s.left <= 0 {
+		return 0, false
+	}
+	s.left--
+	return s.r.Intn(n), true
+}
+
+type byteSource struct{ b []byte }
+
+func (s *byteSource) intn(n int) (int, bool) {
+	if len(s.b) == 0 {
+		return 0, false
+	}
+	v := int(s.b[0]) % n
+	s.b = s.b[1:]
+	return v, true
+}
+
+// runModel applies the operations chosen by src to a Tracker and to the
+// model, comparing everything observable after every operation.
+//
+// trackBias (0..3) shifts the mix from completions toward tracking, so that
+// some runs keep windows of a few entries and others of hundreds, which is
+// what exercises compaction.
+func runModel(t *testing.T, src opSource, start int64, trackBias int) {
+	t.Helper()
+	tr := New()
+	m := &model{done: map[int64]bool{}}
+	prev, prevOK := int64(0), false
+	for step := 0; ; step++ {
+		op, ok := src.intn(8)
+		if !ok {
+			break
+		}
+		arg, ok := src.intn(256)
+		if !ok {
+			break
+		}
+		var o int64
+		switch {
+		case op < 3+trackBias: // Track, mostly with small gaps, sometimes out of order
+			o = start
+			if len(m.all) > 0 {
+				o = m.highest + 1 + int64(arg%4) - int64(arg%16/12*8)
+			}
+			got, want := tr.Track(o), m.track(o)
+			if !errors.Is(got, want) {
+				t.Fatalf("step %d: Track(%d) = %v, model %v", step, o, got, want)
+			}
+		default: // Done, mostly of an unfinished offset, sometimes of anything
+			switch {
+			case arg < 160 && len(m.open) > 0:
+				o = m.open[arg%len(m.open)]
+			case arg < 224 && m.tracked:
+				o = m.highest - int64(arg%32) // tracked, finished or a gap
+			default:
+				o = start + int64(arg) - 16
+			}
+			got, want := tr.Done(o), m.finish(o)
+			if !errors.Is(got, want) {
+				t.Fatalf("step %d: Done(%d) = %v, model %v", step, o, got, want)
+			}
+		}
+
+		c, cok := tr.Committable()
+		wc, wok := m.committable()
+		if c != wc || cok != wok {
+			t.Fatalf("step %d: Committable = (%d,%v), model (%d,%v)", step, c, cok, wc, wok)
+		}
+		if tr.Pending() != m.pending() {
+			t.Fatalf("step %d: Pending = %d, model %d", step, tr.Pending(), m.pending())
+		}
+		if got, want := runs(tr), m.runs(); !slices.Equal(got, want) {
+			t.Fatalf("step %d: FinishedAbove = %v, model %v", step, got, want)
+		}
+		// The safety properties the commit loop relies on, stated directly
+		// rather than through the model.
+		if prevOK && (!cok || c < prev) {
+			t.Fatalf("step %d: committable moved back from %d to (%d,%v)", step, prev, c, cok)
+		}
+		for _, off := range m.open {
+			if c > off {
+				t.Fatalf("step %d: committable %d passes unfinished offset %d", step, c, off)
+			}
+		}
+		prev, prevOK = c, cok
+	}
+}
+
+func TestModelRandom(t *testing.T) {
+	seeds := 200
+	if testing.Short() {
+		seeds = 30
+	}
+	for seed := range seeds {
+		r := rand.New(rand.NewSource(int64(seed)))
+		runModel(t, &randSource{r: r, left: 2 * 2500}, int64(seed)*1000-5000, seed%4)
+	}
+}
+
+func FuzzTracker(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 0, 2, 4, 1, 4, 0, 4, 2})
+	f.Add([]byte{0, 3, 0, 3, 0, 3, 5, 0, 5, 2, 5, 1, 0, 15})
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 6, 200, 7, 0})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) == 0 {
+			return
+		}
+		// The model is quadratic; long inputs would only slow the fuzzer down
+		// without reaching states that short ones cannot.
+		ops = ops[:min(len(ops), 1024)]
+		runModel(t, &byteSource{b: ops[1:]}, int64(ops[0]>>2)-32, int(ops[0]&3))
+	})
+}
