@@ -1,0 +1,135 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/config"
+)
+
+// Options configure one consumer: one actor tree under a backoff supervisor.
+type Options struct {
+	// Consumer is the consumer's configuration (config.DefaultConsumer gives
+	// the defaults).
+	Consumer config.Consumer
+	// Kafka is the connection configuration. Brokers must be real addresses
+	// here: starting an embedded broker is the caller's business (see the
+	// embedded package).
+	Kafka config.Kafka
+	// ShutdownTimeout bounds every wait for running handlers: a revocation,
+	// a restart after a failure, Stop.
+	ShutdownTimeout time.Duration
+	// Handler processes the records.
+	Handler Handler
+	// Logger receives the consumer's logs; the zero value discards them.
+	Logger zerolog.Logger
+	// Restart is the backoff between tree restarts after failures, and
+	// between attempts to reach Kafka; the zero value means backoff.Default.
+	Restart backoff.Policy
+}
+
+// Consumer is a running consumer. It is safe for concurrent use.
+type Consumer struct {
+	name     string
+	sys      *actor.ActorSystem
+	pid      *actor.PID
+	stats    *Stats
+	stopped  chan struct{}
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// ErrStopTimeout is returned by Stop when the context ended before the tree
+// had drained and stopped.
+var ErrStopTimeout = errors.New("actors: consumer did not stop in time")
+
+// Start validates the options and spawns the consumer's tree on sys. Records
+// flow as soon as it returns; Start does not wait for Kafka.
+func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
+	if opts.Handler == nil {
+		return nil, fmt.Errorf("%w: a handler is required", config.ErrInvalid)
+	}
+	cfg := config.Default()
+	cfg.Kafka = opts.Kafka
+	cfg.Consumers = []config.Consumer{opts.Consumer}
+	cfg.ApplyDefaults()
+	if opts.ShutdownTimeout > 0 {
+		cfg.ShutdownTimeout = opts.ShutdownTimeout
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Kafka.IsEmbedded() {
+		return nil, fmt.Errorf("%w: kafka.brokers: start the embedded broker first and pass its address", config.ErrInvalid)
+	}
+	if err := checkKafka(cfg.Kafka); err != nil {
+		return nil, err
+	}
+	policy := opts.Restart
+	if policy == (backoff.Policy{}) {
+		policy = backoff.Default
+	}
+	if err := policy.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", config.ErrInvalid, err)
+	}
+	cc := cfg.Consumers[0]
+	c := &Consumer{name: cc.Name, sys: sys, stats: &Stats{}, stopped: make(chan struct{})}
+	spec := &treeSpec{
+		consumer:        cc,
+		kafka:           cfg.Kafka,
+		brokers:         cfg.Kafka.Brokers,
+		shutdownTimeout: cfg.ShutdownTimeout,
+		handler:         opts.Handler,
+		stats:           c.stats,
+		log:             opts.Logger.With().Str("consumer", cc.Name).Logger(),
+		retry:           policy,
+	}
+	sup := &backoffSupervisor{spec: spec, policy: policy, stopped: c.stopped}
+	props := actor.PropsFromProducer(func() actor.Actor { return sup }, actor.WithSupervisor(sup))
+	pid, err := sys.Root.SpawnNamed(props, "turbo-"+cc.Name)
+	if err != nil {
+		return nil, fmt.Errorf("actors: starting consumer %q: %w", cc.Name, err)
+	}
+	c.pid = pid
+	return c, nil
+}
+
+// Name returns the consumer's configured name.
+func (c *Consumer) Name() string { return c.name }
+
+// Stats returns the consumer's live counters.
+func (c *Consumer) Stats() Snapshot { return c.stats.Snapshot() }
+
+// Done is closed once the consumer has stopped.
+func (c *Consumer) Done() <-chan struct{} { return c.stopped }
+
+// Stop shuts the consumer down in order: stop taking records, let the running
+// ones finish, commit the watermarks, leave the group, stop the actors. It is
+// bounded by the configured shutdown timeout (and by ctx), idempotent, and
+// safe to call concurrently; every call returns the same result.
+func (c *Consumer) Stop(ctx context.Context) error {
+	c.stopOnce.Do(func() {
+		drained := make(chan struct{})
+		c.sys.Root.Send(c.pid, &drainTree{done: drained})
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			c.stopErr = fmt.Errorf("%w: draining: %w", ErrStopTimeout, ctx.Err())
+		}
+		c.sys.Root.Stop(c.pid)
+		select {
+		case <-c.stopped:
+		case <-ctx.Done():
+			if c.stopErr == nil {
+				c.stopErr = fmt.Errorf("%w: stopping actors: %w", ErrStopTimeout, ctx.Err())
+			}
+		}
+	})
+	return c.stopErr
+}

@@ -1,0 +1,344 @@
+package actors_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/test/testkit"
+)
+
+// fastRestart keeps restart tests short.
+var fastRestart = backoff.Policy{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.2}
+
+type run struct {
+	t       *testing.T
+	brokers []string
+	topic   string
+}
+
+func newRun(t *testing.T, partitions, records, keys int) *run {
+	t.Helper()
+	topic := "t-" + t.Name()
+	brokers := testkit.Broker(t, partitions, topic)
+	if records > 0 {
+		testkit.Produce(t, brokers, topic, records, keys)
+	}
+	return &run{t: t, brokers: brokers, topic: topic}
+}
+
+func (r *run) consumer(name string, mod func(*config.Consumer)) config.Consumer {
+	c := config.DefaultConsumer(name)
+	c.Group = "g-" + r.t.Name()
+	c.Topics = []string{r.topic}
+	c.CommitInterval = 100 * time.Millisecond
+	if mod != nil {
+		mod(&c)
+	}
+	return c
+}
+
+func (r *run) start(c config.Consumer, h actors.Handler) *actors.Consumer {
+	r.t.Helper()
+	k := config.Default().Kafka
+	k.Brokers = r.brokers
+	sys := actors.NewSystem(testkit.Logger(r.t))
+	cons, err := actors.Start(sys, actors.Options{
+		Consumer: c, Kafka: k, ShutdownTimeout: 10 * time.Second, Handler: h,
+		Logger: testkit.Logger(r.t), Restart: fastRestart,
+	})
+	if err != nil {
+		r.t.Fatalf("starting consumer: %v", err)
+	}
+	r.t.Cleanup(func() { stop(r.t, cons) })
+	return cons
+}
+
+func stop(t *testing.T, c *actors.Consumer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Stop(ctx); err != nil {
+		t.Errorf("stopping %s: %v", c.Name(), err)
+	}
+}
+
+// waitCommitted waits until the group has committed every partition's end.
+func (r *run) waitCommitted(group string, timeout time.Duration) {
+	r.t.Helper()
+	end := testkit.EndOffsets(r.t, r.brokers, r.topic)
+	var last map[int32]int64
+	testkit.Eventually(r.t, timeout, "the group to commit the end of every partition", func() bool {
+		last = testkit.CommittedOffsets(r.t, r.brokers, group, r.topic)
+		for p, e := range end {
+			if last[p] < e {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func checkClean(t *testing.T, rep testkit.Report, want int) {
+	t.Helper()
+	if rep.Distinct != want || rep.Duplicates != 0 {
+		t.Errorf("handled %d distinct records with %d duplicates, want %d once each", rep.Distinct, rep.Duplicates, want)
+	}
+	if rep.Overlaps != 0 {
+		t.Errorf("%d overlaps of records that must not run at once", rep.Overlaps)
+	}
+	if rep.OrderViolations != 0 {
+		t.Errorf("%d records started before an earlier record of their key", rep.OrderViolations)
+	}
+}
+
+// The seed blog post's demo: 1,000 records over 100 keys in 8 partitions,
+// 100 ms each, key ordering, 10 runners. Ideal: 10 s; a consumer that runs one
+// record per partition at a time needs at least 12.5 s.
+func TestKeyOrderingReachesFullParallelism(t *testing.T) {
+	r := newRun(t, 8, 1000, 100)
+	ledger := testkit.NewLedger(100 * time.Millisecond)
+	c := r.consumer("seed-demo", func(c *config.Consumer) { c.Concurrency = 10 })
+	start := time.Now()
+	cons := r.start(c, ledger)
+	testkit.Eventually(t, 60*time.Second, "1000 records handled", func() bool { return ledger.Report().Distinct >= 1000 })
+	wall := time.Since(start)
+	r.waitCommitted(c.Group, 20*time.Second)
+	rep := ledger.Report()
+	checkClean(t, rep, 1000)
+	if rep.Peak != 10 {
+		t.Errorf("peak parallelism %d, want 10", rep.Peak)
+	}
+	t.Logf("1000 records × 100 ms over 10 runners: %s (ideal 10 s), peak parallelism %d", wall.Round(time.Millisecond), rep.Peak)
+	if s := cons.Stats(); s.Processed != 1000 || s.Failed != 0 || s.Restarts != 0 {
+		t.Errorf("stats %+v, want 1000 processed, no failure, no restart", s)
+	}
+}
+
+func TestPartitionOrderingRunsOnePerPartition(t *testing.T) {
+	r := newRun(t, 4, 200, 50)
+	ledger := testkit.NewLedger(5 * time.Millisecond)
+	ledger.UnitOf = testkit.ByPartition
+	c := r.consumer("by-partition", func(c *config.Consumer) {
+		c.Ordering = config.OrderingPartition
+		c.Concurrency = 8
+	})
+	r.start(c, ledger)
+	testkit.Eventually(t, 60*time.Second, "200 records handled", func() bool { return ledger.Report().Distinct >= 200 })
+	r.waitCommitted(c.Group, 20*time.Second)
+	rep := ledger.Report()
+	checkClean(t, rep, 200)
+	if rep.Peak > 4 {
+		t.Errorf("peak parallelism %d with 4 partitions under partition ordering", rep.Peak)
+	}
+}
+
+func TestUnorderedUsesEveryRunner(t *testing.T) {
+	r := newRun(t, 2, 200, 2) // two keys only: key ordering could not exceed 2
+	ledger := testkit.NewLedger(20 * time.Millisecond)
+	ledger.UnitOf = func(rec *actors.Record) string { return fmt.Sprintf("%s@%d", rec.TP(), rec.Offset) }
+	c := r.consumer("unordered", func(c *config.Consumer) {
+		c.Ordering = config.OrderingUnordered
+		c.Concurrency = 8
+	})
+	r.start(c, ledger)
+	testkit.Eventually(t, 60*time.Second, "200 records handled", func() bool { return ledger.Report().Distinct >= 200 })
+	r.waitCommitted(c.Group, 20*time.Second)
+	rep := ledger.Report()
+	checkClean(t, rep, 200)
+	if rep.Peak != 8 {
+		t.Errorf("peak parallelism %d, want all 8 runners", rep.Peak)
+	}
+}
+
+// A hot key that cannot progress fills only its partition's share of the
+// buffer: that partition is paused, the others keep flowing.
+func TestBlockedKeyDoesNotStallOtherPartitions(t *testing.T) {
+	r := newRun(t, 4, 2000, 20)
+	release := make(chan struct{})
+	defer close(release)
+	var blocked atomic.Int64
+	hotPartition := make(chan int32, 1)
+	ledger := testkit.NewLedger(0)
+	h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		if string(rec.Key) == "key-0" {
+			if blocked.Add(1) == 1 {
+				hotPartition <- rec.Partition
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return ledger.Handle(ctx, rec)
+	})
+	c := r.consumer("hot-key", func(c *config.Consumer) {
+		c.Concurrency = 4
+		c.MaxBuffered = 40
+	})
+	cons := r.start(c, h)
+	var hot int32
+	select {
+	case hot = <-hotPartition:
+	case <-time.After(60 * time.Second):
+		t.Fatal("timed out waiting for the hot key's first record")
+	}
+	// Every record of the other partitions must get through although the
+	// buffer holds only 44 records in all and one partition is stuck.
+	want := 0
+	for p, end := range testkit.EndOffsets(t, r.brokers, r.topic) {
+		if p != hot {
+			want += int(end)
+		}
+	}
+	otherDone := func() int {
+		n := 0
+		for id := range ledger.Handled() {
+			if !strings.HasPrefix(id, fmt.Sprintf("%s/%d@", r.topic, hot)) {
+				n++
+			}
+		}
+		return n
+	}
+	testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records of the partitions without the hot key", want), func() bool { return otherDone() >= want })
+	if n := blocked.Load(); n != 1 {
+		t.Errorf("%d records of the blocked key started, want exactly 1", n)
+	}
+	s := cons.Stats()
+	if s.InFlight+s.Buffered > int64(c.Concurrency+c.MaxBuffered) {
+		t.Errorf("in flight %d + buffered %d exceed the budget %d", s.InFlight, s.Buffered, c.Concurrency+c.MaxBuffered)
+	}
+	if rep := ledger.Report(); rep.Overlaps != 0 || rep.OrderViolations != 0 || rep.Duplicates != 0 {
+		t.Errorf("ledger %+v, want no overlap, order violation or duplicate", rep)
+	}
+}
+
+// A failing handler restarts the tree after a backoff; uncommitted records
+// come again and the consumer carries on.
+func TestHandlerFailureRestartsTheTree(t *testing.T) {
+	r := newRun(t, 2, 100, 10)
+	var failed atomic.Bool
+	ledger := testkit.NewLedger(0)
+	ledger.Fail = func(rec *actors.Record) error {
+		if rec.Partition == 0 && rec.Offset == 20 && failed.CompareAndSwap(false, true) {
+			return errors.New("boom")
+		}
+		return nil
+	}
+	c := r.consumer("failing", nil)
+	cons := r.start(c, ledger)
+	testkit.Eventually(t, 60*time.Second, "all 100 records handled after the restart", func() bool { return ledger.Report().Distinct >= 100 })
+	r.waitCommitted(c.Group, 20*time.Second)
+	s := cons.Stats()
+	if s.Restarts != 1 {
+		t.Errorf("%d restarts, want 1", s.Restarts)
+	}
+	if !failed.Load() {
+		t.Error("the failure was never injected")
+	}
+	if rep := ledger.Report(); rep.Overlaps != 0 {
+		t.Errorf("%d overlaps across the restart", rep.Overlaps)
+	}
+}
+
+func TestPanickingHandlerRestartsTheTree(t *testing.T) {
+	r := newRun(t, 1, 20, 5)
+	var panicked atomic.Bool
+	ledger := testkit.NewLedger(0)
+	ledger.Fail = func(rec *actors.Record) error {
+		if rec.Offset == 5 && panicked.CompareAndSwap(false, true) {
+			panic("handler bug")
+		}
+		return nil
+	}
+	c := r.consumer("panicking", nil)
+	cons := r.start(c, ledger)
+	testkit.Eventually(t, 60*time.Second, "all 20 records handled after the restart", func() bool { return ledger.Report().Distinct >= 20 })
+	if s := cons.Stats(); s.Restarts != 1 || s.Failed < 1 {
+		t.Errorf("stats %+v, want 1 restart after a failure", s)
+	}
+}
+
+// Stop drains and commits: a second consumer of the group handles none of
+// the records the first one finished.
+func TestStopCommitsFinishedRecords(t *testing.T) {
+	r := newRun(t, 4, 600, 60)
+	first := testkit.NewLedger(10 * time.Millisecond)
+	c := r.consumer("first", func(c *config.Consumer) { c.Concurrency = 8 })
+	cons := r.start(c, first)
+	testkit.Eventually(t, 60*time.Second, "200 records handled by the first consumer", func() bool { return first.Report().Distinct >= 200 })
+	stop(t, cons)
+	done := first.Handled()
+	if len(done) >= 600 {
+		t.Fatalf("the first consumer finished everything (%d) before Stop; the test proves nothing", len(done))
+	}
+
+	second := testkit.NewLedger(0)
+	c2 := r.consumer("second", nil)
+	r.start(c2, second)
+	r.waitCommitted(c2.Group, 60*time.Second)
+	again := 0
+	for id := range second.Handled() {
+		if done[id] > 0 {
+			again++
+		}
+	}
+	if again != 0 {
+		t.Errorf("%d records finished before Stop were handled again", again)
+	}
+	if total := len(done) + second.Report().Distinct; total != 600 {
+		t.Errorf("%d + %d records handled, want 600 in all", len(done), second.Report().Distinct)
+	}
+	t.Logf("first consumer finished %d records before Stop, the second handled the other %d", len(done), second.Report().Distinct)
+}
+
+// A second member joins mid-run: partitions move, same-key records never
+// overlap across members, nothing is lost.
+func TestRebalanceHandoverKeepsKeysApart(t *testing.T) {
+	r := newRun(t, 8, 1600, 80)
+	// The shared ledger does the work and judges overlap and loss across both
+	// members; each member's own ledger judges the order it started records in.
+	shared := testkit.NewLedger(20 * time.Millisecond)
+	a, b := testkit.NewLedger(0), testkit.NewLedger(0)
+	both := func(member *testkit.Ledger) actors.Handler {
+		return actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+			if err := member.Handle(ctx, rec); err != nil {
+				return err
+			}
+			return shared.Handle(ctx, rec)
+		})
+	}
+	c := r.consumer("member-a", func(c *config.Consumer) { c.Concurrency = 4 })
+	ca := r.start(c, both(a))
+	testkit.Eventually(t, 60*time.Second, "member a to make progress", func() bool { return shared.Report().Distinct >= 50 })
+	cb := r.start(r.consumer("member-b", func(c *config.Consumer) { c.Concurrency = 4 }), both(b))
+	testkit.Eventually(t, 60*time.Second, "both members to hold partitions", func() bool {
+		return cb.Stats().Assigned > 0 && ca.Stats().Assigned > 0 && ca.Stats().Assigned+cb.Stats().Assigned == 8
+	})
+	r.waitCommitted(c.Group, 60*time.Second)
+	rep := shared.Report()
+	if rep.Distinct != 1600 {
+		t.Errorf("%d distinct records handled, want 1600", rep.Distinct)
+	}
+	if b.Report().Total == 0 {
+		t.Error("member b handled nothing: there was no handover to judge")
+	}
+	for name, l := range map[string]*testkit.Ledger{"a": a, "b": b} {
+		if o := l.Report().OrderViolations; o != 0 {
+			t.Errorf("member %s started %d records before an earlier one of their key", name, o)
+		}
+	}
+	if rep.Overlaps != 0 {
+		t.Errorf("%d same-key overlaps across members", rep.Overlaps)
+	}
+	t.Logf("member a handled %d, member b %d, duplicates after the handover %d",
+		a.Report().Total, b.Report().Total, rep.Duplicates)
+}

@@ -1,0 +1,71 @@
+// Package actors is turbo's runtime: per configured consumer, one protoactor
+// tree that consumes Kafka with far more parallelism than the topics have
+// partitions, without committing past unfinished work, breaking per-key
+// order, or letting memory grow with the backlog.
+//
+// # Topology
+//
+//	backoffSupervisor            restarts the whole tree after any failure (clean slate)
+//	└── orchestrator             routes every batch; the only actor that knows the flow
+//	    ├── offsetController     per partition: watermark.Tracker (lowest unfinished offset)
+//	    ├── coordinator          schedule.Scheduler (the buffer and the ordering) + runners
+//	    │   └── runner × concurrency   runs the Handler, panics recovered
+//	    └── clientProxy          the only actor that talks to Kafka (sarama, via kafkaGroup)
+//
+// # Message flow (every arrow carries a batch, not a record)
+//
+//  1. A claim goroutine of kafkaGroup takes credits from its partition's gate
+//     and reads at most that many records from sarama → claimFetched → proxy.
+//  2. proxy → orchestrator: recordsFetched → offsetController (trackRecords)
+//     and coordinator (scheduleRecords).
+//  3. coordinator: Scheduler.Add, then gives runnable records to idle runners
+//     (runRecords; one record each for slow handlers, small batches for fast
+//     ones; a batch's unstarted tail can be taken back, its finished head
+//     accounted for early, so a slow record never holds the others).
+//  4. runner → coordinator: ranRecords; coordinator → orchestrator:
+//     recordsFinished (flushed once per mailbox drain).
+//  5. orchestrator → offsetController: markDone → committable (moved
+//     watermarks) → orchestrator → proxy: commitOffsets (marked at once,
+//     committed every commit_interval or sooner when many are ready).
+//  6. orchestrator → proxy: releaseCredits, which refills the gates.
+//
+// # Back-pressure
+//
+// The budget is concurrency + max_buffered records in the pipeline (fetched
+// and not finished), shared evenly among the partitions held. A partition
+// whose share is used up stops being read and is paused in sarama; the others
+// keep flowing. So a key that cannot progress fills only its own partition's
+// share.
+//
+// # Revocation (and graceful shutdown, which revokes everything)
+//
+// sarama closes a revoked claim's channel; the claim goroutine sends
+// claimEnding and waits. proxy → orchestrator: partitionRevoked → coordinator
+// drops the partition's buffered records and answers partitionDrained once
+// none of its records runs → offsetController: finalizePartition →
+// partitionFinal → proxy: partitionReleased, and the claim goroutine commits
+// that watermark before it returns, which is when sarama lets the partition
+// go. The wait is bounded by shutdown_timeout; past it the partition is
+// released at its last committed watermark, which never passes unfinished
+// work.
+//
+// Stop (SIGTERM) = stopIntake: the proxy cancels the consumer group's
+// context, every partition goes through the revocation above, the group is
+// closed, then the supervisor stops the actors.
+//
+// # Failure
+//
+// A handler failure (error or panic) is reported to the supervisor
+// (treeFailed); a panic in an actor escalates to it through protoactor. The
+// supervisor cancels the generation's context (running handlers see it),
+// stops the orchestrator, waits for it to terminate (bounded by
+// shutdown_timeout), and spawns a new generation after backoff.Policy's delay.
+// Records are tagged with their partition assignment's epoch, so nothing of an
+// earlier assignment moves a later one's watermark.
+//
+// # State ownership
+//
+// Each actor owns its state alone. The only shared objects are the gates
+// (claim goroutine ↔ proxy, a mutex), the runBatch (runner ↔ coordinator,
+// atomics), and Stats (atomics, read by anyone).
+package actors

@@ -1,0 +1,290 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/backoff"
+)
+
+// kafkaGroup is the client proxy's sarama side. It owns the sarama
+// ConsumerGroup and every goroutine around it: the join/consume loop, the
+// error drain, the committer, and sarama's ConsumeClaim goroutines. It tells
+// the proxy actor what happens by messages and never touches actor state.
+type kafkaGroup struct {
+	brokers    []string
+	groupID    string
+	topics     []string
+	cfg        *sarama.Config
+	send       func(msg any) // delivers to the proxy actor
+	log        zerolog.Logger
+	retry      backoff.Policy
+	maxBatch   int
+	revokeWait time.Duration // upper bound on a revocation handshake
+
+	ctx       context.Context // cancelled to leave the group gracefully
+	cancel    context.CancelFunc
+	abort     chan struct{} // closed to leave at once, without handshakes
+	abortOnce sync.Once
+	done      chan struct{} // closed when run has returned
+
+	commitReq  chan sarama.ConsumerGroupSession
+	commitStop chan struct{}
+	epochs     atomic.Uint64
+
+	mu    sync.Mutex
+	group sarama.ConsumerGroup
+}
+
+func (g *kafkaGroup) start() {
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.abort = make(chan struct{})
+	g.done = make(chan struct{})
+	g.commitReq = make(chan sarama.ConsumerGroupSession, 1)
+	g.commitStop = make(chan struct{})
+	go g.run()
+}
+
+// stop leaves the group gracefully: every claim goes through the revocation
+// handshake (drain, final commit) before sarama releases it.
+func (g *kafkaGroup) stop() { g.cancel() }
+
+// kill leaves the group at once: claims return without committing.
+func (g *kafkaGroup) kill() {
+	g.abortOnce.Do(func() { close(g.abort) })
+	g.cancel()
+}
+
+func (g *kafkaGroup) run() {
+	defer close(g.done)
+	group, err := g.connect()
+	if err != nil {
+		g.send(&groupStopped{})
+		return
+	}
+	g.mu.Lock()
+	g.group = group
+	g.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Go(func() { g.drainErrors(group) })
+	wg.Go(g.committer)
+
+	failures := 0
+	for g.ctx.Err() == nil {
+		err := group.Consume(g.ctx, g.topics, g)
+		if g.ctx.Err() != nil || errors.Is(err, sarama.ErrClosedConsumerGroup) {
+			break
+		}
+		if err == nil {
+			failures = 0
+			continue
+		}
+		failures++
+		d := g.retry.Delay(failures, rand.Float64())
+		g.log.Warn().Err(err).Dur("retry_in", d).Msg("consumer group session failed; rejoining")
+		if !g.sleep(d) {
+			break
+		}
+	}
+	close(g.commitStop)
+	err = group.Close()
+	wg.Wait()
+	g.send(&groupStopped{err: err})
+}
+
+// connect creates the consumer group, retrying with backoff while Kafka is
+// unreachable; it gives up only when the group is stopped.
+func (g *kafkaGroup) connect() (sarama.ConsumerGroup, error) {
+	for failures := 1; ; failures++ {
+		group, err := sarama.NewConsumerGroup(g.brokers, g.groupID, g.cfg)
+		if err == nil {
+			if failures > 1 {
+				g.log.Info().Strs("brokers", g.brokers).Msg("connected to Kafka")
+			}
+			return group, nil
+		}
+		d := g.retry.Delay(failures, rand.Float64())
+		g.log.Warn().Err(err).Strs("brokers", g.brokers).Dur("retry_in", d).Msg("cannot reach Kafka; retrying")
+		if !g.sleep(d) {
+			return nil, g.ctx.Err()
+		}
+	}
+}
+
+// sleep waits d unless the group is stopped first; it reports whether to go on.
+func (g *kafkaGroup) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-g.ctx.Done():
+		return false
+	}
+}
+
+func (g *kafkaGroup) drainErrors(group sarama.ConsumerGroup) {
+	for err := range group.Errors() {
+		g.log.Warn().Err(err).Msg("kafka consumer error")
+	}
+}
+
+// committer runs the blocking session.Commit calls off the proxy actor, so
+// the actor keeps forwarding records while a commit is on the wire.
+func (g *kafkaGroup) committer() {
+	for {
+		select {
+		case sess := <-g.commitReq:
+			sess.Commit()
+		case <-g.commitStop:
+			return
+		}
+	}
+}
+
+// requestCommit asks the committer to flush the offsets marked on sess. A
+// request already queued will flush these marks too.
+func (g *kafkaGroup) requestCommit(sess sarama.ConsumerGroupSession) {
+	select {
+	case g.commitReq <- sess:
+	default:
+	}
+}
+
+func (g *kafkaGroup) pause(tp TopicPartition) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.group != nil {
+		g.group.Pause(map[string][]int32{tp.Topic: {tp.Partition}})
+	}
+}
+
+func (g *kafkaGroup) resume(tp TopicPartition) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.group != nil {
+		g.group.Resume(map[string][]int32{tp.Topic: {tp.Partition}})
+	}
+}
+
+// Setup implements sarama.ConsumerGroupHandler.
+func (g *kafkaGroup) Setup(sess sarama.ConsumerGroupSession) error {
+	g.send(&sessionStarted{sess: sess})
+	return nil
+}
+
+// Cleanup implements sarama.ConsumerGroupHandler.
+func (g *kafkaGroup) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+// ConsumeClaim implements sarama.ConsumerGroupHandler: it reads the
+// partition within its credits, forwards batches to the proxy, and on
+// revocation waits for the tree to drain the partition and commits its final
+// watermark before returning, which is when sarama lets the partition go.
+func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	tp := TopicPartition{Topic: claim.Topic(), Partition: claim.Partition()}
+	epoch := g.epochs.Add(1)
+	gt := newGate(0) // the proxy sizes it on claimStarted
+	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
+
+	msgs := claim.Messages()
+	paused := false
+	for {
+		n := gt.take(g.maxBatch)
+		if n == 0 {
+			if !paused {
+				g.pause(tp)
+				paused = true
+			}
+			select {
+			case <-gt.wake:
+				continue
+			case <-sess.Context().Done():
+				return g.release(sess, tp, epoch)
+			case <-g.abort:
+				return nil
+			}
+		}
+		if paused {
+			g.resume(tp)
+			paused = false
+		}
+		var first *sarama.ConsumerMessage
+		var ok bool
+		select {
+		case first, ok = <-msgs:
+		case <-g.abort:
+			return nil
+		}
+		if !ok {
+			return g.release(sess, tp, epoch)
+		}
+		batch := make([]*Record, 0, n)
+		batch = append(batch, toRecord(first, epoch))
+		closed := false
+	drain:
+		for len(batch) < n {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					closed = true
+					break drain
+				}
+				batch = append(batch, toRecord(m, epoch))
+			default:
+				break drain
+			}
+		}
+		if unused := n - len(batch); unused > 0 {
+			gt.give(unused)
+		}
+		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, hwm: claim.HighWaterMarkOffset()})
+		if closed {
+			return g.release(sess, tp, epoch)
+		}
+	}
+}
+
+// release runs the revocation handshake and commits the final watermark.
+func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, tp TopicPartition, epoch uint64) error {
+	reply := make(chan finalCommit, 1)
+	g.send(&claimEnding{tp: tp, epoch: epoch, reply: reply})
+	t := time.NewTimer(g.revokeWait)
+	defer t.Stop()
+	select {
+	case fc := <-reply:
+		if fc.ok {
+			sess.MarkOffset(tp.Topic, tp.Partition, fc.offset, "")
+			sess.Commit()
+		}
+	case <-g.abort:
+	case <-t.C:
+		g.log.Error().Str("partition", tp.String()).Msg("revocation handshake timed out; releasing without a final commit")
+	}
+	return nil
+}
+
+func toRecord(m *sarama.ConsumerMessage, epoch uint64) *Record {
+	rec := &Record{
+		Topic:     m.Topic,
+		Partition: m.Partition,
+		Offset:    m.Offset,
+		Key:       m.Key,
+		Value:     m.Value,
+		Timestamp: m.Timestamp,
+		epoch:     epoch,
+	}
+	if len(m.Headers) > 0 {
+		rec.Headers = make([]Header, len(m.Headers))
+		for i, h := range m.Headers {
+			rec.Headers[i] = Header{Key: string(h.Key), Value: h.Value}
+		}
+	}
+	return rec
+}

@@ -1,0 +1,96 @@
+// Package handlers holds turbo's built-in record handlers, chosen by
+// `handler.type` in the configuration: http, noop, log and sleep.
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/config"
+)
+
+// New builds the handler a consumer's configuration asks for. concurrency
+// sizes the http handler's connection pool; out receives the log handler's
+// lines.
+func New(h config.Handler, concurrency int, out io.Writer) (actors.Handler, error) {
+	switch h.Type {
+	case config.HandlerNoop:
+		return Noop(), nil
+	case config.HandlerLog:
+		return NewLog(out), nil
+	case config.HandlerSleep:
+		return Sleep(h.Duration), nil
+	case config.HandlerHTTP:
+		return NewHTTP(h.URL, h.Timeout, concurrency), nil
+	default:
+		return nil, fmt.Errorf("%w: handler.type: unknown %q", config.ErrInvalid, h.Type)
+	}
+}
+
+// Noop does nothing: it measures the pipeline's own ceiling.
+func Noop() actors.Handler {
+	return actors.HandlerFunc(func(context.Context, *actors.Record) error { return nil })
+}
+
+// Sleep simulates work of a fixed duration (demos and benchmarks); it returns
+// early with the context's error when cancelled.
+func Sleep(d time.Duration) actors.Handler {
+	return actors.HandlerFunc(func(ctx context.Context, _ *actors.Record) error {
+		if d <= 0 {
+			return nil
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
+// Log writes one JSON line per record.
+type Log struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+// NewLog returns a Log handler writing to out.
+func NewLog(out io.Writer) *Log { return &Log{enc: json.NewEncoder(out)} }
+
+type logLine struct {
+	Topic     string            `json:"topic"`
+	Partition int32             `json:"partition"`
+	Offset    int64             `json:"offset"`
+	Timestamp time.Time         `json:"timestamp"`
+	Key       *string           `json:"key"`
+	Value     string            `json:"value"`
+	Headers   map[string]string `json:"headers,omitempty"`
+}
+
+// Handle implements actors.Handler.
+func (l *Log) Handle(_ context.Context, rec *actors.Record) error {
+	line := logLine{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp, Value: string(rec.Value)}
+	if rec.Key != nil {
+		k := string(rec.Key)
+		line.Key = &k
+	}
+	if len(rec.Headers) > 0 {
+		line.Headers = make(map[string]string, len(rec.Headers))
+		for _, h := range rec.Headers {
+			line.Headers[h.Key] = string(h.Value)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.enc.Encode(&line); err != nil {
+		return fmt.Errorf("handlers: log: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/turbokafka/turbo/actors"
+)
+
+// HTTP posts each record to a URL: the body is the record's value as is, and
+// the record's coordinates travel in headers (Kafka-Topic, Kafka-Partition,
+// Kafka-Offset, Kafka-Timestamp, Kafka-Key in base64, Kafka-Header-<name>).
+// A 2xx answer is success; 408, 429, 5xx, timeouts and connection errors are
+// retryable failures; any other status is permanent (wraps
+// actors.ErrPermanent).
+type HTTP struct {
+	url     string
+	timeout time.Duration
+	client  *http.Client
+}
+
+// StatusError is the failure of a non-2xx answer.
+type StatusError struct {
+	Status int
+	Body   string // the start of the answer's body, for the logs
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("handlers: http status %d: %s", e.Status, e.Body)
+}
+
+// Unwrap makes non-retryable statuses match actors.ErrPermanent.
+func (e *StatusError) Unwrap() error {
+	if Retryable(e.Status) {
+		return nil
+	}
+	return actors.ErrPermanent
+}
+
+// Retryable reports whether a failed status may succeed on another attempt.
+func Retryable(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+}
+
+// NewHTTP returns an HTTP handler with a keep-alive pool of concurrency
+// connections, so every runner reuses its connection.
+func NewHTTP(url string, timeout time.Duration, concurrency int) *HTTP {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = concurrency
+	tr.MaxIdleConnsPerHost = concurrency
+	return &HTTP{url: url, timeout: timeout, client: &http.Client{Transport: tr}}
+}
+
+// Handle implements actors.Handler.
+func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
+	if h.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(rec.Value))
+	if err != nil {
+		return fmt.Errorf("handlers: http request: %w", errors.Join(err, actors.ErrPermanent))
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("Kafka-Topic", rec.Topic)
+	req.Header.Set("Kafka-Partition", strconv.FormatInt(int64(rec.Partition), 10))
+	req.Header.Set("Kafka-Offset", strconv.FormatInt(rec.Offset, 10))
+	req.Header.Set("Kafka-Timestamp", rec.Timestamp.UTC().Format(time.RFC3339Nano))
+	if rec.Key != nil {
+		req.Header.Set("Kafka-Key", base64.StdEncoding.EncodeToString(rec.Key))
+	}
+	for _, hd := range rec.Headers {
+		req.Header.Add("Kafka-Header-"+hd.Key, string(hd.Value))
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("handlers: http post %s: %w", h.url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		// Drain so the connection goes back to the pool.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return &StatusError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
+}

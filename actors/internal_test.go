@@ -1,0 +1,139 @@
+package actors
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
+	g := newGate(10)
+	if n := g.take(4); n != 4 {
+		t.Fatalf("take(4) = %d, want 4", n)
+	}
+	if n := g.take(100); n != 6 {
+		t.Fatalf("take(100) with 6 left = %d, want 6", n)
+	}
+	if n := g.take(1); n != 0 {
+		t.Fatalf("take(1) on an empty gate = %d, want 0", n)
+	}
+	g.give(1)
+	select {
+	case <-g.wake:
+		t.Fatal("woke for 1 credit of 10; it should wait for a quarter")
+	default:
+	}
+	g.give(2)
+	select {
+	case <-g.wake:
+	default:
+		t.Fatal("did not wake with 3 of 10 credits free")
+	}
+}
+
+func TestGateShrinksBelowZeroAndRecovers(t *testing.T) {
+	g := newGate(8)
+	g.take(8)
+	g.resize(2) // two more partitions arrived: 6 records over the new share
+	if a := g.available(); a != -6 {
+		t.Fatalf("available after shrinking = %d, want -6", a)
+	}
+	g.give(6)
+	if n := g.take(5); n != 0 {
+		t.Fatalf("take after returning the excess = %d, want 0", n)
+	}
+	g.give(2)
+	if n := g.take(5); n != 2 {
+		t.Fatalf("take = %d, want the 2 credits of the new share", n)
+	}
+}
+
+func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
+	g := newGate(100)
+	var wg sync.WaitGroup
+	taken := make(chan int, 1000)
+	for range 4 {
+		wg.Go(func() {
+			for range 250 {
+				if n := g.take(3); n > 0 {
+					taken <- n
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 1000 {
+			g.give(1)
+		}
+	})
+	wg.Wait()
+	close(taken)
+	sum := 0
+	for n := range taken {
+		sum += n
+	}
+	if got := g.available() + sum; got != 1100 {
+		t.Fatalf("available %d + taken %d = %d, want 1100", g.available(), sum, got)
+	}
+}
+
+func TestBatchSize(t *testing.T) {
+	cases := []struct {
+		name    string
+		avgNs   float64
+		waiting int
+		runners int
+		want    int
+	}{
+		{"nothing measured yet", 0, 1000, 4, 1},
+		{"slow handler", float64(100 * time.Millisecond), 1000, 4, 1},
+		{"handler as long as the target", float64(batchTarget), 1000, 4, 1},
+		{"fast handler, long queue", 1000, 100000, 4, maxRunnerBatch},
+		{"fast handler, fair share caps", 1000, 40, 4, 10},
+		{"fast handler, short queue", 1000, 2, 4, 1},
+		{"medium handler", float64(20 * time.Microsecond), 100000, 4, 10},
+	}
+	for _, c := range cases {
+		if got := batchSize(c.avgNs, c.waiting, c.runners); got != c.want {
+			t.Errorf("%s: batchSize(%v, %d, %d) = %d, want %d", c.name, c.avgNs, c.waiting, c.runners, got, c.want)
+		}
+	}
+}
+
+func TestRunBatchEachRecordRunOrStolenOnce(t *testing.T) {
+	for range 200 {
+		recs := make([]*Record, 50)
+		for i := range recs {
+			recs[i] = &Record{Offset: int64(i)}
+		}
+		b := newRunBatch(recs)
+		var ran []int
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for {
+				i, ok := b.claim()
+				if !ok {
+					return
+				}
+				ran = append(ran, i)
+				b.finish(i, nil)
+			}
+		})
+		stolen := b.steal()
+		wg.Wait()
+		if len(ran)+len(stolen) != 50 {
+			t.Fatalf("ran %d + stole %d records of 50", len(ran), len(stolen))
+		}
+		for k, i := range ran {
+			if i != k {
+				t.Fatalf("runner ran index %d at position %d: not a prefix", i, k)
+			}
+		}
+		if len(stolen) > 0 && stolen[0].Offset != int64(len(ran)) {
+			t.Fatalf("stolen records start at %d, runner stopped at %d", stolen[0].Offset, len(ran))
+		}
+		if d := int(b.done.Load()); d != len(ran) {
+			t.Fatalf("done = %d, runner ran %d", d, len(ran))
+		}
+	}
+}

@@ -1,0 +1,37 @@
+package actors
+
+import "time"
+
+// Messages handled by the parallelism coordinator.
+
+// scheduleRecords hands fetched records to the coordinator's buffer.
+type scheduleRecords struct {
+	records []*Record
+}
+
+// revokePartition drops a partition's buffered records; the coordinator answers
+// partitionDrained once none of its records runs any more.
+type revokePartition struct {
+	tp    TopicPartition
+	epoch uint64
+}
+
+// ranRecords (runner → coordinator): the runner is done with a batch; the
+// outcomes are in the batch. elapsed is the handlers' total running time.
+type ranRecords struct {
+	runner  int
+	batch   *runBatch
+	elapsed time.Duration
+}
+
+// flushFinished is the coordinator's note to itself: send the completions
+// gathered so far. Because the mailbox is FIFO, every completion queued before
+// the note is gathered by the time it is read, which batches completions under
+// load without ever delaying one when the coordinator is idle.
+type flushFinished struct{}
+
+// stealCheck is the coordinator's timer while multi-record batches are out:
+// a record that starts late in a batch and then runs long would otherwise hold
+// the records behind it while other runners sit idle, and nothing else would
+// wake the coordinator to take them back.
+type stealCheck struct{}

@@ -1,0 +1,26 @@
+package actors
+
+// Messages handled by the offset controller.
+
+// trackPartition starts a fresh watermark for a new assignment.
+type trackPartition struct {
+	tp    TopicPartition
+	epoch uint64
+}
+
+// trackRecords registers records handed out for processing (one partition,
+// offset order).
+type trackRecords struct {
+	records []*Record
+}
+
+// markDone marks records finished.
+type markDone struct {
+	records []*Record
+}
+
+// finalizePartition asks for the partition's last watermark and forgets it.
+type finalizePartition struct {
+	tp    TopicPartition
+	epoch uint64
+}

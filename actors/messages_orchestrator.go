@@ -1,0 +1,68 @@
+package actors
+
+// Messages handled by the orchestrator. It is the only actor that knows the
+// whole flow; every other actor reports to it.
+
+// startDrain (supervisor → orchestrator): stop intake and finish in-flight work.
+type startDrain struct{}
+
+// recordsFetched (client proxy → orchestrator): a batch from one partition, in
+// offset order.
+type recordsFetched struct {
+	records []*Record
+}
+
+// partitionAssigned (client proxy → orchestrator).
+type partitionAssigned struct {
+	tp    TopicPartition
+	epoch uint64
+}
+
+// partitionRevoked (client proxy → orchestrator): Kafka takes the partition
+// away; answer with partitionReleased once it is drained and its final
+// watermark is known.
+type partitionRevoked struct {
+	tp    TopicPartition
+	epoch uint64
+}
+
+// intakeStopped (client proxy → orchestrator): the consumer group has closed.
+type intakeStopped struct{}
+
+// recordsFinished (coordinator → orchestrator): records whose handler ran.
+type recordsFinished struct {
+	done   []*Record
+	failed []recordFailure
+}
+
+type recordFailure struct {
+	rec *Record
+	err error
+}
+
+// partitionDrained (coordinator → orchestrator): a revoked partition has no
+// buffered and no running records left.
+type partitionDrained struct {
+	tp    TopicPartition
+	epoch uint64
+}
+
+// committable (offset controller → orchestrator): watermarks that moved.
+type committable struct {
+	offsets []partitionOffset
+}
+
+type partitionOffset struct {
+	tp     TopicPartition
+	epoch  uint64
+	offset int64
+}
+
+// partitionFinal (offset controller → orchestrator): the last watermark of a
+// released partition; ok is false when no record of it was ever tracked.
+type partitionFinal struct {
+	tp     TopicPartition
+	epoch  uint64
+	offset int64
+	ok     bool
+}

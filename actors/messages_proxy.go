@@ -1,0 +1,77 @@
+package actors
+
+import "github.com/IBM/sarama"
+
+// Messages handled by the client proxy. The claim* messages come from the
+// proxy's own sarama goroutines; the others from the orchestrator.
+
+// sessionStarted: sarama's Setup ran for a new group session.
+type sessionStarted struct {
+	sess sarama.ConsumerGroupSession
+}
+
+// claimStarted: a ConsumeClaim goroutine took a partition.
+type claimStarted struct {
+	tp    TopicPartition
+	epoch uint64
+	gate  *gate
+}
+
+// claimFetched: records read from a partition within its credits.
+type claimFetched struct {
+	tp      TopicPartition
+	epoch   uint64
+	records []*Record
+	hwm     int64
+}
+
+// claimEnding: the partition is being revoked (or the session ends). The
+// claim goroutine waits on reply for the offset to commit before it lets sarama
+// release the partition.
+type claimEnding struct {
+	tp    TopicPartition
+	epoch uint64
+	reply chan<- finalCommit
+}
+
+// finalCommit is the proxy's answer to claimEnding.
+type finalCommit struct {
+	offset int64
+	ok     bool // false: nothing to commit
+}
+
+// groupStopped: the sarama goroutine has closed the consumer group and exited.
+type groupStopped struct {
+	err error
+}
+
+// commitTick: the commit_interval timer.
+type commitTick struct{}
+
+// revokeTimeout: shutdown_timeout elapsed for a revoked partition.
+type revokeTimeout struct {
+	tp    TopicPartition
+	epoch uint64
+}
+
+// stopIntake (orchestrator → proxy): leave the group gracefully.
+type stopIntake struct{}
+
+// commitOffsets (orchestrator → proxy): watermarks to commit.
+type commitOffsets struct {
+	offsets []partitionOffset
+}
+
+// releaseCredits (orchestrator → proxy): records that left the pipeline, so
+// their partitions may fetch that many more.
+type releaseCredits struct {
+	records []*Record
+}
+
+// partitionReleased (orchestrator → proxy): the answer to a revocation.
+type partitionReleased struct {
+	tp     TopicPartition
+	epoch  uint64
+	offset int64
+	ok     bool
+}

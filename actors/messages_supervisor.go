@@ -1,0 +1,33 @@
+package actors
+
+// Messages handled by the backoff supervisor.
+
+// drainTree asks the supervisor to stop the tree gracefully: stop intake, let
+// in-flight records finish, commit, close the group, stop the actors. The
+// supervisor closes done when the tree is gone and puts the outcome in *err.
+type drainTree struct {
+	done chan struct{}
+}
+
+// treeFailed reports a failure of generation gen that the orchestrator
+// detected itself (a handler failure under on_failure: fail).
+type treeFailed struct {
+	gen int
+	err error
+}
+
+// treeDrained reports that generation gen stopped intake and finished.
+type treeDrained struct {
+	gen int
+}
+
+// restartTree is the supervisor's own timer message: start generation gen.
+type restartTree struct {
+	gen int
+}
+
+// abandonWait is the supervisor's own timer message: generation gen did not
+// stop within shutdown_timeout (a handler ignores its context).
+type abandonWait struct {
+	gen int
+}

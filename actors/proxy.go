@@ -1,0 +1,258 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+	"github.com/rs/zerolog"
+)
+
+// clientProxy is the only actor that talks to Kafka. It owns the consumer
+// group (through kafkaGroup), forwards fetched records to the orchestrator,
+// shares the fetch budget among the partitions it holds, marks and commits
+// the watermarks it is given (batched), and turns sarama's revocations into a
+// handshake with the rest of the tree.
+type clientProxy struct {
+	group          *kafkaGroup
+	budget         int // records allowed in the pipeline: concurrency + max_buffered
+	commitInterval time.Duration
+	commitEvery    int64 // commit before the interval once this many records are committable
+	revokeTimeout  time.Duration
+	stats          *Stats
+	log            zerolog.Logger
+
+	sess     sarama.ConsumerGroupSession
+	parts    map[TopicPartition]*heldPartition
+	pending  int64 // records made committable since the last commit
+	stopping bool
+	timers   []scheduler.CancelFunc
+}
+
+type heldPartition struct {
+	epoch     uint64
+	gate      *gate
+	committed int64 // latest offset marked, -1 if none
+	hwm       int64
+	ending    chan<- finalCommit
+	timeout   scheduler.CancelFunc // of the revocation in progress
+}
+
+func (p *clientProxy) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *claimFetched:
+		p.handleFetched(c, m)
+	case *releaseCredits:
+		p.handleRelease(m)
+	case *commitOffsets:
+		p.handleCommit(m)
+	case *commitTick:
+		p.commit()
+	case *claimStarted:
+		p.handleClaimStarted(c, m)
+	case *claimEnding:
+		p.handleClaimEnding(c, m)
+	case *partitionReleased:
+		p.finishRevocation(m.tp, m.epoch, finalCommit{offset: m.offset, ok: m.ok})
+	case *revokeTimeout:
+		p.handleRevokeTimeout(m)
+	case *sessionStarted:
+		p.sess = m.sess
+	case *stopIntake:
+		p.stopping = true
+		p.group.stop()
+	case *groupStopped:
+		p.handleGroupStopped(c, m)
+	case *actor.Started:
+		p.parts = make(map[TopicPartition]*heldPartition)
+		p.group.send = func(msg any) { c.ActorSystem().Root.Send(c.Self(), msg) }
+		p.group.start()
+		sched := scheduler.NewTimerScheduler(c)
+		p.timers = append(p.timers, sched.SendRepeatedly(p.commitInterval, p.commitInterval, c.Self(), &commitTick{}))
+	case *actor.Stopping:
+		p.handleStopping()
+	case *actor.Stopped, *actor.Restarting:
+	default:
+		unexpected(c)
+	}
+}
+
+func (p *clientProxy) handleFetched(c actor.Context, m *claimFetched) {
+	hp := p.parts[m.tp]
+	if hp == nil || hp.epoch != m.epoch {
+		return // a batch of an assignment that has ended
+	}
+	hp.hwm = m.hwm
+	p.stats.fetched.Add(int64(len(m.records)))
+	p.stats.lastFetch.Store(time.Now().UnixNano())
+	p.updateLag()
+	c.Send(c.Parent(), &recordsFetched{records: m.records})
+}
+
+func (p *clientProxy) handleRelease(m *releaseCredits) {
+	var last *heldPartition
+	var lastTP TopicPartition
+	n := 0
+	// Completions arrive grouped by runner, not by partition, but neighbours
+	// usually share one; count runs to touch each gate once per run.
+	for _, rec := range m.records {
+		tp := rec.TP()
+		if last != nil && tp == lastTP && rec.epoch == last.epoch {
+			n++
+			continue
+		}
+		if last != nil {
+			last.gate.give(n)
+		}
+		last, lastTP, n = nil, tp, 0
+		if hp := p.parts[tp]; hp != nil && hp.epoch == rec.epoch {
+			last, n = hp, 1
+		}
+	}
+	if last != nil {
+		last.gate.give(n)
+	}
+}
+
+func (p *clientProxy) handleCommit(m *commitOffsets) {
+	for _, o := range m.offsets {
+		hp := p.parts[o.tp]
+		if hp == nil || hp.epoch != o.epoch || o.offset <= hp.committed {
+			continue
+		}
+		if hp.committed >= 0 {
+			p.pending += o.offset - hp.committed
+		} else {
+			p.pending++
+		}
+		hp.committed = o.offset
+		if p.sess != nil {
+			p.sess.MarkOffset(o.tp.Topic, o.tp.Partition, o.offset, "")
+		}
+	}
+	p.updateLag()
+	if p.pending >= p.commitEvery {
+		p.commit()
+	}
+}
+
+// commit flushes the marked offsets (off the actor, see kafkaGroup.committer).
+func (p *clientProxy) commit() {
+	if p.pending == 0 || p.sess == nil {
+		return
+	}
+	p.stats.commits.Add(1)
+	p.stats.committed.Add(p.pending)
+	p.pending = 0
+	p.group.requestCommit(p.sess)
+}
+
+func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
+	p.parts[m.tp] = &heldPartition{epoch: m.epoch, gate: m.gate, committed: -1, hwm: -1}
+	p.stats.assigned.Store(int64(len(p.parts)))
+	p.resizeGates()
+	p.log.Info().Str("partition", m.tp.String()).Msg("partition assigned")
+	c.Send(c.Parent(), &partitionAssigned{tp: m.tp, epoch: m.epoch})
+}
+
+// resizeGates shares the budget evenly among the held partitions, so that a
+// partition whose records cannot run (one hot key, say) fills only its own
+// share and gets paused, while the others keep flowing.
+func (p *clientProxy) resizeGates() {
+	if len(p.parts) == 0 {
+		return
+	}
+	share := max(1, (p.budget+len(p.parts)-1)/len(p.parts))
+	for _, hp := range p.parts {
+		hp.gate.resize(share)
+	}
+}
+
+func (p *clientProxy) handleClaimEnding(c actor.Context, m *claimEnding) {
+	hp := p.parts[m.tp]
+	if hp == nil || hp.epoch != m.epoch {
+		m.reply <- finalCommit{}
+		return
+	}
+	hp.ending = m.reply
+	c.Send(c.Parent(), &partitionRevoked{tp: m.tp, epoch: m.epoch})
+	hp.timeout = scheduler.NewTimerScheduler(c).SendOnce(p.revokeTimeout, c.Self(), &revokeTimeout{tp: m.tp, epoch: m.epoch})
+}
+
+// handleRevokeTimeout answers a revocation that did not drain in time with the
+// last watermark known, which never passes an unfinished record.
+func (p *clientProxy) handleRevokeTimeout(m *revokeTimeout) {
+	hp := p.parts[m.tp]
+	if hp == nil || hp.epoch != m.epoch || hp.ending == nil {
+		return
+	}
+	p.log.Warn().Str("partition", m.tp.String()).Dur("waited", p.revokeTimeout).
+		Msg("revoked partition still has running records; releasing it at its last watermark")
+	p.finishRevocation(m.tp, m.epoch, finalCommit{offset: hp.committed, ok: hp.committed >= 0})
+}
+
+func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc finalCommit) {
+	hp := p.parts[tp]
+	if hp == nil || hp.epoch != epoch || hp.ending == nil {
+		return
+	}
+	if fc.ok && fc.offset > hp.committed {
+		if hp.committed >= 0 {
+			p.stats.committed.Add(fc.offset - hp.committed)
+		}
+		hp.committed = fc.offset
+	}
+	hp.ending <- fc // buffered: the claim goroutine may have given up waiting
+	hp.timeout()
+	delete(p.parts, tp)
+	p.stats.assigned.Store(int64(len(p.parts)))
+	p.resizeGates()
+	p.updateLag()
+	p.log.Info().Str("partition", tp.String()).Int64("committed", hp.committed).Msg("partition released")
+}
+
+func (p *clientProxy) updateLag() {
+	var lag int64
+	for _, hp := range p.parts {
+		if hp.hwm >= 0 && hp.committed >= 0 && hp.hwm > hp.committed {
+			lag += hp.hwm - hp.committed
+		}
+	}
+	p.stats.lag.Store(lag)
+}
+
+func (p *clientProxy) handleGroupStopped(c actor.Context, m *groupStopped) {
+	if m.err != nil {
+		p.log.Warn().Err(m.err).Msg("closing the consumer group")
+	}
+	p.sess = nil
+	if p.stopping {
+		c.Send(c.Parent(), &intakeStopped{})
+	}
+}
+
+// handleStopping runs when the tree is torn down (after a failure, or after a
+// drain). A group still running is left without handshakes: the orchestrator
+// is going away and cannot answer them.
+func (p *clientProxy) handleStopping() {
+	for _, cancel := range p.timers {
+		cancel()
+	}
+	for _, hp := range p.parts {
+		if hp.timeout != nil {
+			hp.timeout()
+		}
+	}
+	if p.group.done == nil {
+		return
+	}
+	p.group.kill()
+	select {
+	case <-p.group.done:
+	case <-time.After(p.revokeTimeout):
+		p.log.Error().Msg("consumer group did not close in time")
+	}
+	p.stats.assigned.Store(0)
+	p.stats.lag.Store(0)
+}

@@ -1,0 +1,63 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Record is one Kafka record as turbo hands it to a Handler. It is turbo's own
+// type, so handlers do not depend on the Kafka client library.
+//
+// A handler must treat the record as read-only: the same value is shared with
+// the offset controller while it runs.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte // nil when the record has no key
+	Value     []byte
+	Headers   []Header
+	Timestamp time.Time
+
+	// epoch identifies the assignment of the partition this record was
+	// fetched under. A partition that is revoked and assigned again gets a new
+	// epoch, so completions of the old assignment can never move the new
+	// assignment's watermark.
+	epoch uint64
+}
+
+// Header is one record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
+
+// TP returns the partition the record belongs to.
+func (r *Record) TP() TopicPartition { return TopicPartition{Topic: r.Topic, Partition: r.Partition} }
+
+// Handler processes one record. Returning an error (or panicking) fails the
+// record; the context is cancelled when the consumer is torn down, and a
+// handler is expected to return promptly then.
+type Handler interface {
+	Handle(ctx context.Context, rec *Record) error
+}
+
+// HandlerFunc adapts a function to the Handler interface.
+type HandlerFunc func(ctx context.Context, rec *Record) error
+
+// Handle calls f(ctx, rec).
+func (f HandlerFunc) Handle(ctx context.Context, rec *Record) error { return f(ctx, rec) }
+
+// ErrPermanent marks a handler error as not worth retrying (a record that can
+// never succeed). Wrap it: fmt.Errorf("bad payload: %w", actors.ErrPermanent).
+var ErrPermanent = errors.New("actors: permanent failure")

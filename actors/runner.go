@@ -1,0 +1,66 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// runner runs the user's handler, one record at a time. It runs the handler
+// inside Receive on purpose: a runner has nothing else to do while a record
+// runs, and the coordinator never sends it more than it asked for. Its context
+// belongs to the tree's generation, so tearing the tree down cancels every
+// running handler.
+type runner struct {
+	id      int
+	ctx     context.Context
+	handler Handler
+}
+
+func (r *runner) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *runRecords:
+		c.Send(c.Parent(), r.run(m.batch))
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	default:
+		unexpected(c)
+	}
+}
+
+func (r *runner) run(b *runBatch) *ranRecords {
+	start := time.Now()
+	for {
+		i, ok := b.claim()
+		if !ok {
+			break
+		}
+		err := r.ctx.Err() // a cancelled generation runs nothing more
+		if err == nil {
+			err = safeHandle(r.ctx, r.handler, b.records[i])
+		}
+		b.finish(i, err)
+	}
+	return &ranRecords{runner: r.id, batch: b, elapsed: time.Since(start)}
+}
+
+// PanicError is the failure recorded when a handler panics.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("actors: handler panicked: %v", e.Value) }
+
+// safeHandle calls the handler and turns a panic into an error, so a broken
+// record fails like any other instead of taking the process down.
+func safeHandle(ctx context.Context, h Handler, rec *Record) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return h.Handle(ctx, rec)
+}

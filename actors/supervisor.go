@@ -1,0 +1,159 @@
+package actors
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+	"github.com/turbokafka/turbo/actors/backoff"
+)
+
+// backoffSupervisor owns one consumer's tree. On any failure it tears the
+// whole tree down — cancelling the running handlers and waiting for them,
+// bounded by shutdown_timeout — and starts a new generation after an
+// exponential backoff with jitter. A new generation is a clean slate: new
+// actors with new mailboxes, a new consumer group session, new watermarks.
+//
+// protoactor's restart directive would keep the failed actor's mailbox, so the
+// supervisor never restarts: it stops the orchestrator and spawns a new one
+// when the old one has terminated.
+type backoffSupervisor struct {
+	spec    *treeSpec
+	policy  backoff.Policy
+	self    *actor.PID
+	timers  *scheduler.TimerScheduler
+	stopped chan struct{} // closed in Stopped: the Consumer waits on it
+
+	state     backoff.State
+	gen       int
+	child     *actor.PID
+	cancel    context.CancelFunc
+	startedAt time.Time
+	stopping  bool // the child was told to stop; Terminated not seen yet
+	drain     *drainTree
+	cancelT   []scheduler.CancelFunc
+}
+
+func (s *backoffSupervisor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *treeFailed:
+		if m.gen == s.gen {
+			s.fail(c, m.err)
+		}
+	case *actor.Terminated:
+		if s.child != nil && m.Who.Equal(s.child) {
+			s.childGone(c)
+		}
+	case *restartTree:
+		if m.gen == s.gen+1 && s.child == nil && s.drain == nil {
+			s.startGeneration(c)
+		}
+	case *abandonWait:
+		if m.gen == s.gen && s.stopping {
+			s.spec.log.Error().Dur("waited", s.spec.shutdownTimeout).
+				Msg("handlers did not return after cancellation; abandoning them and going on")
+			s.childGone(c)
+		}
+	case *drainTree:
+		s.handleDrain(c, m)
+	case *treeDrained:
+		if m.gen == s.gen && s.child != nil {
+			s.stopChild(c)
+		}
+	case *actor.Started:
+		s.self = c.Self()
+		s.timers = scheduler.NewTimerScheduler(c)
+		s.startGeneration(c)
+	case *actor.Stopping:
+		for _, cancel := range s.cancelT {
+			cancel()
+		}
+		if s.cancel != nil {
+			s.cancel()
+		}
+	case *actor.Stopped:
+		close(s.stopped)
+	case *actor.Restarting:
+	default:
+		unexpected(c)
+	}
+}
+
+// HandleFailure implements actor.SupervisorStrategy for the orchestrator: any
+// failure escalated from the tree (a panic in an actor) restarts the tree. It
+// runs on the supervisor's own mailbox, so it may use the supervisor's state;
+// it only forwards, to keep one path for every failure.
+func (s *backoffSupervisor) HandleFailure(sys *actor.ActorSystem, _ actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	if s.child == nil || !child.Equal(s.child) {
+		return
+	}
+	sys.Root.Send(s.self, &treeFailed{gen: s.gen, err: &FailureError{Reason: reason}})
+}
+
+func (s *backoffSupervisor) startGeneration(c actor.Context) {
+	s.gen++
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	o := &orchestrator{spec: s.spec, gen: s.gen, ctx: ctx}
+	s.child = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return o }, actor.WithSupervisor(escalate)))
+	s.startedAt = time.Now()
+	s.spec.log.Debug().Int("generation", s.gen).Msg("consumer tree started")
+}
+
+func (s *backoffSupervisor) fail(c actor.Context, err error) {
+	if s.stopping || s.child == nil {
+		return
+	}
+	s.spec.stats.restarts.Add(1)
+	s.spec.log.Error().Err(err).Int("generation", s.gen).Msg("consumer tree failed; stopping it")
+	s.cancel() // running handlers see their context cancelled
+	s.stopChild(c)
+}
+
+// stopChild stops the tree and bounds the wait for it: a handler that ignores
+// its cancelled context would otherwise hold the consumer forever.
+func (s *backoffSupervisor) stopChild(c actor.Context) {
+	s.stopping = true
+	c.Stop(s.child)
+	s.cancelT = append(s.cancelT, s.timers.SendOnce(s.spec.shutdownTimeout, s.self, &abandonWait{gen: s.gen}))
+}
+
+func (s *backoffSupervisor) childGone(c actor.Context) {
+	s.stopping = false
+	s.child = nil
+	s.cancel()
+	for _, cancel := range s.cancelT {
+		cancel()
+	}
+	s.cancelT = s.cancelT[:0]
+	if s.drain != nil {
+		close(s.drain.done)
+		return
+	}
+	var delay time.Duration
+	s.state, delay = s.policy.Next(s.state, time.Since(s.startedAt), rand.Float64())
+	s.spec.log.Warn().Dur("restart_in", delay).Int("failures", s.state.Failures).Msg("restarting the consumer tree")
+	s.cancelT = append(s.cancelT, s.timers.SendOnce(delay, s.self, &restartTree{gen: s.gen + 1}))
+}
+
+func (s *backoffSupervisor) handleDrain(c actor.Context, m *drainTree) {
+	if s.drain != nil {
+		return
+	}
+	s.drain = m
+	switch {
+	case s.child == nil: // between generations: nothing runs
+		for _, cancel := range s.cancelT {
+			cancel()
+		}
+		close(m.done)
+	case s.stopping: // already tearing down; childGone answers
+	default:
+		c.Send(s.child, &startDrain{})
+		// The drain is bounded too: past shutdown_timeout (plus the time to
+		// leave the group) the handlers are cancelled and the tree stopped.
+		s.cancelT = append(s.cancelT, s.timers.SendOnce(s.spec.shutdownTimeout+time.Second, s.self, &treeFailed{gen: s.gen, err: errDrainTimeout}))
+	}
+}

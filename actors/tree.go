@@ -1,0 +1,122 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/config"
+)
+
+// treeSpec is everything needed to build one generation of a consumer's tree.
+type treeSpec struct {
+	consumer        config.Consumer
+	kafka           config.Kafka
+	brokers         []string
+	shutdownTimeout time.Duration
+	handler         Handler
+	stats           *Stats
+	log             zerolog.Logger
+	retry           backoff.Policy // for reconnecting to Kafka
+}
+
+// maxFetchBatch bounds one batch read from a partition.
+const maxFetchBatch = 512
+
+func (s *treeSpec) newProxy() *clientProxy {
+	budget := s.consumer.Concurrency + s.consumer.MaxBuffered
+	return &clientProxy{
+		group: &kafkaGroup{
+			brokers:    s.brokers,
+			groupID:    s.consumer.Group,
+			topics:     s.consumer.Topics,
+			cfg:        saramaConfig(s.kafka, s.consumer, s.shutdownTimeout),
+			log:        s.log,
+			retry:      s.retry,
+			maxBatch:   maxFetchBatch,
+			revokeWait: s.shutdownTimeout + 5*time.Second,
+		},
+		budget:         budget,
+		commitInterval: s.consumer.CommitInterval,
+		commitEvery:    int64(max(1000, budget)),
+		revokeTimeout:  s.shutdownTimeout,
+		stats:          s.stats,
+		log:            s.log,
+	}
+}
+
+// saramaConfig maps turbo's configuration onto sarama's. The version was
+// validated by checkKafka.
+func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Duration) *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version, _ = sarama.ParseKafkaVersion(k.Version)
+	cfg.ClientID = k.ClientID
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.Offsets.AutoCommit.Enable = false // turbo commits watermarks itself
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	if c.InitialOffset == config.OffsetNewest {
+		cfg.Consumer.Offsets.Initial = sarama.OffsetNewest
+	}
+	// Cooperative-sticky: a rebalance moves only the partitions that change
+	// owner; the others keep running.
+	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyCooperativeSticky()}
+	// A revoked partition waits for its running records (up to
+	// shutdown_timeout) before it is released; the broker must wait longer.
+	cfg.Consumer.Group.Rebalance.Timeout = max(cfg.Consumer.Group.Rebalance.Timeout, shutdownTimeout+10*time.Second)
+	if k.GroupInstanceID != "" {
+		cfg.Consumer.Group.InstanceId = k.GroupInstanceID
+	}
+	return cfg
+}
+
+// checkKafka validates what the config package cannot without sarama.
+func checkKafka(k config.Kafka) error {
+	if _, err := sarama.ParseKafkaVersion(k.Version); err != nil {
+		return fmt.Errorf("%w: kafka.version: %w", config.ErrInvalid, err)
+	}
+	return nil
+}
+
+// FailureError is the reason recorded when an actor of the tree panicked.
+type FailureError struct {
+	Reason any
+}
+
+func (e *FailureError) Error() string { return fmt.Sprintf("actors: actor failed: %v", e.Reason) }
+
+// Unwrap exposes the panic value when it is an error.
+func (e *FailureError) Unwrap() error {
+	err, _ := e.Reason.(error)
+	return err
+}
+
+var errDrainTimeout = errors.New("actors: drain did not finish within shutdown_timeout")
+
+var unexpectedMessages atomic.Int64
+
+// UnexpectedMessages counts messages an actor received and did not expect
+// (always 0 in a healthy process; tests assert it).
+func UnexpectedMessages() int64 { return unexpectedMessages.Load() }
+
+func unexpected(c actor.Context) {
+	unexpectedMessages.Add(1)
+	c.Logger().Warn("unexpected message", slog.String("actor", c.Self().Id), slog.String("type", fmt.Sprintf("%T", c.Message())))
+}
+
+// NewSystem returns an actor system whose own logging goes to log (at warn and
+// above: protoactor is chatty at info).
+func NewSystem(log zerolog.Logger) *actor.ActorSystem {
+	l := log.With().Str("component", "protoactor").Logger()
+	if l.GetLevel() < zerolog.WarnLevel {
+		l = l.Level(zerolog.WarnLevel)
+	}
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(zerolog.NewSlogHandler(l))
+	}))
+}

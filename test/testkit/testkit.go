@@ -1,0 +1,126 @@
+// Package testkit holds what turbo's own tests share: an embedded broker per
+// test, demo records, a ledger handler that judges ordering and loss, and an
+// "eventually" wait with a deadline.
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/embedded"
+)
+
+// Broker starts an embedded broker on a random loopback port for the test and
+// stops it when the test ends.
+func Broker(t testing.TB, partitions int, topics ...string) []string {
+	t.Helper()
+	b, err := embedded.Start(embedded.Options{Partitions: partitions, Topics: topics})
+	if err != nil {
+		t.Fatalf("starting embedded broker: %v", err)
+	}
+	t.Cleanup(b.Close)
+	return b.Addrs()
+}
+
+// Produce writes count demo records over keys keys ("key-0"…) and fails the
+// test if the broker does not acknowledge them all.
+func Produce(t testing.TB, brokers []string, topic string, count, keys int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := embedded.Produce(ctx, embedded.ProduceOptions{Brokers: brokers, Topic: topic, Count: count, Keys: keys}); err != nil {
+		t.Fatalf("producing %d records to %s: %v", count, topic, err)
+	}
+}
+
+// Eventually waits until cond holds, checking every few milliseconds, and fails
+// the test naming what it waited for if timeout passes first.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Logger returns a logger writing to the test's log.
+func Logger(t testing.TB) zerolog.Logger {
+	return zerolog.New(zerolog.ConsoleWriter{Out: testWriter{t}, NoColor: true}).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// CommittedOffsets returns the group's committed offset for every partition of
+// topic (-1 where nothing is committed).
+func CommittedOffsets(t testing.TB, brokers []string, group, topic string) map[int32]int64 {
+	t.Helper()
+	admin, client := adminFor(t, brokers)
+	defer admin.Close()
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		t.Fatalf("partitions of %s: %v", topic, err)
+	}
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: parts})
+	if err != nil {
+		t.Fatalf("committed offsets of %s: %v", group, err)
+	}
+	out := map[int32]int64{}
+	for _, p := range parts {
+		out[p] = -1
+		if b := resp.GetBlock(topic, p); b != nil {
+			out[p] = b.Offset
+		}
+	}
+	return out
+}
+
+// EndOffsets returns the high watermark of every partition of topic.
+func EndOffsets(t testing.TB, brokers []string, topic string) map[int32]int64 {
+	t.Helper()
+	admin, client := adminFor(t, brokers)
+	defer admin.Close()
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		t.Fatalf("partitions of %s: %v", topic, err)
+	}
+	out := map[int32]int64{}
+	for _, p := range parts {
+		end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+		if err != nil {
+			t.Fatalf("end offset of %s/%d: %v", topic, p, err)
+		}
+		out[p] = end
+	}
+	return out
+}
+
+func adminFor(t testing.TB, brokers []string) (sarama.ClusterAdmin, sarama.Client) {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_6_0_0
+	client, err := sarama.NewClient(brokers, cfg)
+	if err != nil {
+		t.Fatalf("connecting to %v: %v", brokers, err)
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		client.Close()
+		t.Fatalf("admin for %v: %v", brokers, err)
+	}
+	return admin, client
+}
+
+// Describe formats offsets for failure messages.
+func Describe(m map[int32]int64) string { return fmt.Sprint(m) }
