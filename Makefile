@@ -1,0 +1,41 @@
+# turbo's build, test and benchmark entry points. Everything needs only Go.
+GO       ?= go
+BIN      := .bin/turbo
+PKGS     := ./...
+# The whole suite, race detector on, must stay far below CI's limit.
+TEST_TIMEOUT ?= 20m
+
+.PHONY: all build run test vet fmt-check bench bench-quick fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/turbo
+
+## run: the quickstart, on the embedded broker; ends by itself.
+run: build
+	$(BIN) run --config examples/quickstart/app.yaml --exit-on-idle
+
+## test: formatting, vet, and every test with the race detector.
+test: fmt-check vet
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## bench: turbo's pipeline against plain sarama on the same topic, same run.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
+
+## fuzz: a short run of every fuzz target.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzScheduler -fuzztime 20s ./actors/schedule/
+	$(GO) test -run '^$$' -fuzz FuzzTracker -fuzztime 20s ./actors/watermark/
+	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 20s ./config/
+
+clean:
+	rm -rf .bin .bench

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/embedded"
+	"github.com/turbokafka/turbo/actors/handlers"
+	"github.com/turbokafka/turbo/config"
+)
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", stderr)
+	cfgPath := fs.String("config", "", "configuration `file` (.yaml, .json or .toml)")
+	var incC, excC, incT, excT listFlag
+	fs.Var(&incC, "include-consumers", "run only these consumers (comma-separated names)")
+	fs.Var(&excC, "exclude-consumers", "do not run these consumers")
+	fs.Var(&incT, "include-topics", "consume only these topics")
+	fs.Var(&excT, "exclude-topics", "do not consume these topics")
+	exitOnIdle := fs.Bool("exit-on-idle", false, "process what the topics hold now, commit, and exit 0")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *cfgPath == "" {
+		return fmt.Errorf("%w: --config is required", errUsage)
+	}
+	cfg, err := config.Load(*cfgPath, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Select(incC, excC, incT, excT); err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log, stderr)
+	sarama.Logger = saramaLogger{log: log.With().Str("component", "sarama").Logger()}
+	return run(ctx, cfg, runOptions{exitOnIdle: *exitOnIdle, stdout: stdout, stderr: stderr, log: log})
+}
+
+type runOptions struct {
+	exitOnIdle bool
+	stdout     io.Writer
+	stderr     io.Writer
+	log        zerolog.Logger
+}
+
+// run starts every configured consumer and stops them in order when ctx ends
+// (a signal) or, with exitOnIdle, when everything the topics held at start is
+// committed.
+func run(ctx context.Context, cfg *config.Config, o runOptions) error {
+	log := o.log
+	kafka := cfg.Kafka
+	if kafka.IsEmbedded() {
+		b, err := startEmbedded(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		kafka.Brokers = b.Addrs()
+	}
+
+	sys := actors.NewSystem(log)
+	var consumers []*actors.Consumer
+	stopAll := func() error {
+		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout+10*time.Second)
+		defer cancel()
+		errs := make([]error, len(consumers))
+		var wg sync.WaitGroup
+		for i, c := range consumers {
+			wg.Go(func() { errs[i] = c.Stop(stopCtx) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	for _, cc := range cfg.Consumers {
+		h, err := handlers.New(cc.Handler, cc.Concurrency, o.stdout)
+		if err == nil {
+			var c *actors.Consumer
+			c, err = actors.Start(sys, actors.Options{
+				Consumer: cc, Kafka: kafka, ShutdownTimeout: cfg.ShutdownTimeout, Handler: h, Logger: log,
+			})
+			if err == nil {
+				consumers = append(consumers, c)
+				continue
+			}
+		}
+		return errors.Join(err, stopAll())
+	}
+	log.Info().Int("consumers", len(consumers)).Strs("brokers", kafka.Brokers).Msg("turbo running")
+
+	start := time.Now()
+	idle := make(chan struct{})
+	var bg sync.WaitGroup
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	if o.exitOnIdle {
+		bg.Go(func() {
+			if err := waitIdle(watchCtx, kafka, cfg.Consumers, log); err == nil {
+				close(idle)
+			}
+		})
+	}
+	status := newStatus(o.stderr, log, consumers)
+	bg.Go(func() { status.run(watchCtx) })
+
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("stopping: signal received")
+	case <-idle:
+		log.Info().Msg("stopping: everything consumed and committed")
+	}
+	stopWatching()
+	bg.Wait()
+	err := stopAll()
+	status.summary(time.Since(start))
+	if err != nil {
+		return fmt.Errorf("stopping: %w", err)
+	}
+	return nil
+}
+
+func startEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*embedded.Broker, error) {
+	var topics []string
+	for _, c := range cfg.Consumers {
+		topics = append(topics, c.Topics...)
+	}
+	e := cfg.Kafka.Embedded
+	b, err := embedded.Start(embedded.Options{Partitions: e.Partitions, Topics: topics})
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Strs("address", b.Addrs()).Int("partitions", e.Partitions).Msg("embedded broker started")
+	if e.Seed.Records > 0 {
+		t := time.Now()
+		err := embedded.Produce(ctx, embedded.ProduceOptions{
+			Brokers: b.Addrs(), Topic: e.Seed.Topic, Count: e.Seed.Records, Keys: e.Seed.Keys, Version: cfg.Kafka.Version,
+		})
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		log.Info().Int("records", e.Seed.Records).Int("keys", e.Seed.Keys).Str("topic", e.Seed.Topic).
+			Dur("took", time.Since(t)).Msg("seeded demo records")
+	}
+	return b, nil
+}
+
+func newLogger(l config.Log, w io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(string(l.Level))
+	if err != nil {
+		level = zerolog.InfoLevel
+	}
+	out := w
+	if l.Format == config.LogConsole {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+	}
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+}
+
+// saramaLogger routes sarama's chatter to debug level.
+type saramaLogger struct{ log zerolog.Logger }
+
+func (s saramaLogger) Print(v ...any)                 { s.log.Debug().Msg(fmt.Sprint(v...)) }
+func (s saramaLogger) Printf(format string, v ...any) { s.log.Debug().Msgf(format, v...) }
+func (s saramaLogger) Println(v ...any)               { s.log.Debug().Msg(fmt.Sprint(v...)) }

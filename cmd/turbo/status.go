@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors"
+)
+
+// status shows progress: a live line on a terminal, a periodic log line
+// otherwise, and a summary at the end.
+type status struct {
+	out       io.Writer
+	log       zerolog.Logger
+	consumers []*actors.Consumer
+	tty       bool
+}
+
+func newStatus(out io.Writer, log zerolog.Logger, consumers []*actors.Consumer) *status {
+	return &status{out: out, log: log, consumers: consumers, tty: isTerminal(out)}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func (s *status) total() actors.Snapshot {
+	var t actors.Snapshot
+	for _, c := range s.consumers {
+		t = t.Add(c.Stats())
+	}
+	return t
+}
+
+func (s *status) run(ctx context.Context) {
+	interval := 10 * time.Second
+	if s.tty {
+		interval = 250 * time.Millisecond
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	last, lastAt := s.total(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			if s.tty {
+				fmt.Fprint(s.out, "\r\033[K")
+			}
+			return
+		case now := <-t.C:
+			cur := s.total()
+			rate := float64(cur.Processed-last.Processed) / now.Sub(lastAt).Seconds()
+			last, lastAt = cur, now
+			if s.tty {
+				fmt.Fprintf(s.out, "\r\033[K%8.0f rec/s  processed %d  in flight %d  buffered %d  lag %d  committed %d  partitions %d",
+					rate, cur.Processed, cur.InFlight, cur.Buffered, cur.Lag, cur.Committed, cur.Assigned)
+				continue
+			}
+			s.log.Info().Float64("records_per_s", rate).Int64("processed", cur.Processed).Int64("failed", cur.Failed).
+				Int64("in_flight", cur.InFlight).Int64("buffered", cur.Buffered).Int64("lag", cur.Lag).
+				Int64("committed", cur.Committed).Int64("partitions", cur.Assigned).Msg("status")
+		}
+	}
+}
+
+func (s *status) summary(elapsed time.Duration) {
+	t := s.total()
+	fmt.Fprintf(s.out, "turbo: processed %d records in %s (%.0f rec/s); failed %d, restarts %d, commits %d\n",
+		t.Processed, elapsed.Round(time.Millisecond), float64(t.Processed)/elapsed.Seconds(), t.Failed, t.Restarts, t.Commits)
+}
