@@ -69,6 +69,11 @@ func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Durati
 	// A revoked partition waits for its running records (up to
 	// shutdown_timeout) before it is released; the broker must wait longer.
 	cfg.Consumer.Group.Rebalance.Timeout = max(cfg.Consumer.Group.Rebalance.Timeout, shutdownTimeout+10*time.Second)
+	// What sarama holds beyond turbo's own budget: per partition, one decoded
+	// fetch response and a channel of messages. Keep both modest, so memory
+	// follows concurrency + max_buffered rather than the broker's defaults.
+	cfg.Consumer.Fetch.Default = 256 << 10
+	cfg.ChannelBufferSize = 64
 	if k.GroupInstanceID != "" {
 		cfg.Consumer.Group.InstanceId = k.GroupInstanceID
 	}

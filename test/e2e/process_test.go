@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The end-to-end tests drive the real binary: `turbo dev` as the broker (a
+// separate process, so the broker's memory and CPU are not the consumer's),
+// `turbo produce`, `turbo run`.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// turbo builds the binary once per test run.
+func turbo(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "turbo-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "turbo")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/turbokafka/turbo/cmd/turbo").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building turbo: %v", buildErr)
+	}
+	return binPath
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// proc is a child process whose output goes to the test log.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func start(t *testing.T, stdout io.Writer, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(turbo(t), args...)
+	if stdout == nil {
+		stdout = logWriter{t, "stdout"}
+	}
+	cmd.Stdout = stdout
+	cmd.Stderr = logWriter{t, "stderr"}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting turbo %v: %v", args, err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		t.Fatalf("turbo %v did not exit within %s", p.cmd.Args[1:], timeout)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// dev starts `turbo dev` on a free port and waits until it accepts
+// connections.
+func dev(t *testing.T) string {
+	t.Helper()
+	addr := freeAddr(t)
+	p := start(t, nil, "dev", "--listen", addr)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return addr
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("turbo dev exited early: %v", p.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("turbo dev did not listen on %s within 20s", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func produce(t *testing.T, addr, topic string, count, keys int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, turbo(t), "produce", "--brokers", addr, "--topic", topic,
+		"--count", fmt.Sprint(count), "--keys", fmt.Sprint(keys)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("turbo produce: %v\n%s", err, out)
+	}
+}
+
+type logWriter struct {
+	t      *testing.T
+	prefix string
+}
+
+func (w logWriter) Write(p []byte) (int, error) {
+	sc := bufio.NewScanner(strings.NewReader(string(p)))
+	for sc.Scan() {
+		w.t.Logf("%s: %s", w.prefix, sc.Text())
+	}
+	return len(p), nil
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
