@@ -41,6 +41,7 @@ type Consumer struct {
 	pid      *actor.PID
 	stats    *Stats
 	stopped  chan struct{}
+	pool     *workerPool
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -79,7 +80,7 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 		return nil, fmt.Errorf("%w: %w", config.ErrInvalid, err)
 	}
 	cc := cfg.Consumers[0]
-	c := &Consumer{name: cc.Name, sys: sys, stats: &Stats{}, stopped: make(chan struct{})}
+	c := &Consumer{name: cc.Name, sys: sys, stats: &Stats{}, stopped: make(chan struct{}), pool: newWorkerPool(300)}
 	spec := &treeSpec{
 		consumer:        cc,
 		kafka:           cfg.Kafka,
@@ -89,9 +90,10 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 		stats:           c.stats,
 		log:             opts.Logger.With().Str("consumer", cc.Name).Logger(),
 		retry:           policy,
+		dispatcher:      c.pool,
 	}
 	sup := &backoffSupervisor{spec: spec, policy: policy, stopped: c.stopped}
-	props := actor.PropsFromProducer(func() actor.Actor { return sup }, actor.WithSupervisor(sup))
+	props := actor.PropsFromProducer(func() actor.Actor { return sup }, actor.WithSupervisor(sup), actor.WithDispatcher(c.pool))
 	pid, err := sys.Root.SpawnNamed(props, "turbo-"+cc.Name)
 	if err != nil {
 		return nil, fmt.Errorf("actors: starting consumer %q: %w", cc.Name, err)
@@ -125,6 +127,7 @@ func (c *Consumer) Stop(ctx context.Context) error {
 		c.sys.Root.Stop(c.pid)
 		select {
 		case <-c.stopped:
+			c.pool.close()
 		case <-ctx.Done():
 			if c.stopErr == nil {
 				c.stopErr = fmt.Errorf("%w: stopping actors: %w", ErrStopTimeout, ctx.Err())

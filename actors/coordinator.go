@@ -22,6 +22,7 @@ type coordinator struct {
 	ctx      context.Context
 	handler  Handler
 	stats    *Stats
+	props    func(actor.Actor, ...actor.PropsOption) *actor.Props
 
 	sched   *schedule.Scheduler[*Record]
 	pids    []*actor.PID
@@ -45,13 +46,14 @@ type coordinator struct {
 	avgRecordTime float64 // EWMA of a record's handler time, in nanoseconds
 }
 
-func newCoordinator(ordering config.Ordering, runners int, ctx context.Context, handler Handler, stats *Stats) *coordinator {
+func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 	return &coordinator{
-		ordering: ordering,
-		runners:  runners,
+		ordering: spec.consumer.Ordering,
+		runners:  spec.consumer.Concurrency,
 		ctx:      ctx,
-		handler:  handler,
-		stats:    stats,
+		handler:  spec.handler,
+		stats:    spec.stats,
+		props:    spec.props,
 		sched:    schedule.New[*Record](),
 		running:  make(map[TopicPartition]int),
 		revoking: make(map[TopicPartition]uint64),
@@ -97,7 +99,7 @@ func (co *coordinator) spawnRunners(c actor.Context) {
 	co.batches = make([]*runBatch, co.runners)
 	for i := range co.runners {
 		r := &runner{id: i, ctx: co.ctx, handler: co.handler}
-		co.pids[i] = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return r }))
+		co.pids[i] = c.Spawn(co.props(r))
 		co.idle = append(co.idle, i)
 	}
 }

@@ -61,12 +61,12 @@ func (o *orchestrator) Receive(c actor.Context) {
 
 func (o *orchestrator) spawnChildren(c actor.Context) {
 	s := o.spec
-	o.offsets = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOffsetController() }))
-	co := newCoordinator(s.consumer.Ordering, s.consumer.Concurrency, o.ctx, s.handler, s.stats)
-	o.coord = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return co }, actor.WithSupervisor(escalate)))
+	o.offsets = c.Spawn(s.props(newOffsetController()))
+	co := newCoordinator(o.ctx, s)
+	o.coord = c.Spawn(s.props(co, actor.WithSupervisor(escalate)))
 	// The proxy starts last: records may flow as soon as it runs.
 	p := s.newProxy()
-	o.proxy = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+	o.proxy = c.Spawn(s.props(p))
 }
 
 // ErrHandlerFailed wraps the error of a record whose handler failed and made

@@ -97,7 +97,7 @@ func (s *backoffSupervisor) startGeneration(c actor.Context) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	o := &orchestrator{spec: s.spec, gen: s.gen, ctx: ctx}
-	s.child = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return o }, actor.WithSupervisor(escalate)))
+	s.child = c.Spawn(s.spec.props(o, actor.WithSupervisor(escalate)))
 	s.startedAt = time.Now()
 	s.spec.log.Debug().Int("generation", s.gen).Msg("consumer tree started")
 }

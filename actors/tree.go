@@ -24,6 +24,12 @@ type treeSpec struct {
 	stats           *Stats
 	log             zerolog.Logger
 	retry           backoff.Policy // for reconnecting to Kafka
+	dispatcher      actor.Dispatcher
+}
+
+// props builds the props of one of the tree's actors.
+func (s *treeSpec) props(a actor.Actor, opts ...actor.PropsOption) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return a }, append(opts, actor.WithDispatcher(s.dispatcher))...)
 }
 
 // maxFetchBatch bounds one batch read from a partition.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
@@ -78,6 +79,11 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 		req.Header.Set("Kafka-Key", base64.StdEncoding.EncodeToString(rec.Key))
 	}
 	for _, hd := range rec.Headers {
+		// Kafka headers are arbitrary bytes; HTTP headers are not. A record
+		// whose header cannot travel fails permanently: retrying cannot help.
+		if !validHeaderName(hd.Key) || !validHeaderValue(hd.Value) {
+			return fmt.Errorf("handlers: http: record header %q cannot be sent as an HTTP header: %w", hd.Key, actors.ErrPermanent)
+		}
 		req.Header.Add("Kafka-Header-"+hd.Key, string(hd.Value))
 	}
 	resp, err := h.client.Do(req)
@@ -93,4 +99,33 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	return &StatusError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
+}
+
+// validHeaderName reports whether s is an HTTP token (RFC 9110, 5.6.2).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v can be an HTTP field value: visible
+// ASCII, spaces and tabs (obsolete non-ASCII text is refused too, since Go's
+// client refuses it).
+func validHeaderValue(v []byte) bool {
+	for _, c := range v {
+		if (c < 0x20 && c != '\t') || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/turbokafka/turbo/test/testkit"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -46,7 +47,7 @@ func blockedRunRSS(t *testing.T, addr, topic string) []int64 {
 	}))
 	defer srv.Close()
 	defer close(release)
-	cfg := writeConfig(t, fmt.Sprintf(`
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 kafka:
   brokers: [%q]
 consumers:
@@ -59,7 +60,7 @@ consumers:
 shutdown_timeout: 1s
 log: {level: warn, format: json}
 `, addr, topic, topic, srv.URL))
-	run := start(t, nil, "run", "--config", cfg)
+	run := testkit.Start(t, nil, "run", "--config", cfg)
 	deadline := time.Now().Add(60 * time.Second)
 	for inFlight.Load() < 16 {
 		if time.Now().After(deadline) {
@@ -72,13 +73,13 @@ log: {level: warn, format: json}
 	time.Sleep(2 * time.Second)
 	var samples []int64
 	for range 6 {
-		samples = append(samples, rssKiB(t, run.cmd.Process.Pid))
+		samples = append(samples, rssKiB(t, run.Cmd.Process.Pid))
 		time.Sleep(500 * time.Millisecond)
 	}
 	if got := inFlight.Load(); got != 16 {
 		t.Errorf("%d handler calls started, want exactly the 16 runners' records", got)
 	}
-	_ = run.cmd.Process.Kill()
+	_ = run.Cmd.Process.Kill()
 	return samples
 }
 
@@ -86,9 +87,9 @@ log: {level: warn, format: json}
 // never finishes, a 1,000,000-record backlog costs no more than a 100,000-record
 // one, and it does not grow while the records wait.
 func TestMemoryFlatWithLargeBacklog(t *testing.T) {
-	addr := dev(t)
-	produce(t, addr, "small", 100_000, 1000)
-	produce(t, addr, "large", 1_000_000, 1000)
+	addr := testkit.Dev(t)
+	testkit.ProduceWithBinary(t, addr, "small", 100_000, 1000)
+	testkit.ProduceWithBinary(t, addr, "large", 1_000_000, 1000)
 
 	small := blockedRunRSS(t, addr, "small")
 	large := blockedRunRSS(t, addr, "large")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/turbokafka/turbo/test/testkit"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -41,14 +42,14 @@ func (r *recorder) snapshot() map[string]int {
 // redelivers nothing that finished before the signal.
 func TestSigtermThenRestartRedeliversNothingFinished(t *testing.T) {
 	const records = 3000
-	addr := dev(t)
-	produce(t, addr, "orders", records, 300)
+	addr := testkit.Dev(t)
+	testkit.ProduceWithBinary(t, addr, "orders", records, 300)
 
 	first := &recorder{answered: map[string]int{}, work: 2 * time.Millisecond}
 	srv1 := httptest.NewServer(first)
 	defer srv1.Close()
 	cfg := func(url string) string {
-		return writeConfig(t, fmt.Sprintf(`
+		return testkit.WriteConfig(t, fmt.Sprintf(`
 kafka:
   brokers: [%q]
 consumers:
@@ -61,7 +62,7 @@ shutdown_timeout: 20s
 log: {level: info, format: json}
 `, addr, url))
 	}
-	run := start(t, nil, "run", "--config", cfg(srv1.URL))
+	run := testkit.Start(t, nil, "run", "--config", cfg(srv1.URL))
 	deadline := time.Now().Add(60 * time.Second)
 	for len(first.snapshot()) < records/3 {
 		if time.Now().After(deadline) {
@@ -69,10 +70,10 @@ log: {level: info, format: json}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := run.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := run.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if code := run.wait(t, 40*time.Second); code != 0 {
+	if code := run.Wait(t, 40*time.Second); code != 0 {
 		t.Fatalf("turbo run exited %d after SIGTERM, want 0", code)
 	}
 	finished := first.snapshot()
@@ -83,8 +84,8 @@ log: {level: info, format: json}
 	second := &recorder{answered: map[string]int{}}
 	srv2 := httptest.NewServer(second)
 	defer srv2.Close()
-	again := start(t, nil, "run", "--config", cfg(srv2.URL), "--exit-on-idle")
-	if code := again.wait(t, 120*time.Second); code != 0 {
+	again := testkit.Start(t, nil, "run", "--config", cfg(srv2.URL), "--exit-on-idle")
+	if code := again.Wait(t, 120*time.Second); code != 0 {
 		t.Fatalf("second turbo run exited %d, want 0", code)
 	}
 	redelivered := 0

@@ -1,4 +1,4 @@
-package e2e
+package testkit
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The end-to-end tests drive the real binary: `turbo dev` as the broker (a
+// Helpers for tests that drive the real binary: `turbo dev` as the broker (a
 // separate process, so the broker's memory and CPU are not the consumer's),
 // `turbo produce`, `turbo run`.
 
@@ -25,8 +25,8 @@ var (
 	buildErr  error
 )
 
-// turbo builds the binary once per test run.
-func turbo(t *testing.T) string {
+// Binary builds the turbo binary once per test binary run and returns its path.
+func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "turbo-e2e-")
@@ -46,8 +46,8 @@ func turbo(t *testing.T) string {
 	return binPath
 }
 
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
+// FreeAddr returns a loopback address that was free a moment ago.
+func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,16 +57,18 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// proc is a child process whose output goes to the test log.
-type proc struct {
-	cmd  *exec.Cmd
+// Proc is a child process whose output goes to the test log.
+type Proc struct {
+	Cmd  *exec.Cmd
 	done chan struct{}
 	err  error
 }
 
-func start(t *testing.T, stdout io.Writer, args ...string) *proc {
+// Start runs the binary with args; stdout goes to the given writer (the test
+// log if nil), stderr to the test log. The process is killed at cleanup.
+func Start(t testing.TB, stdout io.Writer, args ...string) *Proc {
 	t.Helper()
-	cmd := exec.Command(turbo(t), args...)
+	cmd := exec.Command(Binary(t), args...)
 	if stdout == nil {
 		stdout = logWriter{t, "stdout"}
 	}
@@ -75,7 +77,7 @@ func start(t *testing.T, stdout io.Writer, args ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting turbo %v: %v", args, err)
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
+	p := &Proc{Cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -91,23 +93,23 @@ func start(t *testing.T, stdout io.Writer, args ...string) *proc {
 	return p
 }
 
-// wait waits for the process to exit and returns its exit code.
-func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+// Wait waits for the process to exit and returns its exit code.
+func (p *Proc) Wait(t testing.TB, timeout time.Duration) int {
 	t.Helper()
 	select {
 	case <-p.done:
 	case <-time.After(timeout):
-		t.Fatalf("turbo %v did not exit within %s", p.cmd.Args[1:], timeout)
+		t.Fatalf("turbo %v did not exit within %s", p.Cmd.Args[1:], timeout)
 	}
-	return p.cmd.ProcessState.ExitCode()
+	return p.Cmd.ProcessState.ExitCode()
 }
 
-// dev starts `turbo dev` on a free port and waits until it accepts
-// connections.
-func dev(t *testing.T) string {
+// Dev starts `turbo dev` on a free port and waits until it accepts
+// connections; it returns the address.
+func Dev(t testing.TB) string {
 	t.Helper()
-	addr := freeAddr(t)
-	p := start(t, nil, "dev", "--listen", addr)
+	addr := FreeAddr(t)
+	p := Start(t, nil, "dev", "--listen", addr)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -127,11 +129,12 @@ func dev(t *testing.T) string {
 	}
 }
 
-func produce(t *testing.T, addr, topic string, count, keys int) {
+// ProduceWithBinary writes demo records with `turbo produce`.
+func ProduceWithBinary(t testing.TB, addr, topic string, count, keys int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, turbo(t), "produce", "--brokers", addr, "--topic", topic,
+	out, err := exec.CommandContext(ctx, Binary(t), "produce", "--brokers", addr, "--topic", topic,
 		"--count", fmt.Sprint(count), "--keys", fmt.Sprint(keys)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("turbo produce: %v\n%s", err, out)
@@ -139,7 +142,7 @@ func produce(t *testing.T, addr, topic string, count, keys int) {
 }
 
 type logWriter struct {
-	t      *testing.T
+	t      testing.TB
 	prefix string
 }
 
@@ -151,7 +154,8 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func writeConfig(t *testing.T, body string) string {
+// WriteConfig writes a config file into a temp dir and returns its path.
+func WriteConfig(t testing.TB, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "app.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turbokafka/turbo/config"
+)
+
+// Every case in this file must fail (or finish) during argument or
+// configuration validation: nothing here may reach a broker. The broker
+// address 127.0.0.1:1 makes an accidental connection attempt fail rather
+// than find something, and the per-call deadline below catches a case that
+// would start consuming instead of exiting.
+const validYAML = `kafka:
+  brokers: ["127.0.0.1:1"]
+consumers:
+  - name: orders
+    topics: [orders]
+`
+
+// callDeadline bounds one runMain call; validation takes milliseconds.
+const callDeadline = 10 * time.Second
+
+// withTop appends top-level lines to the valid configuration.
+func withTop(lines ...string) string { return validYAML + strings.Join(lines, "\n") + "\n" }
+
+// withConsumer adds lines inside the (only) consumer.
+func withConsumer(lines ...string) string {
+	var b strings.Builder
+	b.WriteString(validYAML)
+	for _, l := range lines {
+		b.WriteString("    " + l + "\n")
+	}
+	return b.String()
+}
+
+// withKafka adds lines inside the kafka section.
+func withKafka(lines ...string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString("  " + l + "\n")
+	}
+	return strings.Replace(validYAML, "kafka:\n", "kafka:\n"+b.String(), 1)
+}
+
+func writeConfig(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// call runs runMain in process with a deadline.
+func call(t *testing.T, args ...string) result {
+	t.Helper()
+	done := make(chan result, 1)
+	go func() {
+		var stdout, stderr bytes.Buffer
+		code := runMain(args, &stdout, &stderr)
+		done <- result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	}()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(callDeadline):
+		t.Fatalf("runMain(%q) did not return within %s: it got past validation", args, callDeadline)
+		return result{}
+	}
+}
+
+// expectUsageError asserts exit code 2, that stderr contains every want,
+// and that nothing went to stdout.
+func expectUsageError(t *testing.T, r result, wants ...string) {
+	t.Helper()
+	if r.code != exitUsage {
+		t.Errorf("exit code = %d, want %d (usage/configuration error)\nstderr: %s", r.code, exitUsage, r.stderr)
+	}
+	for _, w := range wants {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr does not contain %q:\n%s", w, r.stderr)
+		}
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout should be empty on a usage error, got:\n%s", r.stdout)
+	}
+}
+
+// The table below breaks one thing at a time in validYAML; this proves the
+// unbroken document is valid, so each failure is caused by its change.
+func TestValidBaseConfig(t *testing.T) {
+	path := writeConfig(t, "base.yaml", validYAML)
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatalf("the base configuration is invalid: %v", err)
+	}
+	if len(cfg.Consumers) != 1 || cfg.Consumers[0].Name != "orders" || cfg.Kafka.Brokers[0] != "127.0.0.1:1" {
+		t.Fatalf("the base configuration loaded as %+v", cfg)
+	}
+	// The helpers keep the document valid when they add valid lines.
+	for _, doc := range []string{
+		withTop("shutdown_timeout: 5s"),
+		withConsumer("concurrency: 3"),
+		withKafka("version: 2.8.0"),
+	} {
+		if _, err := config.Load(writeConfig(t, "ok.yaml", doc), nil); err != nil {
+			t.Errorf("helper produced an invalid document: %v\n%s", err, doc)
+		}
+	}
+}
+
+func TestCommands(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdoutHas  string
+		stderrHas  []string
+		stdoutNone bool
+	}{
+		{name: "no arguments", args: nil, code: exitUsage, stderrHas: []string{"usage: turbo <command>"}, stdoutNone: true},
+		{name: "empty argument list", args: []string{}, code: exitUsage, stderrHas: []string{"usage: turbo <command>"}, stdoutNone: true},
+		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderrHas: []string{`unknown command "frobnicate"`, "usage: turbo"}, stdoutNone: true},
+		{name: "help", args: []string{"help"}, code: exitOK, stdoutHas: "usage: turbo <command>"},
+		{name: "-h", args: []string{"-h"}, code: exitOK, stdoutHas: "usage: turbo <command>"},
+		{name: "--help", args: []string{"--help"}, code: exitOK, stdoutHas: "usage: turbo <command>"},
+		{name: "run -h", args: []string{"run", "-h"}, code: exitOK, stderrHas: []string{"-config"}},
+		{name: "run without --config", args: []string{"run"}, code: exitUsage, stderrHas: []string{"--config"}, stdoutNone: true},
+		{name: "run with empty --config", args: []string{"run", "--config", ""}, code: exitUsage, stderrHas: []string{"--config"}, stdoutNone: true},
+		{name: "run unknown flag", args: []string{"run", "--bogus"}, code: exitUsage, stderrHas: []string{"bogus"}, stdoutNone: true},
+		{name: "run flag missing its value", args: []string{"run", "--config"}, code: exitUsage, stderrHas: []string{"config"}, stdoutNone: true},
+		{name: "run positional argument", args: []string{"run", "--config", "x.yaml", "extra"}, code: exitUsage, stderrHas: []string{`unexpected argument "extra"`}, stdoutNone: true},
+		{name: "produce without --brokers", args: []string{"produce", "--topic", "t", "--count", "1"}, code: exitUsage, stderrHas: []string{"--brokers"}, stdoutNone: true},
+		{name: "produce with empty --brokers", args: []string{"produce", "--brokers", " , ", "--topic", "t", "--count", "1"}, code: exitUsage, stderrHas: []string{"--brokers"}, stdoutNone: true},
+		{name: "produce without --topic", args: []string{"produce", "--brokers", "127.0.0.1:1", "--count", "1"}, code: exitUsage, stderrHas: []string{"--topic"}, stdoutNone: true},
+		{name: "produce without --count", args: []string{"produce", "--brokers", "127.0.0.1:1", "--topic", "t"}, code: exitUsage, stderrHas: []string{"--count"}, stdoutNone: true},
+		{name: "produce --count 0", args: []string{"produce", "--brokers", "127.0.0.1:1", "--topic", "t", "--count", "0"}, code: exitUsage, stderrHas: []string{"--count"}, stdoutNone: true},
+		{name: "produce --count -5", args: []string{"produce", "--brokers", "127.0.0.1:1", "--topic", "t", "--count", "-5"}, code: exitUsage, stderrHas: []string{"--count"}, stdoutNone: true},
+		{name: "produce --count abc", args: []string{"produce", "--brokers", "127.0.0.1:1", "--topic", "t", "--count", "abc"}, code: exitUsage, stderrHas: []string{"count"}, stdoutNone: true},
+		{name: "produce --keys 0", args: []string{"produce", "--brokers", "127.0.0.1:1", "--topic", "t", "--count", "1", "--keys", "0"}, code: exitUsage, stderrHas: []string{"--keys"}, stdoutNone: true},
+		{name: "produce --rate -1", args: []string{"produce", "--brokers", "127.0.0.1:1", "--topic", "t", "--count", "1", "--rate", "-1"}, code: exitUsage, stderrHas: []string{"--rate"}, stdoutNone: true},
+		{name: "dev --partitions 0", args: []string{"dev", "--partitions", "0"}, code: exitUsage, stderrHas: []string{"--partitions"}, stdoutNone: true},
+		{name: "dev --partitions -2", args: []string{"dev", "--partitions", "-2"}, code: exitUsage, stderrHas: []string{"--partitions"}, stdoutNone: true},
+		{name: "dev positional argument", args: []string{"dev", "now"}, code: exitUsage, stderrHas: []string{`unexpected argument "now"`}, stdoutNone: true},
+		{name: "dev unknown flag", args: []string{"dev", "--port", "9092"}, code: exitUsage, stderrHas: []string{"port"}, stdoutNone: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := call(t, tt.args...)
+			if r.code != tt.code {
+				t.Errorf("exit code = %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if tt.stdoutHas != "" && !strings.Contains(r.stdout, tt.stdoutHas) {
+				t.Errorf("stdout does not contain %q:\n%s", tt.stdoutHas, r.stdout)
+			}
+			if tt.stdoutNone && r.stdout != "" {
+				t.Errorf("stdout should be empty, got:\n%s", r.stdout)
+			}
+			for _, w := range tt.stderrHas {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		file    string   // file name; config.yaml when empty
+		extra   []string // flags after --config FILE
+		want    []string // substrings of stderr
+	}{
+		{name: "unknown top-level key", content: withTop("colour: blue"), want: []string{"unknown key colour"}},
+		{name: "unknown key in consumer", content: withConsumer("concurency: 4"), want: []string{"consumers[0].concurency", `did you mean "concurrency"`}},
+		{name: "unknown key in kafka", content: withKafka("broker: [x:1]"), want: []string{"kafka.broker"}},
+		{name: "wrong type", content: withConsumer("concurrency: abc"), want: []string{"consumers[0].concurrency", `"abc"`}},
+		{name: "list expected", content: strings.Replace(validYAML, "topics: [orders]", "topics: orders", 1), want: []string{"consumers[0].topics", "expected a list"}},
+		{name: "bad duration", content: withConsumer("commit_interval: 5 parsecs"), want: []string{"consumers[0].commit_interval", "5 parsecs"}},
+		{name: "bare number duration", content: withTop("shutdown_timeout: 30"), want: []string{"shutdown_timeout", "unit"}},
+		{name: "bad ordering", content: withConsumer("ordering: sideways"), want: []string{"consumers[0].ordering", `"sideways"`}},
+		{name: "bad initial_offset", content: withConsumer("initial_offset: middle"), want: []string{"consumers[0].initial_offset", `"middle"`}},
+		{name: "bad log level", content: withTop("log: {level: loud}"), want: []string{"log.level", `"loud"`}},
+		{name: "bad handler type", content: withConsumer("handler: {type: grpc}"), want: []string{"consumers[0].handler.type", `"grpc"`}},
+		{name: "empty broker list", content: strings.Replace(validYAML, `["127.0.0.1:1"]`, "[]", 1), want: []string{"kafka.brokers"}},
+		{name: "concurrency 0", content: withConsumer("concurrency: 0"), want: []string{"consumers[0].concurrency", "got 0"}},
+		{name: "concurrency -3", content: withConsumer("concurrency: -3"), want: []string{"consumers[0].concurrency", "got -3"}},
+		{name: "shutdown_timeout 0s", content: withTop("shutdown_timeout: 0s"), want: []string{"shutdown_timeout", "must be > 0"}},
+		{name: "http handler without url", content: withConsumer("handler: {type: http}"), want: []string{"consumers[0].handler.url"}},
+		{name: "http handler with relative url", content: withConsumer("handler: {type: http, url: /hook}"), want: []string{"consumers[0].handler.url", `"/hook"`}},
+		{name: "no consumers", content: "kafka:\n  brokers: [\"127.0.0.1:1\"]\n", want: []string{"consumers"}},
+		{name: "consumer without topics", content: strings.Replace(validYAML, "    topics: [orders]\n", "", 1), want: []string{"consumers[0].topics"}},
+		{name: "kafka.version banana", content: withKafka("version: banana"), want: []string{"kafka.version", `"banana"`}},
+		// These pass the config package's pattern; sarama rejects them, so
+		// the check happens when the consumer is built, before it starts.
+		{name: "kafka.version 3-part before 1.0", content: withKafka(`version: "0.10.2"`), want: []string{"kafka.version", "0.10.2"}},
+		{name: "kafka.version 4-part after 1.0", content: withKafka(`version: "3.6.0.1"`), want: []string{"kafka.version", "3.6.0.1"}},
+		{name: "unparseable yaml", content: "kafka: [unclosed\n", want: []string{"cannot parse", "config.yaml"}},
+		{name: "unsupported extension", file: "config.ini", content: validYAML, want: []string{"config.ini", "extension"}},
+		{name: "include unknown consumer", content: validYAML, extra: []string{"--include-consumers", "nope"}, want: []string{"--include-consumers", `"nope"`}},
+		{name: "exclude unknown consumer", content: validYAML, extra: []string{"--exclude-consumers", "orders,nope"}, want: []string{"--exclude-consumers", `"nope"`}},
+		{name: "filters leave nothing", content: validYAML, extra: []string{"--include-topics", "payments"}, want: []string{"consumers", "nothing left to run"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := tt.file
+			if file == "" {
+				file = "config.yaml"
+			}
+			path := writeConfig(t, file, tt.content)
+			r := call(t, append([]string{"run", "--config", path}, tt.extra...)...)
+			expectUsageError(t, r, tt.want...)
+			if !strings.HasPrefix(r.stderr, "turbo: ") {
+				t.Errorf("stderr should start with \"turbo: \", got:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+func TestRunMissingConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "does-not-exist.yaml")
+	r := call(t, "run", "--config", path)
+	expectUsageError(t, r, path)
+}
+
+func TestRunBadEnvOverride(t *testing.T) {
+	tests := []struct {
+		env, value string
+		want       []string
+	}{
+		{"TURBO_CONSUMERS_0_CONCURRENCY", "zero", []string{"consumers[0].concurrency", "TURBO_CONSUMERS_0_CONCURRENCY"}},
+		{"TURBO_CONSUMERS_0_CONCURRENCY", "0", []string{"consumers[0].concurrency", "TURBO_CONSUMERS_0_CONCURRENCY"}},
+		{"TURBO_SHUTDOWN_TIMEOUT", "soon", []string{"shutdown_timeout", "TURBO_SHUTDOWN_TIMEOUT"}},
+		{"TURBO_LOG_LEVEL", "loud", []string{"log.level", "TURBO_LOG_LEVEL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
+			t.Setenv(tt.env, tt.value)
+			path := writeConfig(t, "config.yaml", validYAML)
+			r := call(t, "run", "--config", path)
+			expectUsageError(t, r, tt.want...)
+		})
+	}
+}
