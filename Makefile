@@ -31,6 +31,10 @@ fmt-check:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
 
+## bench-quick: the same with 200,000 records.
+bench-quick:
+	TURBO_BENCH_RECORDS=200000 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./test/bench/
+
 ## fuzz: a short run of every fuzz target.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzScheduler -fuzztime 20s ./actors/schedule/

@@ -116,23 +116,40 @@ func (c *Consumer) Done() <-chan struct{} { return c.stopped }
 // bounded by the configured shutdown timeout (and by ctx), idempotent, and
 // safe to call concurrently; every call returns the same result.
 func (c *Consumer) Stop(ctx context.Context) error {
-	c.stopOnce.Do(func() {
-		drained := make(chan struct{})
-		c.sys.Root.Send(c.pid, &drainTree{done: drained})
-		select {
-		case <-drained:
-		case <-ctx.Done():
-			c.stopErr = fmt.Errorf("%w: draining: %w", ErrStopTimeout, ctx.Err())
-		}
-		c.sys.Root.Stop(c.pid)
-		select {
-		case <-c.stopped:
-			c.pool.close()
-		case <-ctx.Done():
-			if c.stopErr == nil {
-				c.stopErr = fmt.Errorf("%w: stopping actors: %w", ErrStopTimeout, ctx.Err())
-			}
-		}
-	})
+	c.stopOnce.Do(func() { c.stopErr = c.stop(ctx) })
 	return c.stopErr
 }
+
+func (c *Consumer) stop(ctx context.Context) error {
+	drained := make(chan drainResult, 1)
+	c.sys.Root.Send(c.pid, &drainTree{done: drained})
+	var res drainResult
+	select {
+	case res = <-drained:
+	case <-ctx.Done():
+		c.sys.Root.Stop(c.pid)
+		return fmt.Errorf("%w: draining: %w", ErrStopTimeout, ctx.Err())
+	}
+	c.sys.Root.Stop(c.pid)
+	if res.abandoned > 0 {
+		// Actors of an abandoned generation never terminate, so neither
+		// will the supervisor: do not wait for it, and leave the workers
+		// that still run them alone.
+		c.pool.release()
+		return fmt.Errorf("%w: %d generation(s) of the tree", ErrAbandoned, res.abandoned)
+	}
+	select {
+	case <-c.stopped:
+		c.pool.close()
+		return nil
+	case <-ctx.Done():
+		c.pool.release()
+		return fmt.Errorf("%w: stopping actors: %w", ErrStopTimeout, ctx.Err())
+	}
+}
+
+// ErrAbandoned is returned by Stop when handlers did not return after their
+// context was cancelled: the consumer stopped (records drained as far as
+// possible, offsets committed, group left), but those handlers' goroutines
+// still run.
+var ErrAbandoned = errors.New("actors: handlers never returned and were abandoned")

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/embedded"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/test/testkit"
 )
@@ -341,4 +344,84 @@ func TestRebalanceHandoverKeepsKeysApart(t *testing.T) {
 	}
 	t.Logf("member a handled %d, member b %d, duplicates after the handover %d",
 		a.Report().Total, b.Report().Total, rep.Duplicates)
+}
+
+// A handler that ignores its context cannot hold Stop beyond the bound:
+// shutdown_timeout for the drain, then a short grace after cancellation.
+func TestStopIsBoundedWhenAHandlerHangs(t *testing.T) {
+	r := newRun(t, 1, 10, 1)
+	hang := make(chan struct{})
+	defer close(hang)
+	started := make(chan struct{}, 10)
+	h := actors.HandlerFunc(func(context.Context, *actors.Record) error {
+		started <- struct{}{}
+		<-hang // ignores cancellation on purpose
+		return nil
+	})
+	k := config.Default().Kafka
+	k.Brokers = r.brokers
+	cons, err := actors.Start(actors.NewSystem(testkit.Logger(t)), actors.Options{
+		Consumer: r.consumer("hang", nil), Kafka: k, ShutdownTimeout: time.Second, Handler: h, Logger: testkit.Logger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("timed out waiting for the handler to start")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	begin := time.Now()
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range errs { // concurrent calls get the same, single shutdown
+		wg.Go(func() { errs[i] = cons.Stop(ctx) })
+	}
+	wg.Wait()
+	took := time.Since(begin)
+	if !errors.Is(errs[0], actors.ErrAbandoned) || errs[1] != errs[0] {
+		t.Errorf("Stop = %v, %v; want the same ErrAbandoned twice", errs[0], errs[1])
+	}
+	if took > 6*time.Second {
+		t.Errorf("Stop took %s with shutdown_timeout 1s", took)
+	}
+	if err := cons.Stop(ctx); err != errs[0] {
+		t.Errorf("a third Stop = %v, want the first call's result", err)
+	}
+	t.Logf("Stop returned after %s with a handler that never returns", took.Round(time.Millisecond))
+}
+
+// Kafka unreachable at start: turbo retries with backoff and consumes once
+// the broker appears.
+func TestKafkaUnreachableAtStartThenAppears(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	ledger := testkit.NewLedger(0)
+	c := config.DefaultConsumer("late")
+	c.Topics = []string{"late"}
+	c.CommitInterval = 100 * time.Millisecond
+	k := config.Default().Kafka
+	k.Brokers = []string{addr}
+	cons, err := actors.Start(actors.NewSystem(testkit.Logger(t)), actors.Options{
+		Consumer: c, Kafka: k, ShutdownTimeout: 5 * time.Second, Handler: ledger, Logger: testkit.Logger(t), Restart: fastRestart,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(t, cons) })
+
+	b, err := embedded.Start(embedded.Options{Listen: addr, Partitions: 2, Topics: []string{"late"}})
+	if err != nil {
+		t.Fatalf("starting the broker late on %s: %v", addr, err)
+	}
+	t.Cleanup(b.Close)
+	testkit.Produce(t, b.Addrs(), "late", 50, 5)
+	testkit.Eventually(t, 60*time.Second, "the 50 records produced after the broker came up", func() bool { return ledger.Report().Distinct >= 50 })
+	checkClean(t, ledger.Report(), 50)
 }

@@ -61,9 +61,14 @@ func (p *workerPool) worker(fn func()) {
 // close stops the idle workers and waits for the busy ones to finish their
 // mailbox run. Call it once the actors that use the pool have stopped.
 func (p *workerPool) close() {
-	if p.closed.Swap(true) {
-		return
-	}
-	close(p.quit)
+	p.release()
 	p.wg.Wait()
+}
+
+// release stops the idle workers without waiting for the busy ones (which
+// may be stuck in a handler that never returns); each exits when its run ends.
+func (p *workerPool) release() {
+	if !p.closed.Swap(true) {
+		close(p.quit)
+	}
 }

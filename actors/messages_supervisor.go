@@ -4,9 +4,16 @@ package actors
 
 // drainTree asks the supervisor to stop the tree gracefully: stop intake, let
 // in-flight records finish, commit, close the group, stop the actors. The
-// supervisor closes done when the tree is gone and puts the outcome in *err.
+// supervisor answers on done (1-buffered) when the tree is gone.
 type drainTree struct {
-	done chan struct{}
+	done chan drainResult
+}
+
+// drainResult says how many generations were abandoned because a handler
+// never returned: their actors cannot terminate, so whoever stops the
+// supervisor must not wait for it.
+type drainResult struct {
+	abandoned int
 }
 
 // treeFailed reports a failure of generation gen that the orchestrator

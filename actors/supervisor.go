@@ -33,6 +33,7 @@ type backoffSupervisor struct {
 	startedAt time.Time
 	stopping  bool // the child was told to stop; Terminated not seen yet
 	drain     *drainTree
+	abandoned int // generations given up on: a handler never returned
 	cancelT   []scheduler.CancelFunc
 }
 
@@ -52,8 +53,9 @@ func (s *backoffSupervisor) Receive(c actor.Context) {
 		}
 	case *abandonWait:
 		if m.gen == s.gen && s.stopping {
-			s.spec.log.Error().Dur("waited", s.spec.shutdownTimeout).
+			s.spec.log.Error().Int("generation", s.gen).
 				Msg("handlers did not return after cancellation; abandoning them and going on")
+			s.abandoned++
 			s.childGone(c)
 		}
 	case *drainTree:
@@ -113,12 +115,21 @@ func (s *backoffSupervisor) fail(c actor.Context, err error) {
 }
 
 // stopChild stops the tree and bounds the wait for it: a handler that ignores
-// its cancelled context would otherwise hold the consumer forever.
+// its cancelled context would otherwise hold the consumer forever. During a
+// drain the handlers have had shutdown_timeout already, so the wait is short.
 func (s *backoffSupervisor) stopChild(c actor.Context) {
 	s.stopping = true
 	c.Stop(s.child)
-	s.cancelT = append(s.cancelT, s.timers.SendOnce(s.spec.shutdownTimeout, s.self, &abandonWait{gen: s.gen}))
+	wait := s.spec.shutdownTimeout
+	if s.drain != nil {
+		wait = drainGrace
+	}
+	s.cancelT = append(s.cancelT, s.timers.SendOnce(wait, s.self, &abandonWait{gen: s.gen}))
 }
+
+// drainGrace is how long a drain that ran out of time waits for cancelled
+// handlers before it gives up on them.
+const drainGrace = time.Second
 
 func (s *backoffSupervisor) childGone(c actor.Context) {
 	s.stopping = false
@@ -129,7 +140,7 @@ func (s *backoffSupervisor) childGone(c actor.Context) {
 	}
 	s.cancelT = s.cancelT[:0]
 	if s.drain != nil {
-		close(s.drain.done)
+		s.drain.done <- drainResult{abandoned: s.abandoned}
 		return
 	}
 	var delay time.Duration
@@ -148,12 +159,12 @@ func (s *backoffSupervisor) handleDrain(c actor.Context, m *drainTree) {
 		for _, cancel := range s.cancelT {
 			cancel()
 		}
-		close(m.done)
+		m.done <- drainResult{abandoned: s.abandoned}
 	case s.stopping: // already tearing down; childGone answers
 	default:
 		c.Send(s.child, &startDrain{})
 		// The drain is bounded too: past shutdown_timeout (plus the time to
 		// leave the group) the handlers are cancelled and the tree stopped.
-		s.cancelT = append(s.cancelT, s.timers.SendOnce(s.spec.shutdownTimeout+time.Second, s.self, &treeFailed{gen: s.gen, err: errDrainTimeout}))
+		s.cancelT = append(s.cancelT, s.timers.SendOnce(s.spec.shutdownTimeout+drainGrace, s.self, &treeFailed{gen: s.gen, err: errDrainTimeout}))
 	}
 }
