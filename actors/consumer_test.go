@@ -425,3 +425,62 @@ func TestKafkaUnreachableAtStartThenAppears(t *testing.T) {
 	testkit.Eventually(t, 60*time.Second, "the 50 records produced after the broker came up", func() bool { return ledger.Report().Distinct >= 50 })
 	checkClean(t, ledger.Report(), 50)
 }
+
+// Under partition ordering a runner gets runs of one partition's records; when
+// one of them blocks, the rest of its run is taken back but must wait (same
+// partition), while the other partitions keep flowing.
+func TestPartitionOrderingBlockedRecordHoldsOnlyItsPartition(t *testing.T) {
+	r := newRun(t, 4, 4000, 40)
+	release := make(chan struct{})
+	var blockedPart atomic.Int32
+	blockedPart.Store(-1)
+	ledger := testkit.NewLedger(0)
+	ledger.UnitOf = testkit.ByPartition
+	h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		if rec.Offset == 100 && blockedPart.CompareAndSwap(-1, rec.Partition) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return ledger.Handle(ctx, rec)
+	})
+	c := r.consumer("partition-blocked", func(c *config.Consumer) {
+		c.Ordering = config.OrderingPartition
+		c.Concurrency = 4
+	})
+	r.start(c, h)
+	end := testkit.EndOffsets(t, r.brokers, r.topic)
+	testkit.Eventually(t, 60*time.Second, "the other partitions to finish", func() bool {
+		bp := blockedPart.Load()
+		if bp < 0 {
+			return false
+		}
+		done := map[int32]int{}
+		for id := range ledger.Handled() {
+			var p int32
+			var off int64
+			fmt.Sscanf(id[strings.LastIndex(id, "/")+1:], "%d@%d", &p, &off)
+			done[p]++
+		}
+		for p, e := range end {
+			if p != bp && done[p] < int(e) {
+				return false
+			}
+		}
+		return true
+	})
+	bp := blockedPart.Load()
+	for id := range ledger.Handled() {
+		var p int32
+		var off int64
+		fmt.Sscanf(id[strings.LastIndex(id, "/")+1:], "%d@%d", &p, &off)
+		if p == bp && off > 100 {
+			t.Errorf("record %s ran while offset 100 of its partition was still running", id)
+		}
+	}
+	close(release)
+	r.waitCommitted(c.Group, 60*time.Second)
+	checkClean(t, ledger.Report(), 4000)
+}

@@ -3,8 +3,8 @@ package actors
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
@@ -24,23 +24,18 @@ type coordinator struct {
 	stats    *Stats
 	props    func(actor.Actor, ...actor.PropsOption) *actor.Props
 
-	sched   *schedule.Scheduler[*Record]
-	pids    []*actor.PID
-	idle    []int // runner ids
-	running map[TopicPartition]int
+	sched *schedule.Scheduler[*Record]
+	pids  []*actor.PID
+	idle  []int                  // runner ids
+	parts map[uint64]*assignment // by epoch
 
-	// batches out with the runners, and records taken back from them:
-	// those are already running as far as the scheduler is concerned (their
-	// units are busy) and go out first.
-	batches []*runBatch // by runner id; nil when idle
-	stolen  []*Record
+	// batches out with the runners (by runner id; nil when idle). A batch is
+	// a sequence of runs, each run consecutive records of one unit.
+	batches []*runBatch
 	timers  *scheduler.TimerScheduler
 	check   scheduler.CancelFunc // the armed stealCheck, nil if none
 
-	// revoking partitions wait for their running records before they are
-	// reported drained.
-	revoking map[TopicPartition]uint64
-
+	inFlight      int // records in batches out with runners
 	finished      recordsFinished
 	flushPending  bool
 	avgRecordTime float64 // EWMA of a record's handler time, in nanoseconds
@@ -55,9 +50,26 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 		stats:    spec.stats,
 		props:    spec.props,
 		sched:    schedule.New[*Record](),
-		running:  make(map[TopicPartition]int),
-		revoking: make(map[TopicPartition]uint64),
+		parts:    make(map[uint64]*assignment),
 	}
+}
+
+// assignment is what the coordinator knows of one partition assignment.
+type assignment struct {
+	tp       TopicPartition
+	records  int    // its records here: buffered, or out with runners
+	maxDone  int64  // highest offset finished, -1 if none
+	unit     string // its unit string under partition ordering (and for keyless records)
+	revoking bool   // report partitionDrained when records reaches 0
+}
+
+func (co *coordinator) assignment(rec *Record) *assignment {
+	a := co.parts[rec.epoch]
+	if a == nil {
+		a = &assignment{tp: rec.TP(), maxDone: -1, unit: "\x00partition\x00" + rec.TP().String()}
+		co.parts[rec.epoch] = a
+	}
+	return a
 }
 
 func (co *coordinator) Receive(c actor.Context) {
@@ -79,6 +91,12 @@ func (co *coordinator) Receive(c actor.Context) {
 		co.armStealCheck(c)
 	case *revokePartition:
 		co.handleRevoke(c, m)
+	case *dropPartition:
+		if a := co.parts[m.epoch]; a != nil {
+			dropped := co.sched.DropIf(func(r *Record) bool { return r.epoch == m.epoch })
+			a.records -= len(dropped)
+			co.stats.buffered.Add(-int64(len(dropped)))
+		}
 	case *actor.Started:
 		co.timers = scheduler.NewTimerScheduler(c)
 		co.spawnRunners(c)
@@ -87,7 +105,7 @@ func (co *coordinator) Receive(c actor.Context) {
 			co.check()
 		}
 		co.stats.buffered.Add(-int64(co.sched.Waiting()))
-		co.stats.inFlight.Add(-int64(co.inFlight()))
+		co.stats.inFlight.Add(-int64(co.inFlight))
 	case *actor.Stopped, *actor.Restarting, *actor.Terminated:
 	default:
 		unexpected(c)
@@ -105,58 +123,66 @@ func (co *coordinator) spawnRunners(c actor.Context) {
 }
 
 func (co *coordinator) handleSchedule(c actor.Context, m *scheduleRecords) {
+	if len(m.records) == 0 {
+		return
+	}
+	a := co.assignment(m.records[0]) // a batch comes from one assignment
+	a.records += len(m.records)
 	for _, rec := range m.records {
-		co.sched.Add(co.unit(rec), rec)
+		rec.unit = co.unit(rec, a)
+		co.sched.Add(rec.unit, rec)
 	}
 	co.stats.buffered.Add(int64(len(m.records)))
 	co.dispatch(c)
 }
 
 // unit names what must not run twice at once under the ordering strategy.
-func (co *coordinator) unit(rec *Record) string {
-	switch co.ordering {
-	case config.OrderingUnordered:
+// It is computed once per record and must not allocate per record: a key's
+// unit is the key's own bytes (a record's key is never modified after the
+// fetch), a partition's unit string is made once per assignment. Two
+// different things sharing a unit by accident (a key equal to a partition's
+// unit string) would only serialize more, never less.
+func (co *coordinator) unit(rec *Record, a *assignment) string {
+	switch {
+	case co.ordering == config.OrderingUnordered:
 		return ""
-	case config.OrderingPartition:
-		return partitionUnit(rec)
-	default: // key
-		if rec.Key == nil {
-			return partitionUnit(rec) // records without a key keep their partition's order
-		}
-		return "k" + string(rec.Key)
+	case co.ordering == config.OrderingPartition, rec.Key == nil:
+		return a.unit // records without a key keep their partition's order
+	case len(rec.Key) == 0:
+		return emptyKeyUnit
+	default:
+		return unsafe.String(unsafe.SliceData(rec.Key), len(rec.Key))
 	}
 }
 
-func partitionUnit(rec *Record) string {
-	return "p" + rec.Topic + "/" + strconv.FormatInt(int64(rec.Partition), 10)
-}
+// emptyKeyUnit is the unit of records whose key is empty but not null (unit
+// "" means unordered).
+const emptyKeyUnit = "\x00empty-key"
 
 // dispatch gives runnable records to idle runners. When runners are idle and
 // nothing else can run, it takes back the records queued behind the current
 // one in other runners' batches: a slow record must not hold them.
 func (co *coordinator) dispatch(c actor.Context) {
 	for len(co.idle) > 0 {
-		if len(co.stolen) == 0 && !co.sched.Runnable() && !co.stealBatches() {
-			return
+		if !co.sched.Runnable() && !co.stealBatches() {
+			break
 		}
 		id := co.idle[len(co.idle)-1]
 		co.idle = co.idle[:len(co.idle)-1]
-		n := batchSize(co.avgRecordTime, co.sched.Waiting()+len(co.stolen), co.runners)
-		batch := make([]*Record, 0, n)
-		for len(batch) < n && len(co.stolen) > 0 {
-			batch = append(batch, co.stolen[0])
-			co.stolen = co.stolen[1:]
-		}
-		for len(batch) < n {
-			_, rec, ok := co.sched.Next()
-			if !ok {
+		// The first run may be long: its records could only run one after
+		// the other anyway. More runs join the batch only when handlers are
+		// fast enough for batching to pay (batchSize).
+		n := batchSize(co.avgRecordTime, co.sched.Waiting(), co.runners)
+		var batch []*Record
+		for max := maxRun; len(batch) < n || max == maxRun; max = n - len(batch) {
+			var ok bool
+			if _, batch, ok = co.sched.NextRunAppend(batch, max); !ok {
 				break
 			}
-			co.running[rec.TP()]++
-			co.stats.buffered.Add(-1)
-			co.stats.inFlight.Add(1)
-			batch = append(batch, rec)
 		}
+		co.inFlight += len(batch)
+		co.stats.buffered.Add(-int64(len(batch)))
+		co.stats.inFlight.Add(int64(len(batch)))
 		b := newRunBatch(batch)
 		co.batches[id] = b
 		c.Send(co.pids[id], &runRecords{batch: b})
@@ -164,31 +190,54 @@ func (co *coordinator) dispatch(c actor.Context) {
 	co.armStealCheck(c)
 }
 
-// stealCheckInterval is how late a batch's tail may be taken back; far above
-// a fast batch's length (batchTarget), far below any handler worth waiting for.
-const stealCheckInterval = 5 * time.Millisecond
-
-func (co *coordinator) armStealCheck(c actor.Context) {
-	if co.check != nil {
-		return
-	}
-	for _, b := range co.batches {
-		if b != nil && b.pending() {
-			co.check = co.timers.SendOnce(stealCheckInterval, c.Self(), &stealCheck{})
-			return
-		}
-	}
-}
-
 // stealBatches takes back the unstarted records of the batches out with
-// runners; it reports whether it got any.
+// runners and puts them back in the scheduler; it reports whether that made
+// anything runnable.
 func (co *coordinator) stealBatches() bool {
 	for _, b := range co.batches {
 		if b != nil && len(b.records) > 1 {
-			co.stolen = append(co.stolen, b.steal()...)
+			co.giveBack(b, b.steal())
 		}
 	}
-	return len(co.stolen) > 0
+	return co.sched.Runnable()
+}
+
+// giveBack returns the records stolen from b's tail to the scheduler. A run
+// that was cut (its first records are with the runner) keeps its unit busy:
+// the runner's last record of it becomes the run's end, and frees the unit
+// when it finishes. A run taken whole frees its unit now.
+func (co *coordinator) giveBack(b *runBatch, stolen []*Record) {
+	if len(stolen) == 0 {
+		return
+	}
+	cut := len(b.records) - len(stolen)
+	b.limit = cut
+	for i := 0; i < len(stolen); {
+		j := i + 1
+		for j < len(stolen) && stolen[j].unit == stolen[i].unit {
+			j++
+		}
+		unit := stolen[i].unit
+		if err := co.sched.Requeue(unit, stolen[i:j]); err != nil {
+			panic(fmt.Errorf("actors: coordinator requeue of %q: %w", unit, err))
+		}
+		cutRun := i == 0 && cut > 0 && b.records[cut-1].unit == unit
+		if !cutRun || cut-1 < b.seen {
+			// Nothing of this unit runs any more (or the runner's part of
+			// the run was already accounted for without freeing it).
+			co.done(unit)
+		}
+		i = j
+	}
+	co.inFlight -= len(stolen)
+	co.stats.inFlight.Add(-int64(len(stolen)))
+	co.stats.buffered.Add(int64(len(stolen)))
+}
+
+func (co *coordinator) done(unit string) {
+	if err := co.sched.Done(unit); err != nil {
+		panic(fmt.Errorf("actors: coordinator lost track of unit %q: %w", unit, err))
+	}
 }
 
 // batchTarget is how long one runner batch should take at most: long enough to
@@ -197,6 +246,10 @@ func (co *coordinator) stealBatches() bool {
 const batchTarget = 200 * time.Microsecond
 
 const maxRunnerBatch = 64
+
+// maxRun bounds the records of one unit (key or partition) given to a runner
+// at once.
+const maxRun = 256
 
 // batchSize decides how many records one runner gets at a time. Slow handlers
 // get one record each (full parallelism); handlers far faster than an actor
@@ -220,7 +273,8 @@ func (co *coordinator) handleRan(c actor.Context, m *ranRecords) {
 }
 
 // harvest accounts for the records of a batch finished since the last look:
-// their units become free and their outcomes go to the orchestrator.
+// a unit becomes free when the last record of its run finished, and the
+// outcomes go to the orchestrator.
 func (co *coordinator) harvest(c actor.Context, b *runBatch) {
 	done := int(b.done.Load())
 	if done == b.seen {
@@ -228,20 +282,21 @@ func (co *coordinator) harvest(c actor.Context, b *runBatch) {
 	}
 	for i := b.seen; i < done; i++ {
 		rec := b.records[i]
-		if err := co.sched.Done(co.unit(rec)); err != nil {
-			panic(fmt.Errorf("actors: coordinator lost track of %s@%d: %w", rec.TP(), rec.Offset, err))
+		if b.runEnd(i) {
+			co.done(rec.unit)
 		}
-		tp := rec.TP()
-		if co.running[tp]--; co.running[tp] == 0 {
-			delete(co.running, tp)
-		}
+		a := co.parts[rec.epoch]
+		a.records--
+		a.maxDone = max(a.maxDone, rec.Offset)
 		if err := b.errs[i]; err != nil {
 			co.finished.failed = append(co.finished.failed, recordFailure{rec: rec, err: err})
 		} else {
 			co.finished.done = append(co.finished.done, rec)
 		}
 	}
+	co.inFlight -= done - b.seen
 	co.stats.inFlight.Add(-int64(done - b.seen))
+	returnCredits(b.records[b.seen:done])
 	b.seen = done
 	if !co.flushPending {
 		co.flushPending = true
@@ -269,30 +324,84 @@ func (co *coordinator) flush(c actor.Context) {
 		co.finished = recordsFinished{}
 		c.Send(c.Parent(), &f)
 	}
-	for tp, epoch := range co.revoking {
-		if co.running[tp] == 0 {
-			delete(co.revoking, tp)
-			c.Send(c.Parent(), &partitionDrained{tp: tp, epoch: epoch})
+	for epoch, a := range co.parts {
+		if a.revoking && a.records == 0 {
+			delete(co.parts, epoch)
+			c.Send(c.Parent(), &partitionDrained{tp: a.tp, epoch: epoch})
 		}
 	}
 }
 
+// handleRevoke drains a revoked partition. Its unstarted records are taken
+// back from the runners; those below the highest offset already started or
+// finished still run, so that the watermark committed for the next owner
+// passes every record that finished (none of them is handled twice); the
+// rest are dropped. The partition is drained when none of its records is
+// left here.
 func (co *coordinator) handleRevoke(c actor.Context, m *revokePartition) {
-	dropped := co.sched.DropIf(func(r *Record) bool { return r.Topic == m.tp.Topic && r.Partition == m.tp.Partition })
+	a := co.parts[m.epoch]
+	if a == nil { // nothing of it ever reached the coordinator
+		c.Send(c.Parent(), &partitionDrained{tp: m.tp, epoch: m.epoch})
+		return
+	}
+	a.revoking = true
+	for _, b := range co.batches {
+		if b != nil {
+			co.giveBack(b, b.steal())
+		}
+	}
+	high := a.maxDone
+	for _, b := range co.batches {
+		if b == nil {
+			continue
+		}
+		for _, rec := range b.records[b.seen:b.limit] { // started, not yet accounted for
+			if rec.epoch == m.epoch {
+				high = max(high, rec.Offset)
+			}
+		}
+	}
+	dropped := co.sched.DropIf(func(r *Record) bool { return r.epoch == m.epoch && r.Offset > high })
+	a.records -= len(dropped)
 	co.stats.buffered.Add(-int64(len(dropped)))
-	co.revoking[m.tp] = m.epoch
 	// Drained is reported from flush, after the completions gathered so far,
 	// so the orchestrator marks them done before it finalizes the partition.
 	if !co.flushPending {
 		co.flushPending = true
 		c.Send(c.Self(), &flushFinished{})
 	}
+	co.dispatch(c) // stealing may have left runners idle with work to do
 }
 
-func (co *coordinator) inFlight() int {
-	n := 0
-	for _, v := range co.running {
-		n += v
+// stealCheckInterval is how late a batch's tail may be taken back; far above
+// a fast batch's length (batchTarget), far below any handler worth waiting for.
+const stealCheckInterval = 5 * time.Millisecond
+
+// armStealCheck starts the stealCheck timer while a batch may still have a
+// tail to take back or finished records to account for.
+func (co *coordinator) armStealCheck(c actor.Context) {
+	if co.check != nil {
+		return
 	}
-	return n
+	for _, b := range co.batches {
+		if b != nil && b.pending() {
+			co.check = co.timers.SendOnce(stealCheckInterval, c.Self(), &stealCheck{})
+			return
+		}
+	}
+}
+
+// returnCredits gives the fetch credits of finished records back to their
+// partitions' gates, one call per run of records sharing a gate.
+func returnCredits(recs []*Record) {
+	for i := 0; i < len(recs); {
+		j := i + 1
+		for j < len(recs) && recs[j].gate == recs[i].gate {
+			j++
+		}
+		if g := recs[i].gate; g != nil {
+			g.give(j - i)
+		}
+		i = j
+	}
 }

@@ -27,7 +27,10 @@
 //  5. orchestrator → offsetController: markDone → committable (moved
 //     watermarks) → orchestrator → proxy: commitOffsets (marked at once,
 //     committed every commit_interval or sooner when many are ready).
-//  6. orchestrator → proxy: releaseCredits, which refills the gates.
+//  6. The coordinator returns each finished record's credit to its
+//     partition's gate directly (the gate is the one object shared across
+//     goroutines on this path), so the claim goroutine reads again without
+//     waiting for the completion to travel through the tree.
 //
 // # Back-pressure
 //
@@ -66,6 +69,6 @@
 // # State ownership
 //
 // Each actor owns its state alone. The only shared objects are the gates
-// (claim goroutine ↔ proxy, a mutex), the runBatch (runner ↔ coordinator,
-// atomics), and Stats (atomics, read by anyone).
+// (claim goroutine ↔ proxy ↔ coordinator, a mutex), the runBatch (runner ↔
+// coordinator, atomics), and Stats (atomics, read by anyone).
 package actors

@@ -5,11 +5,12 @@ import "sync"
 // gate holds a partition's fetch credits: how many more of its records may
 // enter the pipeline (buffered or running). The claim goroutine takes credits
 // before it reads records from sarama and stops reading (and pauses the
-// partition) when none are left; the proxy returns credits as records finish.
+// partition) when none are left; the coordinator returns credits as records
+// finish, and the proxy resizes the gates as partitions come and go.
 // That is what bounds memory per partition without stalling the others.
 //
-// It is shared between one claim goroutine and the proxy actor, hence the
-// mutex; everything else in the tree talks by messages.
+// It is shared between one claim goroutine, the proxy and the coordinator,
+// hence the mutex.
 type gate struct {
 	mu    sync.Mutex
 	avail int // may go negative after the capacity shrinks

@@ -226,7 +226,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			return g.release(sess, tp, epoch)
 		}
 		batch := make([]*Record, 0, n)
-		batch = append(batch, toRecord(first, epoch))
+		batch = append(batch, toRecord(first, epoch, gt))
 		closed := false
 	drain:
 		for len(batch) < n {
@@ -236,7 +236,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 					closed = true
 					break drain
 				}
-				batch = append(batch, toRecord(m, epoch))
+				batch = append(batch, toRecord(m, epoch, gt))
 			default:
 				break drain
 			}
@@ -270,7 +270,7 @@ func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, tp TopicPartition
 	return nil
 }
 
-func toRecord(m *sarama.ConsumerMessage, epoch uint64) *Record {
+func toRecord(m *sarama.ConsumerMessage, epoch uint64, gt *gate) *Record {
 	rec := &Record{
 		Topic:     m.Topic,
 		Partition: m.Partition,
@@ -279,6 +279,7 @@ func toRecord(m *sarama.ConsumerMessage, epoch uint64) *Record {
 		Value:     m.Value,
 		Timestamp: m.Timestamp,
 		epoch:     epoch,
+		gate:      gt,
 	}
 	if len(m.Headers) > 0 {
 		rec.Headers = make([]Header, len(m.Headers))

@@ -16,6 +16,12 @@ type revokePartition struct {
 	epoch uint64
 }
 
+// dropPartition drops every buffered record of an assignment whose
+// revocation expired.
+type dropPartition struct {
+	epoch uint64
+}
+
 // ranRecords (runner → coordinator): the runner is done with a batch; the
 // outcomes are in the batch. elapsed is the handlers' total running time.
 type ranRecords struct {

@@ -26,6 +26,14 @@ type partitionRevoked struct {
 	epoch uint64
 }
 
+// revocationExpired (client proxy → orchestrator): a revoked partition did
+// not drain within shutdown_timeout and was released at its last committed
+// watermark; none of its buffered records may start any more.
+type revocationExpired struct {
+	tp    TopicPartition
+	epoch uint64
+}
+
 // intakeStopped (client proxy → orchestrator): the consumer group has closed.
 type intakeStopped struct{}
 

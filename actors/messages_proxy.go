@@ -62,12 +62,6 @@ type commitOffsets struct {
 	offsets []partitionOffset
 }
 
-// releaseCredits (orchestrator → proxy): records that left the pipeline, so
-// their partitions may fetch that many more.
-type releaseCredits struct {
-	records []*Record
-}
-
 // partitionReleased (orchestrator → proxy): the answer to a revocation.
 type partitionReleased struct {
 	tp     TopicPartition

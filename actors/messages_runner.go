@@ -23,10 +23,17 @@ type runBatch struct {
 	next    atomic.Int64 // index of the first record not claimed yet
 	done    atomic.Int64 // records finished: always a prefix of the claimed ones
 	seen    int          // coordinator only: finished records accounted for
+	limit   int          // coordinator only: records left to the runner (the rest was taken back)
 }
 
 func newRunBatch(records []*Record) *runBatch {
-	return &runBatch{records: records, errs: make([]error, len(records))}
+	return &runBatch{records: records, errs: make([]error, len(records)), limit: len(records)}
+}
+
+// runEnd reports whether records[i] is the last record of its unit's run
+// among those left to the runner: finishing it frees the unit.
+func (b *runBatch) runEnd(i int) bool {
+	return i+1 >= b.limit || b.records[i+1].unit != b.records[i].unit
 }
 
 // claim returns the index of the next record for the runner, or false when

@@ -13,7 +13,7 @@ import (
 //	client proxy ─recordsFetched→ orchestrator ─trackRecords→ offset controller
 //	                                           ─scheduleRecords→ coordinator ─runRecords→ runners
 //	coordinator ─recordsFinished→ orchestrator ─markDone→ offset controller ─committable→
-//	orchestrator ─commitOffsets, releaseCredits→ client proxy
+//	orchestrator ─commitOffsets→ client proxy
 //
 // It holds no records itself; it routes batches and decides what a failure
 // means.
@@ -43,6 +43,8 @@ func (o *orchestrator) Receive(c actor.Context) {
 		c.Send(o.offsets, &trackPartition{tp: m.tp, epoch: m.epoch})
 	case *partitionRevoked:
 		c.Send(o.coord, &revokePartition{tp: m.tp, epoch: m.epoch})
+	case *revocationExpired:
+		c.Send(o.coord, &dropPartition{epoch: m.epoch})
 	case *partitionDrained:
 		c.Send(o.offsets, &finalizePartition{tp: m.tp, epoch: m.epoch})
 	case *partitionFinal:
@@ -79,11 +81,6 @@ func (o *orchestrator) handleFinished(c actor.Context, m *recordsFinished) {
 		s.stats.processed.Add(int64(len(m.done)))
 		c.Send(o.offsets, &markDone{records: m.done})
 	}
-	released := m.done
-	if len(m.failed) > 0 {
-		released = append(released[:len(released):len(released)], failedRecords(m.failed)...)
-	}
-	c.Send(o.proxy, &releaseCredits{records: released})
 	if len(m.failed) == 0 || o.failed {
 		return
 	}
@@ -96,12 +93,4 @@ func (o *orchestrator) handleFinished(c actor.Context, m *recordsFinished) {
 	s.log.Error().Err(f.err).Str("topic", f.rec.Topic).Int32("partition", f.rec.Partition).Int64("offset", f.rec.Offset).
 		Msg("handler failed; restarting the consumer")
 	c.Send(c.Parent(), &treeFailed{gen: o.gen, err: fmt.Errorf("%w: %s@%d: %w", ErrHandlerFailed, f.rec.TP(), f.rec.Offset, f.err)})
-}
-
-func failedRecords(fs []recordFailure) []*Record {
-	out := make([]*Record, len(fs))
-	for i, f := range fs {
-		out[i] = f.rec
-	}
-	return out
 }

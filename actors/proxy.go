@@ -43,8 +43,6 @@ func (p *clientProxy) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *claimFetched:
 		p.handleFetched(c, m)
-	case *releaseCredits:
-		p.handleRelease(m)
 	case *commitOffsets:
 		p.handleCommit(m)
 	case *commitTick:
@@ -56,7 +54,7 @@ func (p *clientProxy) Receive(c actor.Context) {
 	case *partitionReleased:
 		p.finishRevocation(m.tp, m.epoch, finalCommit{offset: m.offset, ok: m.ok})
 	case *revokeTimeout:
-		p.handleRevokeTimeout(m)
+		p.handleRevokeTimeout(c, m)
 	case *sessionStarted:
 		p.sess = m.sess
 	case *stopIntake:
@@ -66,7 +64,8 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.handleGroupStopped(c, m)
 	case *actor.Started:
 		p.parts = make(map[TopicPartition]*heldPartition)
-		p.group.send = func(msg any) { c.ActorSystem().Root.Send(c.Self(), msg) }
+		root, self := c.ActorSystem().Root, c.Self()
+		p.group.send = func(msg any) { root.Send(self, msg) }
 		p.group.start()
 		sched := scheduler.NewTimerScheduler(c)
 		p.timers = append(p.timers, sched.SendRepeatedly(p.commitInterval, p.commitInterval, c.Self(), &commitTick{}))
@@ -88,31 +87,6 @@ func (p *clientProxy) handleFetched(c actor.Context, m *claimFetched) {
 	p.stats.lastFetch.Store(time.Now().UnixNano())
 	p.updateLag()
 	c.Send(c.Parent(), &recordsFetched{records: m.records})
-}
-
-func (p *clientProxy) handleRelease(m *releaseCredits) {
-	var last *heldPartition
-	var lastTP TopicPartition
-	n := 0
-	// Completions arrive grouped by runner, not by partition, but neighbours
-	// usually share one; count runs to touch each gate once per run.
-	for _, rec := range m.records {
-		tp := rec.TP()
-		if last != nil && tp == lastTP && rec.epoch == last.epoch {
-			n++
-			continue
-		}
-		if last != nil {
-			last.gate.give(n)
-		}
-		last, lastTP, n = nil, tp, 0
-		if hp := p.parts[tp]; hp != nil && hp.epoch == rec.epoch {
-			last, n = hp, 1
-		}
-	}
-	if last != nil {
-		last.gate.give(n)
-	}
 }
 
 func (p *clientProxy) handleCommit(m *commitOffsets) {
@@ -182,7 +156,7 @@ func (p *clientProxy) handleClaimEnding(c actor.Context, m *claimEnding) {
 
 // handleRevokeTimeout answers a revocation that did not drain in time with the
 // last watermark known, which never passes an unfinished record.
-func (p *clientProxy) handleRevokeTimeout(m *revokeTimeout) {
+func (p *clientProxy) handleRevokeTimeout(c actor.Context, m *revokeTimeout) {
 	hp := p.parts[m.tp]
 	if hp == nil || hp.epoch != m.epoch || hp.ending == nil {
 		return
@@ -190,6 +164,7 @@ func (p *clientProxy) handleRevokeTimeout(m *revokeTimeout) {
 	p.log.Warn().Str("partition", m.tp.String()).Dur("waited", p.revokeTimeout).
 		Msg("revoked partition still has running records; releasing it at its last watermark")
 	p.finishRevocation(m.tp, m.epoch, finalCommit{offset: hp.committed, ok: hp.committed >= 0})
+	c.Send(c.Parent(), &revocationExpired{tp: m.tp, epoch: m.epoch})
 }
 
 func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc finalCommit) {

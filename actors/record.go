@@ -26,6 +26,13 @@ type Record struct {
 	// epoch, so completions of the old assignment can never move the new
 	// assignment's watermark.
 	epoch uint64
+	// unit is what the ordering strategy serializes the record on (its key,
+	// its partition, or "" when unordered), set once by the coordinator.
+	unit string
+	// gate is the fetch-credit gate of the record's partition assignment:
+	// the coordinator returns the record's credit to it the moment the
+	// record finishes, without a round trip through the tree.
+	gate *gate
 }
 
 // Header is one record header.

@@ -58,3 +58,28 @@ func (q *fifo[E]) filter(drop func(*E) bool, out []E) []E {
 	q.head = 0
 	return out
 }
+
+// prepend makes room for n elements in front of the oldest one and returns
+// those slots, oldest first, for the caller to fill. It serves Requeue, which
+// gives back items that were popped a moment ago, so the common case reuses
+// the slots they were popped from and copies nothing.
+func (q *fifo[E]) prepend(n int) []E {
+	if q.head < n {
+		// Move the live elements up to index n, in place when the array is
+		// big enough. The slots below them may hold stale copies; the caller
+		// overwrites all of them.
+		live := q.len()
+		if need := n + live; need <= cap(q.buf) {
+			old := q.head
+			q.buf = q.buf[:need]
+			copy(q.buf[n:], q.buf[old:old+live])
+		} else {
+			buf := make([]E, need, need+need/4)
+			copy(buf[n:], q.buf[q.head:])
+			q.buf = buf
+		}
+		q.head = n
+	}
+	q.head -= n
+	return q.buf[q.head : q.head+n]
+}

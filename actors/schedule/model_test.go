@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"errors"
 	"math/rand"
 	"slices"
@@ -9,22 +10,35 @@ import (
 )
 
 // model is the obviously correct, slow scheduler the real one is checked
-// against: every waiting item in Add order, and the set of busy units.
+// against: every waiting item in age order, and the set of busy units.
 type model struct {
-	items []modelItem
+	items []modelItem // waiting, oldest first
 	busy  map[string]bool
 	// queued counts the waiting items per unit, only so that checkUnits
 	// does not have to scan items on every step.
 	queued map[string]int
+	// held is what the last next or nextRun handed out for each busy unit,
+	// and for "" what the last one handed out of it, minus what was
+	// requeued since: the items a requeue may give back.
+	held map[string][]modelItem
+	// age is the age of the next added item. Items requeued to "" are
+	// older than every added one: requeued counts them down from zero.
+	age, requeued int64
 }
 
 type modelItem struct {
 	unit string
 	v    int
+	age  int64
+}
+
+func newModel() *model {
+	return &model{busy: map[string]bool{}, queued: map[string]int{}, held: map[string][]modelItem{}}
 }
 
 func (m *model) add(unit string, v int) {
-	m.items = append(m.items, modelItem{unit, v})
+	m.items = append(m.items, modelItem{unit, v, m.age})
+	m.age++
 	m.queued[unit]++
 }
 
@@ -36,10 +50,62 @@ func (m *model) next() (string, int, bool) {
 			if it.unit != "" {
 				m.busy[it.unit] = true
 			}
+			m.held[it.unit] = []modelItem{it}
 			return it.unit, it.v, true
 		}
 	}
 	return "", 0, false
+}
+
+func (m *model) nextRun(max int) (string, []int, bool) {
+	unit, v, ok := m.next()
+	if !ok {
+		return "", nil, false
+	}
+	run := []int{v}
+	if unit == "" {
+		return unit, run, true
+	}
+	// The rest of the unit's run are its next waiting items in age order,
+	// wherever they sit between other units' items.
+	for i := 0; i < len(m.items) && len(run) < max; {
+		if it := m.items[i]; it.unit == unit {
+			run = append(run, it.v)
+			m.held[unit] = append(m.held[unit], it)
+			m.items = slices.Delete(m.items, i, i+1)
+			m.queued[unit]--
+			continue
+		}
+		i++
+	}
+	return unit, run, true
+}
+
+// requeue gives back the last k items held for unit. Items of a unit regain
+// their original age, and so their original place in the waiting order;
+// unordered items become older than anything else.
+func (m *model) requeue(unit string, k int) error {
+	if unit != "" && !m.busy[unit] {
+		return ErrNotBusy
+	}
+	h := m.held[unit]
+	if k > len(h) {
+		return ErrNotHeld
+	}
+	back := slices.Clone(h[len(h)-k:])
+	m.held[unit] = h[:len(h)-k]
+	if unit == "" {
+		for i := range back {
+			back[i].age = -m.requeued - int64(k) + int64(i)
+		}
+		m.requeued += int64(k)
+	}
+	for _, it := range back {
+		i, _ := slices.BinarySearchFunc(m.items, it.age, func(e modelItem, age int64) int { return cmp.Compare(e.age, age) })
+		m.items = slices.Insert(m.items, i, it)
+		m.queued[unit]++
+	}
+	return nil
 }
 
 func (m *model) done(unit string) error {
@@ -50,6 +116,7 @@ func (m *model) done(unit string) error {
 		return ErrNotBusy
 	}
 	delete(m.busy, unit)
+	delete(m.held, unit)
 	return nil
 }
 
@@ -111,14 +178,14 @@ func (s *byteSource) intn(n int) (int, bool) {
 func runModel(t *testing.T, src opSource, nUnits int) {
 	t.Helper()
 	s := New[int]()
-	m := &model{busy: map[string]bool{}, queued: map[string]int{}}
+	m := newModel()
 	units := make([]string, nUnits+1) // units[0] is the unordered unit ""
 	for i := 1; i <= nUnits; i++ {
 		units[i] = "u" + strconv.Itoa(i)
 	}
 	val := 0
 	for step := 0; ; step++ {
-		op, ok := src.intn(16)
+		op, ok := src.intn(20)
 		if !ok {
 			break
 		}
@@ -144,12 +211,55 @@ func runModel(t *testing.T, src opSource, nUnits int) {
 			if !errors.Is(gerr, werr) || (gerr == nil) != (werr == nil) {
 				t.Fatalf("step %d: Done(%q) = %v, model %v", step, u, gerr, werr)
 			}
-		default:
+		case op < 16:
 			mod, rem := arg%4+1, arg/4%4
 			drop := func(v int) bool { return v%mod == rem%mod }
 			got, want := s.DropIf(drop), m.dropIf(drop)
 			if !slices.Equal(got, want) {
 				t.Fatalf("step %d: DropIf = %v, model %v", step, got, want)
+			}
+		case op < 18:
+			max := arg%8 - 1 // -1 and 0 must act as 1
+			var (
+				gu    string
+				gv    []int
+				gok   bool
+				extra = arg & 8 // also exercise NextRunAppend onto a non-empty dst
+			)
+			if extra != 0 {
+				var dst []int
+				gu, dst, gok = s.NextRunAppend([]int{-1}, max)
+				if dst[0] != -1 {
+					t.Fatalf("step %d: NextRunAppend overwrote dst: %v", step, dst)
+				}
+				gv = dst[1:]
+			} else {
+				gu, gv, gok = s.NextRun(max)
+			}
+			wu, wv, wok := m.nextRun(max)
+			if gu != wu || !slices.Equal(gv, wv) || gok != wok {
+				t.Fatalf("step %d: NextRun(%d) = (%q,%v,%v), model (%q,%v,%v)", step, max, gu, gv, gok, wu, wv, wok)
+			}
+		default:
+			// Give back a suffix of what the unit's runner holds. For a
+			// busy unit the length may also exceed what it holds by one,
+			// which must fail; for an idle one it must fail anyway.
+			u := units[arg%len(units)]
+			h := m.held[u]
+			k := arg / len(units) % (len(h) + 2)
+			if u == "" {
+				k = min(k, len(h))
+			}
+			vals := make([]int, 0, k)
+			for _, it := range h[max(0, len(h)-k):] {
+				vals = append(vals, it.v)
+			}
+			for len(vals) < k {
+				vals = append(vals, -1)
+			}
+			gerr, werr := s.Requeue(u, vals), m.requeue(u, k)
+			if !errors.Is(gerr, werr) || (gerr == nil) != (werr == nil) {
+				t.Fatalf("step %d: Requeue(%q, %v) = %v, model %v", step, u, vals, gerr, werr)
 			}
 		}
 		if s.Waiting() != len(m.items) || s.Busy() != len(m.busy) || s.Runnable() != m.runnable() {
@@ -223,6 +333,9 @@ func FuzzScheduler(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 8, 0, 8, 0, 11, 1, 8, 0})
 	f.Add([]byte{0, 0, 0, 0, 1, 1, 15, 5, 8, 0, 12, 0})
 	f.Add([]byte{0, 3, 1, 3, 2, 0, 9, 0, 9, 0, 13, 3, 15, 1, 9, 0})
+	// NextRun and Requeue: a run of u1 given back in part, then again.
+	f.Add([]byte{0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 16, 5, 18, 5, 18, 3, 8, 0, 11, 1, 17, 7, 19, 1, 11, 1, 9, 0})
+	f.Add([]byte{1, 0, 0, 1, 0, 2, 0, 0, 16, 3, 16, 0, 18, 3, 18, 6, 11, 1, 11, 2, 16, 7, 15, 2})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) == 0 {
 			return

@@ -18,9 +18,16 @@ import (
 	"slices"
 )
 
-// ErrNotBusy is returned by Done for a unit that is not currently running,
-// which means the caller's bookkeeping is wrong; the Scheduler is unchanged.
+// ErrNotBusy is returned by Done and Requeue for a unit that is not
+// currently running, which means the caller's bookkeeping is wrong; the
+// Scheduler is unchanged.
 var ErrNotBusy = errors.New("schedule: unit is not busy")
+
+// ErrNotHeld is returned by Requeue when it is given back more items than the
+// unit's runner was handed by its last Next or NextRun and has not given back
+// yet, which means the caller's bookkeeping is wrong; the Scheduler is
+// unchanged.
+var ErrNotHeld = errors.New("schedule: requeued items were not handed out")
 
 const (
 	// maxSpare bounds the recycled unit records so that a spike of distinct
@@ -36,6 +43,10 @@ const (
 	// minShrink is the map size below which rebuilding the map to release
 	// memory is not worth it.
 	minShrink = 1024
+	// firstSeq is the Add sequence of the first item. Sequences start this
+	// high so that Requeue can stamp unordered items, whose original
+	// sequence is not known, with sequences older than any Add.
+	firstSeq = 1 << 63
 )
 
 // item is a waiting value stamped with its Add sequence, which defines
@@ -51,6 +62,13 @@ type unit[T any] struct {
 	name string
 	q    fifo[item[T]]
 	busy bool
+	// out holds the sequences of the items handed out by the Next or NextRun
+	// that made the unit busy and not given back by Requeue, oldest first,
+	// so that Requeue can restore their age. It starts out backed by
+	// outInline, so that a plain Next on a new unit costs no second
+	// allocation.
+	out       []uint64
+	outInline [1]uint64
 }
 
 // Scheduler holds waiting items and decides which may run next.
@@ -61,14 +79,17 @@ type unit[T any] struct {
 // sequence among the heads of free units and the unordered items.
 //
 // Every operation except DropIf is O(log u) in the number u of free units
-// with waiting items, and does not allocate in steady state. The zero value
-// is an empty Scheduler ready to use.
+// with waiting items, plus O(k) for the k items NextRun takes or Requeue gives
+// back, and does not allocate in steady state (NextRun returns a new slice;
+// NextRunAppend does not have to). The zero value is an empty Scheduler ready
+// to use.
 type Scheduler[T any] struct {
 	units     map[string]*unit[T]
 	ready     readyHeap[T]  // free units with waiting items, by head sequence
 	unordered fifo[item[T]] // unit "" items, in Add order
 	spare     []*unit[T]    // recycled units, to avoid an allocation per new key
-	seq       uint64
+	seq       uint64        // Adds so far; the next Add gets firstSeq+seq
+	requeued  uint64        // unordered items requeued so far; see Requeue
 	waiting   int
 	busy      int
 	peak      int // largest len(units) since the map was last rebuilt
@@ -80,7 +101,7 @@ func New[T any]() *Scheduler[T] { return &Scheduler[T]{} }
 // Add enqueues v behind every item added before it to the same unit. Unit ""
 // means v has no ordering constraint.
 func (s *Scheduler[T]) Add(unit string, v T) {
-	it := item[T]{seq: s.seq, v: v}
+	it := item[T]{seq: firstSeq + s.seq, v: v}
 	s.seq++
 	s.waiting++
 	if unit == "" {
@@ -103,6 +124,16 @@ func (s *Scheduler[T]) Add(unit string, v T) {
 // until Done is called for it (unit "" is never marked). ok is false if
 // nothing is runnable.
 func (s *Scheduler[T]) Next() (unit string, v T, ok bool) {
+	u, v, ok := s.take()
+	if u != nil {
+		unit = u.name
+	}
+	return unit, v, ok
+}
+
+// take is Next that returns the unit it made busy, or nil for an unordered
+// item.
+func (s *Scheduler[T]) take() (u *unit[T], v T, ok bool) {
 	fromUnit := len(s.ready) > 0
 	if fromUnit && s.unordered.len() > 0 && s.unordered.peek().seq < s.ready[0].seq {
 		fromUnit = false
@@ -111,16 +142,17 @@ func (s *Scheduler[T]) Next() (unit string, v T, ok bool) {
 	case fromUnit:
 		u := s.ready.pop().u
 		it := u.q.pop()
+		u.out = append(u.out[:0], it.seq)
 		u.busy = true
 		s.busy++
 		s.waiting--
-		return u.name, it.v, true
+		return u, it.v, true
 	case s.unordered.len() > 0:
 		it := s.unordered.pop()
 		s.waiting--
-		return "", it.v, true
+		return nil, it.v, true
 	}
-	return "", v, false
+	return nil, v, false
 }
 
 // Done marks unit free again, making its next waiting item runnable. The unit
@@ -136,6 +168,7 @@ func (s *Scheduler[T]) Done(unit string) error {
 		return ErrNotBusy
 	}
 	u.busy = false
+	u.out = u.out[:0]
 	s.busy--
 	if u.q.len() > 0 {
 		s.ready.push(readyEntry[T]{seq: u.q.peek().seq, u: u})
@@ -145,8 +178,98 @@ func (s *Scheduler[T]) Done(unit string) error {
 	return nil
 }
 
-// Waiting returns the number of items added and neither returned by Next nor
-// dropped.
+// NextRun is Next that also takes up to max-1 further waiting items of the
+// same unit, in order, so that one runner can run several consecutive items of
+// a unit without a round trip per item: under partition ordering a unit holds
+// many records. The unit becomes busy once, and one Done frees it. For unit ""
+// it returns just the one item, since unordered items have no run. max < 1 is
+// treated as 1. ok is false if nothing is runnable.
+//
+// items is a new slice that the caller owns; see NextRunAppend to reuse one.
+func (s *Scheduler[T]) NextRun(max int) (unit string, items []T, ok bool) {
+	return s.NextRunAppend(nil, max)
+}
+
+// NextRunAppend is NextRun that appends the items to dst and returns the
+// extended slice, so that a runner can reuse one buffer instead of
+// allocating per run. If nothing is runnable it returns dst unchanged.
+func (s *Scheduler[T]) NextRunAppend(dst []T, max int) (unit string, items []T, ok bool) {
+	u, v, ok := s.take()
+	if !ok {
+		return "", dst, false
+	}
+	if u == nil {
+		return "", append(dst, v), true
+	}
+	if max <= 1 {
+		return u.name, append(dst, v), true
+	}
+	// take made u busy, which took it out of the heap, so taking more of its
+	// queue cannot leave a stale heap key behind.
+	n := min(max-1, u.q.len())
+	dst = slices.Grow(dst, 1+n)
+	dst = append(dst, v)
+	for range n {
+		it := u.q.pop()
+		u.out = append(u.out, it.seq)
+		dst = append(dst, it.v)
+	}
+	s.waiting -= n
+	return u.name, dst, true
+}
+
+// Requeue puts items back at the front of a busy unit's queue, in the given
+// order, ahead of anything waiting in that unit, because a runner did not
+// start them, for instance the tail of a run taken with NextRun. The items
+// keep their original Add sequences, so once the unit is Done they are again
+// as old as when they were first added, rather than queueing behind younger
+// work of other units. The unit stays busy until Done.
+//
+// items must be the last items the runner of unit was handed by the Next or
+// NextRun that made it busy, in the order they were handed out, and not yet
+// given back: Requeue matches them to their sequences by position, because T
+// need not be comparable. Giving back more than that returns ErrNotHeld.
+// Requeue on a non-empty unit that is not busy returns ErrNotBusy. Either
+// error changes nothing.
+//
+// For unit "" the items go back to the front of the unordered queue, in the
+// given order. Done("") is a no-op, so the Scheduler cannot remember which
+// unordered items are out and what their sequences were; they are instead
+// stamped older than anything added, which makes them, once more, the oldest
+// runnable items. Items requeued later count as older than those requeued
+// earlier, and DropIf reports requeued unordered items first.
+func (s *Scheduler[T]) Requeue(unit string, items []T) error {
+	k := len(items)
+	if unit == "" {
+		q := s.unordered.prepend(k)
+		base := firstSeq - s.requeued - uint64(k)
+		for i, v := range items {
+			q[i] = item[T]{seq: base + uint64(i), v: v}
+		}
+		s.requeued += uint64(k)
+		s.waiting += k
+		return nil
+	}
+	u, ok := s.units[unit]
+	if !ok || !u.busy {
+		return ErrNotBusy
+	}
+	if k > len(u.out) {
+		return ErrNotHeld
+	}
+	// The unit is busy, so it is not in the heap and its key needs no fix.
+	seqs := u.out[len(u.out)-k:]
+	q := u.q.prepend(k)
+	for i, v := range items {
+		q[i] = item[T]{seq: seqs[i], v: v}
+	}
+	u.out = u.out[:len(u.out)-k]
+	s.waiting += k
+	return nil
+}
+
+// Waiting returns the number of items added or requeued and neither returned
+// by Next or NextRun nor dropped.
 func (s *Scheduler[T]) Waiting() int { return s.waiting }
 
 // Busy returns the number of units currently running an item.
@@ -158,8 +281,9 @@ func (s *Scheduler[T]) Runnable() bool {
 }
 
 // DropIf removes every waiting item for which drop returns true and returns
-// them in Add order; the remaining items keep their order. Busy units stay
-// busy, since their running item is not waiting and must still be reported
+// them in Add order, requeued items included (requeued unordered items come
+// first; see Requeue); the remaining items keep their order. Busy units stay
+// busy, since their running items are not waiting and must still be reported
 // through Done.
 //
 // drop is called exactly once per waiting item, in unspecified order, and
@@ -204,6 +328,7 @@ func (s *Scheduler[T]) newUnit(name string) *unit[T] {
 		s.spare = s.spare[:n-1]
 	} else {
 		u = new(unit[T])
+		u.out = u.outInline[:0]
 	}
 	u.name = name
 	if s.units == nil {
@@ -227,6 +352,9 @@ func (s *Scheduler[T]) forget(u *unit[T]) {
 	delete(s.units, u.name)
 	if len(s.spare) < maxSpare && cap(u.q.buf) <= maxSpareQueue {
 		u.name = ""
+		if cap(u.out) > maxSpareQueue {
+			u.out = u.outInline[:0] // a long run should not pin its array either
+		}
 		s.spare = append(s.spare, u)
 	}
 }
