@@ -85,6 +85,7 @@ func (co *coordinator) Receive(c actor.Context) {
 		for _, b := range co.batches {
 			if b != nil {
 				co.harvest(c, b)
+				b.aged = true
 			}
 		}
 		co.dispatch(c)
@@ -172,7 +173,7 @@ func (co *coordinator) dispatch(c actor.Context) {
 		// The first run may be long: its records could only run one after
 		// the other anyway. More runs join the batch only when handlers are
 		// fast enough for batching to pay (batchSize).
-		n := batchSize(co.avgRecordTime, co.sched.Waiting(), co.runners)
+		n := batchSize(co.avgRecordTime)
 		var batch []*Record
 		for max := maxRun; len(batch) < n || max == maxRun; max = n - len(batch) {
 			var ok bool
@@ -191,11 +192,13 @@ func (co *coordinator) dispatch(c actor.Context) {
 }
 
 // stealBatches takes back the unstarted records of the batches out with
-// runners and puts them back in the scheduler; it reports whether that made
-// anything runnable.
+// runners since before the last stealCheck, and puts them back in the
+// scheduler; it reports whether that made anything runnable. Younger batches
+// are left alone: with fast handlers they finish in microseconds, and taking
+// them apart would only add hops.
 func (co *coordinator) stealBatches() bool {
 	for _, b := range co.batches {
-		if b != nil && len(b.records) > 1 {
+		if b != nil && b.aged && len(b.records) > 1 {
 			co.giveBack(b, b.steal())
 		}
 	}
@@ -251,17 +254,17 @@ const maxRunnerBatch = 64
 // at once.
 const maxRun = 256
 
-// batchSize decides how many records one runner gets at a time. Slow handlers
-// get one record each (full parallelism); handlers far faster than an actor
-// hop get batches, which is what lets the pipeline keep up with a plain
-// consumer. A batch never takes more than a fair share of what is waiting.
-func batchSize(avgRecordNanos float64, waiting, runners int) int {
+// batchSize decides how many records one runner gets at a time: as many as
+// fit in batchTarget of handler time. Slow handlers get one record each (full
+// parallelism); handlers far faster than an actor hop get batches, which is
+// what lets the pipeline keep up with a plain consumer. Spreading a few fast
+// records thinly over idle runners would cost a hop each and save nothing: a
+// whole batch takes at most batchTarget.
+func batchSize(avgRecordNanos float64) int {
 	if avgRecordNanos <= 0 {
 		return 1 // nothing measured yet: assume slow
 	}
-	n := int(float64(batchTarget) / avgRecordNanos)
-	n = min(n, maxRunnerBatch, waiting/max(runners, 1))
-	return max(n, 1)
+	return max(1, min(int(float64(batchTarget)/avgRecordNanos), maxRunnerBatch))
 }
 
 func (co *coordinator) handleRan(c actor.Context, m *ranRecords) {
@@ -280,12 +283,15 @@ func (co *coordinator) harvest(c actor.Context, b *runBatch) {
 	if done == b.seen {
 		return
 	}
+	var a *assignment // neighbours mostly share one: look it up once per run
 	for i := b.seen; i < done; i++ {
 		rec := b.records[i]
 		if b.runEnd(i) {
 			co.done(rec.unit)
 		}
-		a := co.parts[rec.epoch]
+		if a == nil || rec.epoch != b.records[i-1].epoch {
+			a = co.parts[rec.epoch]
+		}
 		a.records--
 		a.maxDone = max(a.maxDone, rec.Offset)
 		if err := b.errs[i]; err != nil {

@@ -225,8 +225,10 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		if !ok {
 			return g.release(sess, tp, epoch)
 		}
+		// One allocation for the batch's records rather than one each.
+		slab := make([]Record, n)
 		batch := make([]*Record, 0, n)
-		batch = append(batch, toRecord(first, epoch, gt))
+		batch = append(batch, fillRecord(&slab[0], first, epoch, gt))
 		closed := false
 	drain:
 		for len(batch) < n {
@@ -236,7 +238,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 					closed = true
 					break drain
 				}
-				batch = append(batch, toRecord(m, epoch, gt))
+				batch = append(batch, fillRecord(&slab[len(batch)], m, epoch, gt))
 			default:
 				break drain
 			}
@@ -270,8 +272,8 @@ func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, tp TopicPartition
 	return nil
 }
 
-func toRecord(m *sarama.ConsumerMessage, epoch uint64, gt *gate) *Record {
-	rec := &Record{
+func fillRecord(rec *Record, m *sarama.ConsumerMessage, epoch uint64, gt *gate) *Record {
+	*rec = Record{
 		Topic:     m.Topic,
 		Partition: m.Partition,
 		Offset:    m.Offset,

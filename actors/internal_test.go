@@ -79,23 +79,20 @@ func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
 
 func TestBatchSize(t *testing.T) {
 	cases := []struct {
-		name    string
-		avgNs   float64
-		waiting int
-		runners int
-		want    int
+		name  string
+		avgNs float64
+		want  int
 	}{
-		{"nothing measured yet", 0, 1000, 4, 1},
-		{"slow handler", float64(100 * time.Millisecond), 1000, 4, 1},
-		{"handler as long as the target", float64(batchTarget), 1000, 4, 1},
-		{"fast handler, long queue", 1000, 100000, 4, maxRunnerBatch},
-		{"fast handler, fair share caps", 1000, 40, 4, 10},
-		{"fast handler, short queue", 1000, 2, 4, 1},
-		{"medium handler", float64(20 * time.Microsecond), 100000, 4, 10},
+		{"nothing measured yet", 0, 1},
+		{"slow handler", float64(100 * time.Millisecond), 1},
+		{"handler as long as the target", float64(batchTarget), 1},
+		{"handler a tenth of the target", float64(batchTarget / 10), 10},
+		{"fast handler", 1000, maxRunnerBatch},
+		{"medium handler", float64(20 * time.Microsecond), 10},
 	}
 	for _, c := range cases {
-		if got := batchSize(c.avgNs, c.waiting, c.runners); got != c.want {
-			t.Errorf("%s: batchSize(%v, %d, %d) = %d, want %d", c.name, c.avgNs, c.waiting, c.runners, got, c.want)
+		if got := batchSize(c.avgNs); got != c.want {
+			t.Errorf("%s: batchSize(%v) = %d, want %d", c.name, c.avgNs, got, c.want)
 		}
 	}
 }

@@ -24,6 +24,7 @@ type runBatch struct {
 	done    atomic.Int64 // records finished: always a prefix of the claimed ones
 	seen    int          // coordinator only: finished records accounted for
 	limit   int          // coordinator only: records left to the runner (the rest was taken back)
+	aged    bool         // coordinator only: out since before the last stealCheck
 }
 
 func newRunBatch(records []*Record) *runBatch {

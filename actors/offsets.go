@@ -43,8 +43,13 @@ func (oc *offsetController) Receive(c actor.Context) {
 }
 
 // current returns the partition's watermark if rec belongs to its current
-// assignment; records of an earlier assignment are ignored.
-func (oc *offsetController) current(rec *Record) *partitionWatermark {
+// assignment; records of an earlier assignment are ignored. last is the
+// previous answer: neighbouring records mostly share a partition, and
+// checking it first spares a map lookup per record.
+func (oc *offsetController) current(rec *Record, last *partitionWatermark) *partitionWatermark {
+	if last != nil && last.epoch == rec.epoch {
+		return last
+	}
 	p := oc.parts[rec.TP()]
 	if p == nil || p.epoch != rec.epoch {
 		return nil
@@ -53,8 +58,9 @@ func (oc *offsetController) current(rec *Record) *partitionWatermark {
 }
 
 func (oc *offsetController) handleTrack(m *trackRecords) {
+	var p *partitionWatermark
 	for _, rec := range m.records {
-		if p := oc.current(rec); p != nil {
+		if p = oc.current(rec, p); p != nil {
 			if err := p.tracker.Track(rec.Offset); err != nil {
 				// Offsets arrive in order within an assignment; anything else
 				// means the bookkeeping is broken, and restarting the tree
@@ -67,9 +73,9 @@ func (oc *offsetController) handleTrack(m *trackRecords) {
 
 func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 	var changed []partitionOffset
+	var p *partitionWatermark
 	for _, rec := range m.records {
-		p := oc.current(rec)
-		if p == nil {
+		if p = oc.current(rec, p); p == nil {
 			continue
 		}
 		if err := p.tracker.Done(rec.Offset); err != nil {

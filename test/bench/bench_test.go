@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +41,16 @@ type result struct {
 	PerSec   float64 `json:"records_per_s"`
 	Ratio    float64 `json:"ratio"`
 	RatioTo  string  `json:"ratio_to"`
+	CPUus    float64 `json:"cpu_us_per_record"` // this process's CPU time (user+system) per record
+}
+
+// cpuTime is the CPU time this process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 var (
@@ -229,22 +240,30 @@ func BenchmarkNoop(b *testing.B) {
 		name string
 		run  func() time.Duration
 	}
+	type sample struct{ wall, cpu time.Duration }
 	peers := []peer{{"plain sarama", func() time.Duration { return runPlainSarama(b, brokers, topic, handlers.Noop(), n) }}}
 	for _, o := range []config.Ordering{config.OrderingKey, config.OrderingPartition, config.OrderingUnordered} {
 		peers = append(peers, peer{"turbo " + string(o), func() time.Duration { return runTurbo(b, brokers, topic, o, 16, handlers.Noop(), n) }})
 	}
+	if only := os.Getenv("TURBO_BENCH_PEERS"); only != "" { // e.g. "turbo key", for profiling
+		peers = slices.DeleteFunc(peers, func(p peer) bool { return p.name != "plain sarama" && !strings.Contains(only, p.name) })
+	}
 	for range b.N {
 		times := make([][]time.Duration, len(peers))
+		cpus := make([][]time.Duration, len(peers))
 		for range rounds {
 			for i, p := range peers {
+				c0 := cpuTime()
 				times[i] = append(times[i], p.run())
+				cpus[i] = append(cpus[i], cpuTime()-c0)
 			}
 		}
 		base := float64(n) / median(times[0]).Seconds()
 		for i, p := range peers {
 			d := median(times[i])
 			rate := float64(n) / d.Seconds()
-			record(result{Scenario: scenario, Peer: p.name, Records: n, Seconds: d.Seconds(), PerSec: rate, Ratio: rate / base, RatioTo: "plain sarama"})
+			cpu := float64(median(cpus[i]).Microseconds()) / float64(n)
+			record(result{Scenario: scenario, Peer: p.name, Records: n, Seconds: d.Seconds(), PerSec: rate, Ratio: rate / base, RatioTo: "plain sarama", CPUus: cpu})
 			if i > 0 {
 				b.ReportMetric(rate/base, "x-sarama-"+strings.TrimPrefix(p.name, "turbo "))
 			}
@@ -279,9 +298,13 @@ func BenchmarkIOBound(b *testing.B) {
 // report prints the table and writes it under .bench/ at the module root.
 func report() {
 	var md strings.Builder
-	fmt.Fprintf(&md, "| scenario | peer | wall time | records/s | ratio |\n|---|---|---:|---:|---:|\n")
+	fmt.Fprintf(&md, "| scenario | peer | wall time | records/s | ratio | CPU µs/record |\n|---|---|---:|---:|---:|---:|\n")
 	for _, r := range results {
-		fmt.Fprintf(&md, "| %s | %s | %.2f s | %.0f | %.2f× %s |\n", r.Scenario, r.Peer, r.Seconds, r.PerSec, r.Ratio, r.RatioTo)
+		cpu := "—"
+		if r.CPUus > 0 {
+			cpu = fmt.Sprintf("%.2f", r.CPUus)
+		}
+		fmt.Fprintf(&md, "| %s | %s | %.2f s | %.0f | %.2f× %s | %s |\n", r.Scenario, r.Peer, r.Seconds, r.PerSec, r.Ratio, r.RatioTo, cpu)
 	}
 	fmt.Print("\n" + md.String())
 	dir := filepath.Join("..", "..", ".bench")
