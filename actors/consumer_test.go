@@ -111,8 +111,16 @@ func TestKeyOrderingReachesFullParallelism(t *testing.T) {
 	c := r.consumer("seed-demo", func(c *config.Consumer) { c.Concurrency = 10 })
 	start := time.Now()
 	cons := r.start(c, ledger)
-	testkit.Eventually(t, 60*time.Second, "1000 records handled", func() bool { return ledger.Report().Distinct >= 1000 })
+	var maxInFlight, maxPipeline int64
+	testkit.Eventually(t, 60*time.Second, "1000 records handled", func() bool {
+		s := cons.Stats()
+		maxInFlight, maxPipeline = max(maxInFlight, s.InFlight), max(maxPipeline, s.InFlight+s.Buffered)
+		return ledger.Report().Distinct >= 1000
+	})
 	wall := time.Since(start)
+	if maxInFlight > 10 || maxPipeline > 10+1000 {
+		t.Errorf("stats showed up to %d in flight and %d in the pipeline; the bounds are 10 and 1010", maxInFlight, maxPipeline)
+	}
 	r.waitCommitted(c.Group, 20*time.Second)
 	rep := ledger.Report()
 	checkClean(t, rep, 1000)

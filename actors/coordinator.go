@@ -35,7 +35,8 @@ type coordinator struct {
 	timers  *scheduler.TimerScheduler
 	check   scheduler.CancelFunc // the armed stealCheck, nil if none
 
-	inFlight      int // records in batches out with runners
+	inFlight      int  // records in batches out with runners
+	stopped       bool // Stopping was received: nothing is in the pipeline any more
 	finished      recordsFinished
 	flushPending  bool
 	avgRecordTime float64 // EWMA of a record's handler time, in nanoseconds
@@ -73,6 +74,25 @@ func (co *coordinator) assignment(rec *Record) *assignment {
 }
 
 func (co *coordinator) Receive(c actor.Context) {
+	co.receive(c)
+	co.publish()
+}
+
+// publish shows the pipeline in Stats: runners busy (never more than
+// concurrency), and every other record here — waiting, or queued behind the
+// running one in a runner's batch — as buffered.
+func (co *coordinator) publish() {
+	if co.stopped {
+		co.stats.inFlight.Store(0)
+		co.stats.buffered.Store(0)
+		return
+	}
+	busy := co.runners - len(co.idle)
+	co.stats.inFlight.Store(int64(busy))
+	co.stats.buffered.Store(int64(co.sched.Waiting() + co.inFlight - busy))
+}
+
+func (co *coordinator) receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *scheduleRecords:
 		co.handleSchedule(c, m)
@@ -96,17 +116,15 @@ func (co *coordinator) Receive(c actor.Context) {
 		if a := co.parts[m.epoch]; a != nil {
 			dropped := co.sched.DropIf(func(r *Record) bool { return r.epoch == m.epoch })
 			a.records -= len(dropped)
-			co.stats.buffered.Add(-int64(len(dropped)))
 		}
 	case *actor.Started:
 		co.timers = scheduler.NewTimerScheduler(c)
 		co.spawnRunners(c)
 	case *actor.Stopping:
+		co.stopped = true
 		if co.check != nil {
 			co.check()
 		}
-		co.stats.buffered.Add(-int64(co.sched.Waiting()))
-		co.stats.inFlight.Add(-int64(co.inFlight))
 	case *actor.Stopped, *actor.Restarting, *actor.Terminated:
 	default:
 		unexpected(c)
@@ -133,7 +151,6 @@ func (co *coordinator) handleSchedule(c actor.Context, m *scheduleRecords) {
 		rec.unit = co.unit(rec, a)
 		co.sched.Add(rec.unit, rec)
 	}
-	co.stats.buffered.Add(int64(len(m.records)))
 	co.dispatch(c)
 }
 
@@ -182,8 +199,6 @@ func (co *coordinator) dispatch(c actor.Context) {
 			}
 		}
 		co.inFlight += len(batch)
-		co.stats.buffered.Add(-int64(len(batch)))
-		co.stats.inFlight.Add(int64(len(batch)))
 		b := newRunBatch(batch)
 		co.batches[id] = b
 		c.Send(co.pids[id], &runRecords{batch: b})
@@ -233,8 +248,6 @@ func (co *coordinator) giveBack(b *runBatch, stolen []*Record) {
 		i = j
 	}
 	co.inFlight -= len(stolen)
-	co.stats.inFlight.Add(-int64(len(stolen)))
-	co.stats.buffered.Add(int64(len(stolen)))
 }
 
 func (co *coordinator) done(unit string) {
@@ -301,7 +314,6 @@ func (co *coordinator) harvest(c actor.Context, b *runBatch) {
 		}
 	}
 	co.inFlight -= done - b.seen
-	co.stats.inFlight.Add(-int64(done - b.seen))
 	returnCredits(b.records[b.seen:done])
 	b.seen = done
 	if !co.flushPending {
@@ -369,7 +381,6 @@ func (co *coordinator) handleRevoke(c actor.Context, m *revokePartition) {
 	}
 	dropped := co.sched.DropIf(func(r *Record) bool { return r.epoch == m.epoch && r.Offset > high })
 	a.records -= len(dropped)
-	co.stats.buffered.Add(-int64(len(dropped)))
 	// Drained is reported from flush, after the completions gathered so far,
 	// so the orchestrator marks them done before it finalizes the partition.
 	if !co.flushPending {
