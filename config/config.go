@@ -84,6 +84,35 @@ type Consumer struct {
 	CommitInterval time.Duration `mapstructure:"commit_interval"`
 	// Handler is what is done with each record.
 	Handler Handler `mapstructure:"handler"`
+	// Retry says how often, and how far apart, a failed record is tried
+	// again.
+	Retry Retry `mapstructure:"retry"`
+	// OnFailure is what happens to a record once its attempts run out, or at
+	// once when its handler reports a permanent error.
+	OnFailure OnFailure `mapstructure:"on_failure"`
+	// DLQTopic receives the records given up on when OnFailure is
+	// OnFailureDLQ; required then, and a valid Kafka topic name.
+	DLQTopic string `mapstructure:"dlq_topic"`
+	// MaxHandlerTime bounds one attempt: a handler running longer is
+	// cancelled and the attempt counts as failed. 0 means unlimited.
+	MaxHandlerTime time.Duration `mapstructure:"max_handler_time"`
+	// CommitMetadataBytes is the byte budget for the record of finished
+	// offsets (beyond the committed one) written into the commit metadata,
+	// so a restart need not redo them. 0 turns it off; otherwise it is
+	// 64 to 4096.
+	CommitMetadataBytes int `mapstructure:"commit_metadata_bytes"`
+}
+
+// Retry says how a failed record is tried again.
+type Retry struct {
+	// MaxAttempts is the number of attempts in all, the first included:
+	// 1 means no retry. At least 1.
+	MaxAttempts int `mapstructure:"max_attempts"`
+	// InitialBackoff is the wait before the second attempt; it doubles for
+	// each further attempt, with jitter, up to MaxBackoff. Greater than 0.
+	InitialBackoff time.Duration `mapstructure:"initial_backoff"`
+	// MaxBackoff caps the wait between attempts; at least InitialBackoff.
+	MaxBackoff time.Duration `mapstructure:"max_backoff"`
 }
 
 // Handler says what is done with each record.
@@ -118,6 +147,22 @@ const (
 	OrderingPartition Ordering = "partition"
 	// OrderingUnordered handles every record independently.
 	OrderingUnordered Ordering = "unordered"
+)
+
+// OnFailure is what happens to a record whose handling has failed for good:
+// its attempts ran out, or the handler reported a permanent error.
+type OnFailure string
+
+// Failure policies.
+const (
+	// OnFailureFail fails the consumer's actor tree, which restarts after
+	// a backoff; the record was not committed, so it comes again.
+	OnFailureFail OnFailure = "fail"
+	// OnFailureSkip gives the record up and carries on as if it had been
+	// handled.
+	OnFailureSkip OnFailure = "skip"
+	// OnFailureDLQ writes the record to Consumer.DLQTopic and carries on.
+	OnFailureDLQ OnFailure = "dlq"
 )
 
 // InitialOffset is where a group without committed offsets starts.
@@ -201,6 +246,13 @@ func DefaultConsumer(name string) Consumer {
 			Type:    HandlerNoop,
 			Timeout: 10 * time.Second,
 		},
+		Retry: Retry{
+			MaxAttempts:    3,
+			InitialBackoff: 100 * time.Millisecond,
+			MaxBackoff:     10 * time.Second,
+		},
+		OnFailure:           OnFailureFail,
+		CommitMetadataBytes: 4000,
 	}
 }
 

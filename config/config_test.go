@@ -57,6 +57,14 @@ consumers:
       type: http
       url: https://svc.example/hook
       timeout: 2s
+    retry:
+      max_attempts: 5
+      initial_backoff: 50ms
+      max_backoff: 2s
+    on_failure: dlq
+    dlq_topic: orders.DLQ
+    max_handler_time: 30s
+    commit_metadata_bytes: 64
   - name: audit
     topics: [audit]
     ordering: unordered
@@ -95,6 +103,15 @@ func fullWant() *Config {
 				MaxBuffered:    0,
 				CommitInterval: 250 * time.Millisecond,
 				Handler:        Handler{Type: HandlerHTTP, URL: "https://svc.example/hook", Timeout: 2 * time.Second},
+				Retry: Retry{
+					MaxAttempts:    5,
+					InitialBackoff: 50 * time.Millisecond,
+					MaxBackoff:     2 * time.Second,
+				},
+				OnFailure:           OnFailureDLQ,
+				DLQTopic:            "orders.DLQ",
+				MaxHandlerTime:      30 * time.Second,
+				CommitMetadataBytes: 64,
 			},
 			audit,
 		},
@@ -116,7 +133,10 @@ const fullJSON = `{
       "name": "orders", "group": "orders-group", "topics": ["orders", "orders-retry"],
       "initial_offset": "newest", "ordering": "partition", "concurrency": 4,
       "max_buffered": 0, "commit_interval": "250ms",
-      "handler": {"type": "http", "url": "https://svc.example/hook", "timeout": "2s"}
+      "handler": {"type": "http", "url": "https://svc.example/hook", "timeout": "2s"},
+      "retry": {"max_attempts": 5, "initial_backoff": "50ms", "max_backoff": "2s"},
+      "on_failure": "dlq", "dlq_topic": "orders.DLQ", "max_handler_time": "30s",
+      "commit_metadata_bytes": 64
     },
     {"name": "audit", "topics": ["audit"], "ordering": "unordered",
      "handler": {"type": "sleep", "duration": "5ms"}}
@@ -151,11 +171,20 @@ ordering = "partition"
 concurrency = 4
 max_buffered = 0
 commit_interval = "250ms"
+on_failure = "dlq"
+dlq_topic = "orders.DLQ"
+max_handler_time = "30s"
+commit_metadata_bytes = 64
 
 [consumers.handler]
 type = "http"
 url = "https://svc.example/hook"
 timeout = "2s"
+
+[consumers.retry]
+max_attempts = 5
+initial_backoff = "50ms"
+max_backoff = "2s"
 
 [[consumers]]
 name = "audit"

@@ -29,6 +29,17 @@
 //	      url: ""                   # http: required absolute http(s) URL
 //	      timeout: 10s              # http: > 0
 //	      duration: 0s              # sleep: simulated work per record, >= 0
+//	    retry:                      # keys left out keep their defaults
+//	      max_attempts: 3           # attempts in all, >= 1; 1 means no retry
+//	      initial_backoff: 100ms    # > 0; doubles per attempt, with jitter
+//	      max_backoff: 10s          # >= initial_backoff
+//	    on_failure: fail            # fail | skip | dlq: when the attempts run out,
+//	                                # or at once on a permanent error
+//	    dlq_topic: ""               # dlq: required, a Kafka topic name [a-zA-Z0-9._-]{1,249}
+//	    max_handler_time: 0s        # >= 0, 0 means unlimited; a longer attempt is
+//	                                # cancelled and counts as failed
+//	    commit_metadata_bytes: 4000 # budget for the finished offsets recorded in
+//	                                # the commit metadata; 0 = off, else 64..4096
 //	shutdown_timeout: 30s           # > 0
 //	log:
 //	  level: info                   # debug | info | warn | error
@@ -39,14 +50,16 @@
 // string "16" for an integer, a number for a string), but durations must be
 // Go duration strings with a unit ("1s", "500ms"); a bare number is rejected
 // because "5" could mean seconds or nanoseconds. A key set to null is
-// treated as absent, so its default applies.
+// treated as absent, so its default applies; a section given in part (say
+// retry with only max_attempts) keeps the defaults of the keys it leaves out.
 //
 // Environment variables override the file. Their names are TURBO_ followed
 // by the key path in upper case with "_" between the parts and list indices
 // as numbers: TURBO_KAFKA_BROKERS, TURBO_SHUTDOWN_TIMEOUT,
-// TURBO_CONSUMERS_0_HANDLER_URL. Lists (brokers, topics) are
-// comma-separated. Only consumers present in the file can be overridden,
-// and an empty value counts as unset, as in viper.
+// TURBO_CONSUMERS_0_HANDLER_URL, TURBO_CONSUMERS_0_RETRY_MAX_ATTEMPTS,
+// TURBO_CONSUMERS_0_ON_FAILURE. Lists (brokers, topics) are comma-separated.
+// Only consumers present in the file can be overridden, and an empty value
+// counts as unset, as in viper.
 //
 // Every error from [Load], [Config.Validate] and [Config.Select] wraps
 // [ErrInvalid]; errors about one key are a [*FieldError].

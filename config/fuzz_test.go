@@ -17,6 +17,8 @@ func FuzzLoad(f *testing.F) {
 		"consumers: [{name: a, topics: 5, commit_interval: 5 parsecs}]",
 		"kafka: {brokers: [embedded], embedded: {seed: {records: 3, topic: t}}}\nconsumers: [{name: a, topics: [t]}]",
 		"consumers: [{name: a, topics: [t], handler: {type: http, url: /x}}]",
+		"consumers: [{name: a, topics: [t], retry: {max_attempts: 2, max_backoff: 1ms}, on_failure: dlq, dlq_topic: d}]",
+		"consumers: [{name: a, topics: [t], retry: 5, commit_metadata_bytes: 9, max_handler_time: -1s}]",
 		"a: &x {b: *x}",
 		"consumers: [~, 1, [2], {3: 4}]",
 		"? [a]\n: b\n",

@@ -15,6 +15,16 @@ var (
 	// Names end up in metric labels, actor names and CLI flags, so they are
 	// kept to characters that need no quoting anywhere.
 	namePattern = regexp.MustCompile(`^[0-9a-zA-Z._-]+$`)
+	// Kafka's own rule for topic names ("." and ".." are refused apart).
+	topicPattern = regexp.MustCompile(`^[0-9a-zA-Z._-]{1,249}$`)
+)
+
+// Bounds of Consumer.CommitMetadataBytes when it is not 0 (off). Below the
+// minimum the record of finished offsets would hardly hold anything; the
+// maximum is Kafka's default offset.metadata.max.bytes.
+const (
+	minCommitMetadataBytes = 64
+	maxCommitMetadataBytes = 4096
 )
 
 // Validate checks the configuration and returns its first problem as a
@@ -119,7 +129,47 @@ func (c *Consumer) validate(key string) error {
 	if err := positive(key+".commit_interval", c.CommitInterval); err != nil {
 		return err
 	}
-	return c.Handler.validate(key + ".handler")
+	if err := c.Handler.validate(key + ".handler"); err != nil {
+		return err
+	}
+	if err := c.Retry.validate(key + ".retry"); err != nil {
+		return err
+	}
+	if err := oneOf(key+".on_failure", c.OnFailure, OnFailureFail, OnFailureSkip, OnFailureDLQ); err != nil {
+		return err
+	}
+	// A topic given while on_failure is not dlq is checked too, so a bad
+	// name does not surface only on the day someone switches to dlq.
+	switch {
+	case c.DLQTopic == "" && c.OnFailure == OnFailureDLQ:
+		return fieldErr(key+".dlq_topic", "required when on_failure is dlq")
+	case c.DLQTopic != "" && !validTopic(c.DLQTopic):
+		return fieldErr(key+".dlq_topic", fmt.Sprintf("must be a Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], not . or .. (got %s)", quoteValue(c.DLQTopic)))
+	}
+	if c.MaxHandlerTime < 0 {
+		return fieldErr(key+".max_handler_time", fmt.Sprintf("must be >= 0, 0 meaning unlimited (got %s)", c.MaxHandlerTime))
+	}
+	if n := c.CommitMetadataBytes; n != 0 && (n < minCommitMetadataBytes || n > maxCommitMetadataBytes) {
+		return fieldErr(key+".commit_metadata_bytes", fmt.Sprintf("must be 0 (off) or %d to %d (got %d)", minCommitMetadataBytes, maxCommitMetadataBytes, n))
+	}
+	return nil
+}
+
+func (r *Retry) validate(key string) error {
+	if r.MaxAttempts < 1 {
+		return fieldErr(key+".max_attempts", fmt.Sprintf("must be >= 1 (got %d)", r.MaxAttempts))
+	}
+	if err := positive(key+".initial_backoff", r.InitialBackoff); err != nil {
+		return err
+	}
+	if r.MaxBackoff < r.InitialBackoff {
+		return fieldErr(key+".max_backoff", fmt.Sprintf("must be >= retry.initial_backoff (%s), got %s", r.InitialBackoff, r.MaxBackoff))
+	}
+	return nil
+}
+
+func validTopic(t string) bool {
+	return t != "." && t != ".." && topicPattern.MatchString(t)
 }
 
 func (h *Handler) validate(key string) error {
