@@ -232,8 +232,8 @@ func TestBlockedKeyDoesNotStallOtherPartitions(t *testing.T) {
 	}
 }
 
-// A failing handler restarts the tree after a backoff; uncommitted records
-// come again and the consumer carries on.
+// Without retries, a failing handler restarts the tree after a backoff;
+// uncommitted records come again and the consumer carries on.
 func TestHandlerFailureRestartsTheTree(t *testing.T) {
 	r := newRun(t, 2, 100, 10)
 	var failed atomic.Bool
@@ -244,7 +244,7 @@ func TestHandlerFailureRestartsTheTree(t *testing.T) {
 		}
 		return nil
 	}
-	c := r.consumer("failing", nil)
+	c := r.consumer("failing", func(c *config.Consumer) { c.Retry.MaxAttempts = 1 }) // no retry: fail at once
 	cons := r.start(c, ledger)
 	testkit.Eventually(t, 60*time.Second, "all 100 records handled after the restart", func() bool { return ledger.Report().Distinct >= 100 })
 	r.waitCommitted(c.Group, 20*time.Second)
@@ -270,7 +270,7 @@ func TestPanickingHandlerRestartsTheTree(t *testing.T) {
 		}
 		return nil
 	}
-	c := r.consumer("panicking", nil)
+	c := r.consumer("panicking", func(c *config.Consumer) { c.Retry.MaxAttempts = 1 })
 	cons := r.start(c, ledger)
 	testkit.Eventually(t, 60*time.Second, "all 20 records handled after the restart", func() bool { return ledger.Report().Distinct >= 20 })
 	if s := cons.Stats(); s.Restarts != 1 || s.Failed < 1 {

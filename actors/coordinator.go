@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
+	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/schedule"
 	"github.com/turbokafka/turbo/config"
 )
@@ -23,6 +24,8 @@ type coordinator struct {
 	handler  Handler
 	stats    *Stats
 	props    func(actor.Actor, ...actor.PropsOption) *actor.Props
+	log      zerolog.Logger
+	maxTime  time.Duration // max_handler_time
 
 	sched *schedule.Scheduler[*Record]
 	pids  []*actor.PID
@@ -34,6 +37,15 @@ type coordinator struct {
 	batches []*runBatch
 	timers  *scheduler.TimerScheduler
 	check   scheduler.CancelFunc // the armed stealCheck, nil if none
+
+	// Failed records waiting for their retry (parked) or for the dead-letter
+	// topic's acknowledgement hold their unit: held counts them per unit, so
+	// that nothing frees the unit before they are through.
+	policy failurePolicy
+	held   map[string]int
+	parked map[*Record]scheduler.CancelFunc // the retry timers
+	ready  []*Record                        // retries due, run before anything else
+	free   []*Record                        // scratch: records whose credit goes back
 
 	inFlight      int  // records in batches out with runners
 	stopped       bool // Stopping was received: nothing is in the pipeline any more
@@ -47,11 +59,16 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 		ordering: spec.consumer.Ordering,
 		runners:  spec.consumer.Concurrency,
 		ctx:      ctx,
+		maxTime:  spec.consumer.MaxHandlerTime,
 		handler:  spec.handler,
 		stats:    spec.stats,
 		props:    spec.props,
 		sched:    schedule.New[*Record](),
 		parts:    make(map[uint64]*assignment),
+		policy:   newFailurePolicy(spec.consumer),
+		log:      spec.log,
+		held:     make(map[string]int),
+		parked:   make(map[*Record]scheduler.CancelFunc),
 	}
 }
 
@@ -112,8 +129,13 @@ func (co *coordinator) receive(c actor.Context) {
 		co.armStealCheck(c)
 	case *revokePartition:
 		co.handleRevoke(c, m)
+	case *retryDue:
+		co.handleRetryDue(c, m)
+	case *deadLettered:
+		co.handleDeadLettered(c, m)
 	case *dropPartition:
 		if a := co.parts[m.epoch]; a != nil {
+			co.dropParked(m.epoch)
 			dropped := co.sched.DropIf(func(r *Record) bool { return r.epoch == m.epoch })
 			a.records -= len(dropped)
 		}
@@ -125,6 +147,9 @@ func (co *coordinator) receive(c actor.Context) {
 		if co.check != nil {
 			co.check()
 		}
+		for _, cancel := range co.parked {
+			cancel()
+		}
 	case *actor.Stopped, *actor.Restarting, *actor.Terminated:
 	default:
 		unexpected(c)
@@ -135,7 +160,7 @@ func (co *coordinator) spawnRunners(c actor.Context) {
 	co.pids = make([]*actor.PID, co.runners)
 	co.batches = make([]*runBatch, co.runners)
 	for i := range co.runners {
-		r := &runner{id: i, ctx: co.ctx, handler: co.handler}
+		r := &runner{id: i, ctx: co.ctx, handler: co.handler, maxTime: co.maxTime}
 		co.pids[i] = c.Spawn(co.props(r))
 		co.idle = append(co.idle, i)
 	}
@@ -182,20 +207,26 @@ const emptyKeyUnit = "\x00empty-key"
 // one in other runners' batches: a slow record must not hold them.
 func (co *coordinator) dispatch(c actor.Context) {
 	for len(co.idle) > 0 {
-		if !co.sched.Runnable() && !co.stealBatches() {
+		if len(co.ready) == 0 && !co.sched.Runnable() && !co.stealBatches() {
 			break
 		}
 		id := co.idle[len(co.idle)-1]
 		co.idle = co.idle[:len(co.idle)-1]
-		// The first run may be long: its records could only run one after
-		// the other anyway. More runs join the batch only when handlers are
-		// fast enough for batching to pay (batchSize).
-		n := batchSize(co.avgRecordTime)
 		var batch []*Record
-		for max := maxRun; len(batch) < n || max == maxRun; max = n - len(batch) {
-			var ok bool
-			if _, batch, ok = co.sched.NextRunAppend(batch, max); !ok {
-				break
+		if len(co.ready) > 0 {
+			// A retry runs alone: its unit is already held for it.
+			batch = []*Record{co.ready[0]}
+			co.ready = co.ready[1:]
+		} else {
+			// The first run may be long: its records could only run one
+			// after the other anyway. More runs join the batch only when
+			// handlers are fast enough for batching to pay (batchSize).
+			n := batchSize(co.avgRecordTime)
+			for max := maxRun; len(batch) < n || max == maxRun; max = n - len(batch) {
+				var ok bool
+				if _, batch, ok = co.sched.NextRunAppend(batch, max); !ok {
+					break
+				}
 			}
 		}
 		co.inFlight += len(batch)
@@ -240,7 +271,7 @@ func (co *coordinator) giveBack(b *runBatch, stolen []*Record) {
 			panic(fmt.Errorf("actors: coordinator requeue of %q: %w", unit, err))
 		}
 		cutRun := i == 0 && cut > 0 && b.records[cut-1].unit == unit
-		if !cutRun || cut-1 < b.seen {
+		if (!cutRun || cut-1 < b.seen) && co.held[unit] == 0 {
 			// Nothing of this unit runs any more (or the runner's part of
 			// the run was already accounted for without freeing it).
 			co.done(unit)
@@ -282,6 +313,8 @@ func batchSize(avgRecordNanos float64) int {
 
 func (co *coordinator) handleRan(c actor.Context, m *ranRecords) {
 	co.harvest(c, m.batch)
+	// A runner stops at a failed record: the records it left go back.
+	co.giveBack(m.batch, m.batch.steal())
 	co.observe(m.elapsed, m.batch.seen)
 	co.batches[m.runner] = nil
 	co.idle = append(co.idle, m.runner)
@@ -289,33 +322,52 @@ func (co *coordinator) handleRan(c actor.Context, m *ranRecords) {
 }
 
 // harvest accounts for the records of a batch finished since the last look:
-// a unit becomes free when the last record of its run finished, and the
-// outcomes go to the orchestrator.
+// a unit becomes free when the last record of its run finished (unless a
+// failed record holds it), and the outcomes go to the orchestrator.
 func (co *coordinator) harvest(c actor.Context, b *runBatch) {
 	done := int(b.done.Load())
 	if done == b.seen {
 		return
 	}
-	var a *assignment // neighbours mostly share one: look it up once per run
+	co.free = co.free[:0]
+	succeeded := 0
 	for i := b.seen; i < done; i++ {
-		rec := b.records[i]
-		if b.runEnd(i) {
+		rec, err := b.records[i], b.errs[i]
+		v := verdictSkip // a success goes where a skipped failure goes: done
+		if err != nil {
+			if v = co.failed(c, rec, err); v == verdictRetry || v == verdictDeadLetter {
+				continue // held: parked for a retry, or on its way to the dead-letter topic
+			}
+		}
+		if b.runEnd(i) && co.held[rec.unit] == 0 {
 			co.done(rec.unit)
 		}
-		if a == nil || rec.epoch != b.records[i-1].epoch {
-			a = co.parts[rec.epoch]
+		co.release(rec)
+		if err == nil {
+			succeeded++
 		}
-		a.records--
-		a.maxDone = max(a.maxDone, rec.Offset)
-		if err := b.errs[i]; err != nil {
+		if v == verdictEscalate {
 			co.finished.failed = append(co.finished.failed, recordFailure{rec: rec, err: err})
 		} else {
 			co.finished.done = append(co.finished.done, rec)
 		}
 	}
 	co.inFlight -= done - b.seen
-	returnCredits(b.records[b.seen:done])
 	b.seen = done
+	co.stats.processed.Add(int64(succeeded))
+	returnCredits(co.free)
+	co.scheduleFlush(c)
+}
+
+// release accounts for a record leaving the pipeline.
+func (co *coordinator) release(rec *Record) {
+	a := co.parts[rec.epoch]
+	a.records--
+	a.maxDone = max(a.maxDone, rec.Offset)
+	co.free = append(co.free, rec)
+}
+
+func (co *coordinator) scheduleFlush(c actor.Context) {
 	if !co.flushPending {
 		co.flushPending = true
 		c.Send(c.Self(), &flushFinished{})
@@ -337,7 +389,7 @@ func (co *coordinator) observe(elapsed time.Duration, n int) {
 
 func (co *coordinator) flush(c actor.Context) {
 	co.flushPending = false
-	if len(co.finished.done) > 0 || len(co.finished.failed) > 0 {
+	if len(co.finished.done) > 0 || len(co.finished.failed) > 0 || len(co.finished.dead) > 0 {
 		f := co.finished
 		co.finished = recordsFinished{}
 		c.Send(c.Parent(), &f)
@@ -363,6 +415,7 @@ func (co *coordinator) handleRevoke(c actor.Context, m *revokePartition) {
 		return
 	}
 	a.revoking = true
+	co.dropParked(m.epoch)
 	for _, b := range co.batches {
 		if b != nil {
 			co.giveBack(b, b.steal())
@@ -383,10 +436,7 @@ func (co *coordinator) handleRevoke(c actor.Context, m *revokePartition) {
 	a.records -= len(dropped)
 	// Drained is reported from flush, after the completions gathered so far,
 	// so the orchestrator marks them done before it finalizes the partition.
-	if !co.flushPending {
-		co.flushPending = true
-		c.Send(c.Self(), &flushFinished{})
-	}
+	co.scheduleFlush(c)
 	co.dispatch(c) // stealing may have left runners idle with work to do
 }
 

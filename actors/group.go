@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/offsetmeta"
 )
 
 // kafkaGroup is the client proxy's sarama side. It owns the sarama
@@ -27,6 +28,9 @@ type kafkaGroup struct {
 	retry      backoff.Policy
 	maxBatch   int
 	revokeWait time.Duration // upper bound on a revocation handshake
+	dlqTopic   string        // "" without a dead-letter topic
+	readMeta   bool          // skip what the commit metadata says finished
+	auxQueue   int           // dead letters that may wait for the producer
 
 	ctx       context.Context // cancelled to leave the group gracefully
 	cancel    context.CancelFunc
@@ -40,6 +44,7 @@ type kafkaGroup struct {
 
 	mu    sync.Mutex
 	group sarama.ConsumerGroup
+	aux   *kafkaAux
 }
 
 func (g *kafkaGroup) start() {
@@ -68,8 +73,14 @@ func (g *kafkaGroup) run() {
 		g.send(&groupStopped{})
 		return
 	}
+	aux, err := g.connectAux()
+	if err != nil {
+		_ = group.Close()
+		g.send(&groupStopped{})
+		return
+	}
 	g.mu.Lock()
-	g.group = group
+	g.group, g.aux = group, aux
 	g.mu.Unlock()
 
 	var wg sync.WaitGroup
@@ -96,7 +107,50 @@ func (g *kafkaGroup) run() {
 	close(g.commitStop)
 	err = group.Close()
 	wg.Wait()
+	aux.close()
 	g.send(&groupStopped{err: err})
+}
+
+// connectAux opens the second connection (commit metadata, dead letters),
+// retrying like connect.
+func (g *kafkaGroup) connectAux() (*kafkaAux, error) {
+	for failures := 1; ; failures++ {
+		aux, err := newKafkaAux(g.brokers, g.cfg, g.groupID, g.dlqTopic, g.auxQueue, g.send, g.log)
+		if err == nil {
+			return aux, nil
+		}
+		d := g.retry.Delay(failures, rand.Float64())
+		g.log.Warn().Err(err).Dur("retry_in", d).Msg("cannot open the admin connection to Kafka; retrying")
+		if !g.sleep(d) {
+			return nil, g.ctx.Err()
+		}
+	}
+}
+
+// deadLetter hands records to the dead-letter producer.
+func (g *kafkaGroup) deadLetter(fs []recordFailure) {
+	g.mu.Lock()
+	aux := g.aux
+	g.mu.Unlock()
+	if aux == nil || aux.producer == nil {
+		for _, f := range fs {
+			g.send(&deadLetterWritten{rec: f.rec, err: errors.New("actors: no dead-letter producer")})
+		}
+		return
+	}
+	aux.deadLetter(fs)
+}
+
+// finishedAbove returns the ranges an earlier owner of tp already finished,
+// per the commit metadata (none when reading it is off).
+func (g *kafkaGroup) finishedAbove(tp TopicPartition) []offsetmeta.Range {
+	g.mu.Lock()
+	aux := g.aux
+	g.mu.Unlock()
+	if !g.readMeta || aux == nil {
+		return nil
+	}
+	return aux.finishedAbove(tp)
 }
 
 // connect creates the consumer group, retrying with backoff while Kafka is
@@ -189,6 +243,7 @@ func (g *kafkaGroup) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 // watermark before returning, which is when sarama lets the partition go.
 func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	tp := TopicPartition{Topic: claim.Topic(), Partition: claim.Partition()}
+	finished := g.finishedAbove(tp) // read before any record: the first records may be among them
 	epoch := g.epochs.Add(1)
 	gt := newGate(0) // the proxy sizes it on claimStarted
 	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
@@ -228,7 +283,16 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		// One allocation for the batch's records rather than one each.
 		slab := make([]Record, n)
 		batch := make([]*Record, 0, n)
-		batch = append(batch, fillRecord(&slab[0], first, epoch, gt))
+		inherited := 0
+		add := func(m *sarama.ConsumerMessage) {
+			rec := fillRecord(&slab[len(batch)], m, epoch, gt)
+			if finished = skipBelow(finished, m.Offset); len(finished) > 0 && m.Offset >= finished[0].From {
+				rec.inherited = true
+				inherited++
+			}
+			batch = append(batch, rec)
+		}
+		add(first)
 		closed := false
 	drain:
 		for len(batch) < n {
@@ -238,15 +302,16 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 					closed = true
 					break drain
 				}
-				batch = append(batch, fillRecord(&slab[len(batch)], m, epoch, gt))
+				add(m)
 			default:
 				break drain
 			}
 		}
-		if unused := n - len(batch); unused > 0 {
+		// Inherited records never run: their credits come back at once.
+		if unused := n - len(batch) + inherited; unused > 0 {
 			gt.give(unused)
 		}
-		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, hwm: claim.HighWaterMarkOffset()})
+		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: claim.HighWaterMarkOffset()})
 		if closed {
 			return g.release(sess, tp, epoch)
 		}
@@ -262,9 +327,12 @@ func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, tp TopicPartition
 	select {
 	case fc := <-reply:
 		if fc.ok {
-			sess.MarkOffset(tp.Topic, tp.Partition, fc.offset, "")
-			sess.Commit()
+			// MarkOffset only moves forward; ResetOffset then sets the
+			// metadata even when the offset is the one already marked.
+			sess.MarkOffset(tp.Topic, tp.Partition, fc.offset, fc.meta)
+			sess.ResetOffset(tp.Topic, tp.Partition, fc.offset, fc.meta)
 		}
+		sess.Commit()
 	case <-g.abort:
 	case <-t.C:
 		g.log.Error().Str("partition", tp.String()).Msg("revocation handshake timed out; releasing without a final commit")
@@ -290,4 +358,12 @@ func fillRecord(rec *Record, m *sarama.ConsumerMessage, epoch uint64, gt *gate) 
 		}
 	}
 	return rec
+}
+
+// skipBelow drops the ranges that end before offset (offsets only grow).
+func skipBelow(rs []offsetmeta.Range, offset int64) []offsetmeta.Range {
+	for len(rs) > 0 && rs[0].To < offset {
+		rs = rs[1:]
+	}
+	return rs
 }

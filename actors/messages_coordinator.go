@@ -16,6 +16,17 @@ type revokePartition struct {
 	epoch uint64
 }
 
+// retryDue is the coordinator's timer: a parked record's backoff is over.
+type retryDue struct {
+	rec *Record
+}
+
+// deadLettered (orchestrator → coordinator): the dead-letter topic
+// acknowledged these records; their keys may go on.
+type deadLettered struct {
+	records []*Record
+}
+
 // dropPartition drops every buffered record of an assignment whose
 // revocation expired.
 type dropPartition struct {

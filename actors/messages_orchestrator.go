@@ -9,7 +9,15 @@ type startDrain struct{}
 // recordsFetched (client proxy → orchestrator): a batch from one partition, in
 // offset order.
 type recordsFetched struct {
-	records []*Record
+	records   []*Record
+	inherited int // how many of them an earlier owner already finished
+}
+
+// deadLetterDone (client proxy → orchestrator): records the dead-letter
+// topic acknowledged, and the error of a write that failed (nil if none).
+type deadLetterDone struct {
+	written []*Record
+	err     error
 }
 
 // partitionAssigned (client proxy → orchestrator).
@@ -39,8 +47,9 @@ type intakeStopped struct{}
 
 // recordsFinished (coordinator → orchestrator): records whose handler ran.
 type recordsFinished struct {
-	done   []*Record
-	failed []recordFailure
+	done   []*Record       // succeeded, or skipped by policy
+	failed []recordFailure // failed for good under on_failure: fail
+	dead   []recordFailure // failed for good under on_failure: dlq
 }
 
 type recordFailure struct {
@@ -64,6 +73,7 @@ type partitionOffset struct {
 	tp     TopicPartition
 	epoch  uint64
 	offset int64
+	meta   string // commit metadata: finished offsets above offset
 }
 
 // partitionFinal (offset controller → orchestrator): the last watermark of a
@@ -72,5 +82,6 @@ type partitionFinal struct {
 	tp     TopicPartition
 	epoch  uint64
 	offset int64
+	meta   string
 	ok     bool
 }

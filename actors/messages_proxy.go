@@ -19,10 +19,11 @@ type claimStarted struct {
 
 // claimFetched: records read from a partition within its credits.
 type claimFetched struct {
-	tp      TopicPartition
-	epoch   uint64
-	records []*Record
-	hwm     int64
+	tp        TopicPartition
+	epoch     uint64
+	records   []*Record
+	inherited int // records an earlier owner finished (see Record.inherited)
+	hwm       int64
 }
 
 // claimEnding: the partition is being revoked (or the session ends). The
@@ -37,6 +38,7 @@ type claimEnding struct {
 // finalCommit is the proxy's answer to claimEnding.
 type finalCommit struct {
 	offset int64
+	meta   string
 	ok     bool // false: nothing to commit
 }
 
@@ -44,9 +46,6 @@ type finalCommit struct {
 type groupStopped struct {
 	err error
 }
-
-// commitTick: the commit_interval timer.
-type commitTick struct{}
 
 // revokeTimeout: shutdown_timeout elapsed for a revoked partition.
 type revokeTimeout struct {
@@ -64,8 +63,19 @@ type commitOffsets struct {
 
 // partitionReleased (orchestrator → proxy): the answer to a revocation.
 type partitionReleased struct {
-	tp     TopicPartition
-	epoch  uint64
-	offset int64
-	ok     bool
+	tp    TopicPartition
+	epoch uint64
+	fc    finalCommit
+}
+
+// produceDeadLetters (orchestrator → proxy): records to write to the
+// dead-letter topic.
+type produceDeadLetters struct {
+	records []recordFailure
+}
+
+// deadLetterWritten: the dead-letter producer's outcome for one record.
+type deadLetterWritten struct {
+	rec *Record
+	err error
 }

@@ -2,8 +2,12 @@ package actors
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/offsetmeta"
 	"github.com/turbokafka/turbo/actors/watermark"
 )
 
@@ -12,18 +16,39 @@ import (
 // nothing is ever committed past a record that has not finished. Offsets that
 // Kafka never delivers (compaction, transaction markers) are never tracked and
 // so never waited for.
+//
+// It publishes what is worth committing once per commit_interval (sooner for
+// a partition whose watermark moved a lot), with commit metadata that
+// records which offsets above the watermark already finished, so whoever
+// holds the partition next skips them.
 type offsetController struct {
-	parts map[TopicPartition]*partitionWatermark
+	interval    time.Duration
+	commitEvery int64 // publish a partition at once when its watermark moved this much
+	metaBudget  int   // commit_metadata_bytes; 0 = off
+	log         zerolog.Logger
+
+	parts  map[TopicPartition]*partitionWatermark
+	ticker scheduler.CancelFunc
 }
 
 type partitionWatermark struct {
-	epoch    uint64
-	tracker  *watermark.Tracker
-	reported int64 // last committable offset sent, -1 if none
+	epoch     uint64
+	tracker   *watermark.Tracker
+	published int64 // last committable offset published, -1 if none
+	dirty     bool  // finished records since the last publish
 }
 
-func newOffsetController() *offsetController {
-	return &offsetController{parts: make(map[TopicPartition]*partitionWatermark)}
+// publishTick is the offset controller's commit_interval timer.
+type publishTick struct{}
+
+func newOffsetController(spec *treeSpec) *offsetController {
+	return &offsetController{
+		interval:    spec.consumer.CommitInterval,
+		commitEvery: int64(max(1000, spec.consumer.Concurrency+spec.consumer.MaxBuffered)),
+		metaBudget:  spec.consumer.CommitMetadataBytes,
+		log:         spec.log,
+		parts:       make(map[TopicPartition]*partitionWatermark),
+	}
 }
 
 func (oc *offsetController) Receive(c actor.Context) {
@@ -32,11 +57,19 @@ func (oc *offsetController) Receive(c actor.Context) {
 		oc.handleTrack(m)
 	case *markDone:
 		oc.handleDone(c, m)
+	case *publishTick:
+		oc.publish(c, false)
 	case *trackPartition:
-		oc.parts[m.tp] = &partitionWatermark{epoch: m.epoch, tracker: watermark.New(), reported: -1}
+		oc.parts[m.tp] = &partitionWatermark{epoch: m.epoch, tracker: watermark.New(), published: -1}
 	case *finalizePartition:
 		oc.handleFinalize(c, m)
-	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *actor.Started:
+		oc.ticker = scheduler.NewTimerScheduler(c).SendRepeatedly(oc.interval, oc.interval, c.Self(), &publishTick{})
+	case *actor.Stopping:
+		if oc.ticker != nil {
+			oc.ticker()
+		}
+	case *actor.Stopped, *actor.Restarting:
 	default:
 		unexpected(c)
 	}
@@ -72,8 +105,8 @@ func (oc *offsetController) handleTrack(m *trackRecords) {
 }
 
 func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
-	var changed []partitionOffset
 	var p *partitionWatermark
+	urgent := false
 	for _, rec := range m.records {
 		if p = oc.current(rec, p); p == nil {
 			continue
@@ -81,29 +114,59 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 		if err := p.tracker.Done(rec.Offset); err != nil {
 			panic(fmt.Errorf("actors: finishing %s@%d: %w", rec.TP(), rec.Offset, err))
 		}
-		if off, ok := p.tracker.Committable(); ok && off > p.reported {
-			if !containsTP(changed, rec.TP()) {
-				changed = append(changed, partitionOffset{tp: rec.TP(), epoch: p.epoch})
-			}
-			p.reported = off
+		p.dirty = true
+		if off, _ := p.tracker.Committable(); p.published >= 0 && off-p.published >= oc.commitEvery {
+			urgent = true
 		}
 	}
-	if len(changed) == 0 {
-		return
+	if urgent {
+		oc.publish(c, true)
 	}
-	for i := range changed {
-		changed[i].offset = oc.parts[changed[i].tp].reported
-	}
-	c.Send(c.Parent(), &committable{offsets: changed})
 }
 
-func containsTP(offs []partitionOffset, tp TopicPartition) bool {
-	for _, o := range offs {
-		if o.tp == tp {
-			return true
+// publish sends the committable offset and metadata of every partition with
+// news (only those whose watermark moved a lot when urgent).
+func (oc *offsetController) publish(c actor.Context, urgent bool) {
+	var out []partitionOffset
+	for tp, p := range oc.parts {
+		if !p.dirty {
+			continue
 		}
+		off, ok := p.tracker.Committable()
+		if !ok || (urgent && off-p.published < oc.commitEvery) {
+			continue
+		}
+		p.dirty = false
+		p.published = off
+		out = append(out, partitionOffset{tp: tp, epoch: p.epoch, offset: off, meta: oc.metadata(tp, p, off)})
 	}
-	return false
+	if len(out) > 0 {
+		c.Send(c.Parent(), &committable{offsets: out})
+	}
+}
+
+// metadata encodes the offsets above the watermark that already finished,
+// within the byte budget (a prefix of them when they do not all fit: still
+// true, and the lowest are the next owner's first records).
+func (oc *offsetController) metadata(tp TopicPartition, p *partitionWatermark, committed int64) string {
+	if oc.metaBudget <= 0 {
+		return ""
+	}
+	var ranges []offsetmeta.Range
+	p.tracker.FinishedAbove(func(from, to int64) { ranges = append(ranges, offsetmeta.Range{From: from, To: to}) })
+	if len(ranges) == 0 {
+		return ""
+	}
+	meta, n, err := offsetmeta.Encode(committed, ranges, oc.metaBudget)
+	if err != nil {
+		oc.log.Error().Err(err).Str("partition", tp.String()).Msg("encoding commit metadata; committing without it")
+		return ""
+	}
+	if n < len(ranges) {
+		oc.log.Debug().Str("partition", tp.String()).Int("ranges", len(ranges)).Int("encoded", n).
+			Msg("finished offsets exceed the commit metadata budget; recording the lowest")
+	}
+	return meta
 }
 
 func (oc *offsetController) handleFinalize(c actor.Context, m *finalizePartition) {
@@ -114,5 +177,9 @@ func (oc *offsetController) handleFinalize(c actor.Context, m *finalizePartition
 	}
 	delete(oc.parts, m.tp)
 	off, ok := p.tracker.Committable()
-	c.Send(c.Parent(), &partitionFinal{tp: m.tp, epoch: m.epoch, offset: off, ok: ok})
+	final := &partitionFinal{tp: m.tp, epoch: m.epoch, offset: off, ok: ok}
+	if ok {
+		final.meta = oc.metadata(m.tp, p, off)
+	}
+	c.Send(c.Parent(), final)
 }

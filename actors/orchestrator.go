@@ -33,8 +33,7 @@ var escalate = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { retu
 func (o *orchestrator) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *recordsFetched:
-		c.Send(o.offsets, &trackRecords{records: m.records})
-		c.Send(o.coord, &scheduleRecords{records: m.records})
+		o.handleFetched(c, m)
 	case *recordsFinished:
 		o.handleFinished(c, m)
 	case *committable:
@@ -48,7 +47,9 @@ func (o *orchestrator) Receive(c actor.Context) {
 	case *partitionDrained:
 		c.Send(o.offsets, &finalizePartition{tp: m.tp, epoch: m.epoch})
 	case *partitionFinal:
-		c.Send(o.proxy, &partitionReleased{tp: m.tp, epoch: m.epoch, offset: m.offset, ok: m.ok})
+		c.Send(o.proxy, &partitionReleased{tp: m.tp, epoch: m.epoch, fc: finalCommit{offset: m.offset, meta: m.meta, ok: m.ok}})
+	case *deadLetterDone:
+		o.handleDeadLetterDone(c, m)
 	case *startDrain:
 		c.Send(o.proxy, &stopIntake{})
 	case *intakeStopped:
@@ -63,7 +64,7 @@ func (o *orchestrator) Receive(c actor.Context) {
 
 func (o *orchestrator) spawnChildren(c actor.Context) {
 	s := o.spec
-	o.offsets = c.Spawn(s.props(newOffsetController()))
+	o.offsets = c.Spawn(s.props(newOffsetController(s)))
 	co := newCoordinator(o.ctx, s)
 	o.coord = c.Spawn(s.props(co, actor.WithSupervisor(escalate)))
 	// The proxy starts last: records may flow as soon as it runs.
@@ -75,22 +76,69 @@ func (o *orchestrator) spawnChildren(c actor.Context) {
 // the tree restart.
 var ErrHandlerFailed = errors.New("actors: handler failed")
 
-func (o *orchestrator) handleFinished(c actor.Context, m *recordsFinished) {
-	s := o.spec
-	if len(m.done) > 0 {
-		s.stats.processed.Add(int64(len(m.done)))
-		c.Send(o.offsets, &markDone{records: m.done})
-	}
-	if len(m.failed) == 0 || o.failed {
+func (o *orchestrator) handleFetched(c actor.Context, m *recordsFetched) {
+	c.Send(o.offsets, &trackRecords{records: m.records})
+	if m.inherited == 0 {
+		c.Send(o.coord, &scheduleRecords{records: m.records})
 		return
 	}
-	s.stats.failed.Add(int64(len(m.failed)))
-	f := m.failed[0]
-	if o.ctx.Err() != nil && errors.Is(f.err, context.Canceled) {
-		return // cancelled by a teardown already under way
+	// Records an earlier owner finished (per the commit metadata) are
+	// tracked and marked done at once, so the watermark passes them, but
+	// never run again.
+	var run, skip []*Record
+	for _, rec := range m.records {
+		if rec.inherited {
+			skip = append(skip, rec)
+		} else {
+			run = append(run, rec)
+		}
+	}
+	o.spec.stats.inherited.Add(int64(len(skip)))
+	c.Send(o.offsets, &markDone{records: skip})
+	if len(run) > 0 {
+		c.Send(o.coord, &scheduleRecords{records: run})
+	}
+}
+
+func (o *orchestrator) handleFinished(c actor.Context, m *recordsFinished) {
+	if len(m.done) > 0 {
+		c.Send(o.offsets, &markDone{records: m.done})
+	}
+	if len(m.dead) > 0 {
+		c.Send(o.proxy, &produceDeadLetters{records: m.dead})
+	}
+	if len(m.failed) > 0 {
+		f := m.failed[0]
+		if o.ctx.Err() != nil && errors.Is(f.err, context.Canceled) {
+			return // cancelled by a teardown already under way
+		}
+		o.fail(c, fmt.Errorf("%w: %s@%d after %d attempt(s): %w", ErrHandlerFailed, f.rec.TP(), f.rec.Offset, f.rec.attempts, f.err))
+	}
+}
+
+// handleDeadLetterDone completes records the dead-letter topic acknowledged;
+// a write that failed (after the producer's own retries) fails the tree:
+// a record is never dropped silently.
+func (o *orchestrator) handleDeadLetterDone(c actor.Context, m *deadLetterDone) {
+	if len(m.written) > 0 {
+		o.spec.stats.dead.Add(int64(len(m.written)))
+		c.Send(o.offsets, &markDone{records: m.written})
+		c.Send(o.coord, &deadLettered{records: m.written})
+	}
+	if m.err != nil {
+		o.fail(c, fmt.Errorf("%w: %w", ErrDeadLetter, m.err))
+	}
+}
+
+// ErrDeadLetter wraps a failure to write a record to the dead-letter topic.
+var ErrDeadLetter = errors.New("actors: writing to the dead-letter topic failed")
+
+// fail asks the supervisor to restart the tree (once per generation).
+func (o *orchestrator) fail(c actor.Context, err error) {
+	if o.failed {
+		return
 	}
 	o.failed = true
-	s.log.Error().Err(f.err).Str("topic", f.rec.Topic).Int32("partition", f.rec.Partition).Int64("offset", f.rec.Offset).
-		Msg("handler failed; restarting the consumer")
-	c.Send(c.Parent(), &treeFailed{gen: o.gen, err: fmt.Errorf("%w: %s@%d: %w", ErrHandlerFailed, f.rec.TP(), f.rec.Offset, f.err)})
+	o.spec.log.Error().Err(err).Msg("restarting the consumer")
+	c.Send(c.Parent(), &treeFailed{gen: o.gen, err: err})
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -15,25 +16,22 @@ import (
 // the watermarks it is given (batched), and turns sarama's revocations into a
 // handshake with the rest of the tree.
 type clientProxy struct {
-	group          *kafkaGroup
-	budget         int // records allowed in the pipeline: concurrency + max_buffered
-	commitInterval time.Duration
-	commitEvery    int64 // commit before the interval once this many records are committable
-	revokeTimeout  time.Duration
-	stats          *Stats
-	log            zerolog.Logger
+	group         *kafkaGroup
+	budget        int // records allowed in the pipeline: concurrency + max_buffered
+	revokeTimeout time.Duration
+	stats         *Stats
+	log           zerolog.Logger
 
 	sess     sarama.ConsumerGroupSession
 	parts    map[TopicPartition]*heldPartition
-	pending  int64 // records made committable since the last commit
 	stopping bool
-	timers   []scheduler.CancelFunc
 }
 
 type heldPartition struct {
 	epoch     uint64
 	gate      *gate
 	committed int64 // latest offset marked, -1 if none
+	meta      string
 	hwm       int64
 	ending    chan<- finalCommit
 	timeout   scheduler.CancelFunc // of the revocation in progress
@@ -45,14 +43,16 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.handleFetched(c, m)
 	case *commitOffsets:
 		p.handleCommit(m)
-	case *commitTick:
-		p.commit()
+	case *produceDeadLetters:
+		p.group.deadLetter(m.records)
+	case *deadLetterWritten:
+		p.handleDeadLetterWritten(c, m)
 	case *claimStarted:
 		p.handleClaimStarted(c, m)
 	case *claimEnding:
 		p.handleClaimEnding(c, m)
 	case *partitionReleased:
-		p.finishRevocation(m.tp, m.epoch, finalCommit{offset: m.offset, ok: m.ok})
+		p.finishRevocation(m.tp, m.epoch, m.fc)
 	case *revokeTimeout:
 		p.handleRevokeTimeout(c, m)
 	case *sessionStarted:
@@ -67,8 +67,6 @@ func (p *clientProxy) Receive(c actor.Context) {
 		root, self := c.ActorSystem().Root, c.Self()
 		p.group.send = func(msg any) { root.Send(self, msg) }
 		p.group.start()
-		sched := scheduler.NewTimerScheduler(c)
-		p.timers = append(p.timers, sched.SendRepeatedly(p.commitInterval, p.commitInterval, c.Self(), &commitTick{}))
 	case *actor.Stopping:
 		p.handleStopping()
 	case *actor.Stopped, *actor.Restarting:
@@ -86,40 +84,56 @@ func (p *clientProxy) handleFetched(c actor.Context, m *claimFetched) {
 	p.stats.fetched.Add(int64(len(m.records)))
 	p.stats.lastFetch.Store(time.Now().UnixNano())
 	p.updateLag()
-	c.Send(c.Parent(), &recordsFetched{records: m.records})
+	c.Send(c.Parent(), &recordsFetched{records: m.records, inherited: m.inherited})
 }
 
+// handleCommit marks the watermarks (with their metadata) and commits them.
+// The offset controller already batches what it publishes (every
+// commit_interval, sooner after a large move), so every message is one commit.
 func (p *clientProxy) handleCommit(m *commitOffsets) {
+	marked := false
 	for _, o := range m.offsets {
 		hp := p.parts[o.tp]
-		if hp == nil || hp.epoch != o.epoch || o.offset <= hp.committed {
+		if hp == nil || hp.epoch != o.epoch {
 			continue
 		}
-		if hp.committed >= 0 {
-			p.pending += o.offset - hp.committed
-		} else {
-			p.pending++
-		}
-		hp.committed = o.offset
-		if p.sess != nil {
-			p.sess.MarkOffset(o.tp.Topic, o.tp.Partition, o.offset, "")
-		}
+		marked = p.mark(o.tp, hp, o.offset, o.meta) || marked
 	}
 	p.updateLag()
-	if p.pending >= p.commitEvery {
-		p.commit()
+	if marked && p.sess != nil {
+		p.stats.commits.Add(1)
+		p.group.requestCommit(p.sess)
 	}
 }
 
-// commit flushes the marked offsets (off the actor, see kafkaGroup.committer).
-func (p *clientProxy) commit() {
-	if p.pending == 0 || p.sess == nil {
+// mark records an offset to commit. sarama's MarkOffset only moves forward, so
+// new metadata for the same offset goes through ResetOffset.
+func (p *clientProxy) mark(tp TopicPartition, hp *heldPartition, offset int64, meta string) bool {
+	switch {
+	case offset > hp.committed:
+		if hp.committed >= 0 {
+			p.stats.committed.Add(offset - hp.committed)
+		}
+		if p.sess != nil {
+			p.sess.MarkOffset(tp.Topic, tp.Partition, offset, meta)
+		}
+	case offset == hp.committed && meta != hp.meta:
+		if p.sess != nil {
+			p.sess.ResetOffset(tp.Topic, tp.Partition, offset, meta)
+		}
+	default:
+		return false
+	}
+	hp.committed, hp.meta = offset, meta
+	return true
+}
+
+func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWritten) {
+	if m.err != nil {
+		c.Send(c.Parent(), &deadLetterDone{err: fmt.Errorf("%s@%d: %w", m.rec.TP(), m.rec.Offset, m.err)})
 		return
 	}
-	p.stats.commits.Add(1)
-	p.stats.committed.Add(p.pending)
-	p.pending = 0
-	p.group.requestCommit(p.sess)
+	c.Send(c.Parent(), &deadLetterDone{written: []*Record{m.rec}})
 }
 
 func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
@@ -163,7 +177,7 @@ func (p *clientProxy) handleRevokeTimeout(c actor.Context, m *revokeTimeout) {
 	}
 	p.log.Warn().Str("partition", m.tp.String()).Dur("waited", p.revokeTimeout).
 		Msg("revoked partition still has running records; releasing it at its last watermark")
-	p.finishRevocation(m.tp, m.epoch, finalCommit{offset: hp.committed, ok: hp.committed >= 0})
+	p.finishRevocation(m.tp, m.epoch, finalCommit{offset: hp.committed, meta: hp.meta, ok: hp.committed >= 0})
 	c.Send(c.Parent(), &revocationExpired{tp: m.tp, epoch: m.epoch})
 }
 
@@ -172,11 +186,8 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 	if hp == nil || hp.epoch != epoch || hp.ending == nil {
 		return
 	}
-	if fc.ok && fc.offset > hp.committed {
-		if hp.committed >= 0 {
-			p.stats.committed.Add(fc.offset - hp.committed)
-		}
-		hp.committed = fc.offset
+	if fc.ok && fc.offset > hp.committed && hp.committed >= 0 {
+		p.stats.committed.Add(fc.offset - hp.committed)
 	}
 	hp.ending <- fc // buffered: the claim goroutine may have given up waiting
 	hp.timeout()
@@ -184,7 +195,7 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.resizeGates()
 	p.updateLag()
-	p.log.Info().Str("partition", tp.String()).Int64("committed", hp.committed).Msg("partition released")
+	p.log.Info().Str("partition", tp.String()).Int64("committed", fc.offset).Msg("partition released")
 }
 
 func (p *clientProxy) updateLag() {
@@ -211,9 +222,6 @@ func (p *clientProxy) handleGroupStopped(c actor.Context, m *groupStopped) {
 // drain). A group still running is left without handshakes: the orchestrator
 // is going away and cannot answer them.
 func (p *clientProxy) handleStopping() {
-	for _, cancel := range p.timers {
-		cancel()
-	}
 	for _, hp := range p.parts {
 		if hp.timeout != nil {
 			hp.timeout()

@@ -33,6 +33,12 @@ type Record struct {
 	// the coordinator returns the record's credit to it the moment the
 	// record finishes, without a round trip through the tree.
 	gate *gate
+	// attempts counts the handler runs that failed so far.
+	attempts int
+	// inherited marks a record that an earlier owner of the partition
+	// already finished (read from the commit metadata): it is tracked for
+	// the watermark but never run again.
+	inherited bool
 }
 
 // Header is one record header.

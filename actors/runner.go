@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -18,6 +19,7 @@ type runner struct {
 	id      int
 	ctx     context.Context
 	handler Handler
+	maxTime time.Duration // max_handler_time; 0 = unlimited
 }
 
 func (r *runner) Receive(c actor.Context) {
@@ -39,11 +41,33 @@ func (r *runner) run(b *runBatch) *ranRecords {
 		}
 		err := r.ctx.Err() // a cancelled generation runs nothing more
 		if err == nil {
-			err = safeHandle(r.ctx, r.handler, b.records[i])
+			err = r.handle(b.records[i])
 		}
 		b.finish(i, err)
+		if err != nil {
+			// The records after a failure may share its key: they must
+			// not run before its retry. The coordinator takes them back.
+			break
+		}
 	}
 	return &ranRecords{runner: r.id, batch: b, elapsed: time.Since(start)}
+}
+
+// ErrHandlerTimeout is the failure of a handler that ran longer than
+// max_handler_time (its context was cancelled).
+var ErrHandlerTimeout = errors.New("actors: handler exceeded max_handler_time")
+
+func (r *runner) handle(rec *Record) error {
+	if r.maxTime <= 0 {
+		return safeHandle(r.ctx, r.handler, rec)
+	}
+	ctx, cancel := context.WithTimeoutCause(r.ctx, r.maxTime, ErrHandlerTimeout)
+	defer cancel()
+	err := safeHandle(ctx, r.handler, rec)
+	if err != nil && context.Cause(ctx) == ErrHandlerTimeout && r.ctx.Err() == nil {
+		err = fmt.Errorf("%w (%s): %w", ErrHandlerTimeout, r.maxTime, err)
+	}
+	return err
 }
 
 // PanicError is the failure recorded when a handler panics.

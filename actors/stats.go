@@ -20,13 +20,21 @@ type Stats struct {
 	assigned  atomic.Int64
 	lastFetch atomic.Int64 // unix nanoseconds
 	committed atomic.Int64 // sum over partitions of offsets moved by commits
+	retries   atomic.Int64
+	skipped   atomic.Int64
+	dead      atomic.Int64
+	inherited atomic.Int64
 }
 
 // Snapshot is a point-in-time copy of Stats.
 type Snapshot struct {
 	Fetched   int64     // records received from Kafka
 	Processed int64     // records whose handler succeeded
-	Failed    int64     // handler failures (errors and panics)
+	Failed    int64     // failed handler attempts (errors, panics, timeouts)
+	Retries   int64     // attempts scheduled again after a failure
+	Skipped   int64     // records given up on and skipped (on_failure: skip)
+	Dead      int64     // records written to the dead-letter topic
+	Inherited int64     // records not run again: an earlier owner had finished them
 	Commits   int64     // offset commits sent
 	Committed int64     // records covered by committed offsets
 	Restarts  int64     // actor tree restarts after a failure
@@ -47,6 +55,10 @@ func (s *Stats) Snapshot() Snapshot {
 		Fetched:   s.fetched.Load(),
 		Processed: s.processed.Load(),
 		Failed:    s.failed.Load(),
+		Retries:   s.retries.Load(),
+		Skipped:   s.skipped.Load(),
+		Dead:      s.dead.Load(),
+		Inherited: s.inherited.Load(),
 		Commits:   s.commits.Load(),
 		Committed: s.committed.Load(),
 		Restarts:  s.restarts.Load(),
@@ -68,6 +80,10 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		Fetched:   a.Fetched + b.Fetched,
 		Processed: a.Processed + b.Processed,
 		Failed:    a.Failed + b.Failed,
+		Retries:   a.Retries + b.Retries,
+		Skipped:   a.Skipped + b.Skipped,
+		Dead:      a.Dead + b.Dead,
+		Inherited: a.Inherited + b.Inherited,
 		Commits:   a.Commits + b.Commits,
 		Committed: a.Committed + b.Committed,
 		Restarts:  a.Restarts + b.Restarts,

@@ -47,14 +47,22 @@ func (s *treeSpec) newProxy() *clientProxy {
 			retry:      s.retry,
 			maxBatch:   maxFetchBatch,
 			revokeWait: s.shutdownTimeout + 5*time.Second,
+			dlqTopic:   dlqTopic(s.consumer),
+			readMeta:   s.consumer.CommitMetadataBytes > 0,
+			auxQueue:   budget + s.consumer.Concurrency,
 		},
-		budget:         budget,
-		commitInterval: s.consumer.CommitInterval,
-		commitEvery:    int64(max(1000, budget)),
-		revokeTimeout:  s.shutdownTimeout,
-		stats:          s.stats,
-		log:            s.log,
+		budget:        budget,
+		revokeTimeout: s.shutdownTimeout,
+		stats:         s.stats,
+		log:           s.log,
 	}
+}
+
+func dlqTopic(c config.Consumer) string {
+	if c.OnFailure == config.OnFailureDLQ {
+		return c.DLQTopic
+	}
+	return ""
 }
 
 // saramaConfig maps turbo's configuration onto sarama's. The version was

@@ -13,6 +13,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -315,4 +316,62 @@ func report() {
 	js, _ := json.MarshalIndent(results, "", "  ")
 	_ = os.WriteFile(filepath.Join(dir, "results.json"), js, 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "results.md"), []byte(md.String()), 0o644)
+}
+
+// BenchmarkRetryIsolation: while one key waits 5 s in backoff after a
+// failure, the other keys keep their throughput. 20,000 records over 200 keys,
+// 5 ms each, concurrency 20: the time to finish every other key's records,
+// with the failure, against a run without failures.
+func BenchmarkRetryIsolation(b *testing.B) {
+	const n, keys, work, conc = 20_000, 200, 5 * time.Millisecond, 20
+	brokers := broker(b)
+	scenario := "retry isolation: 20,000 records, 200 keys, 5 ms, concurrency 20; key-0 backs off 5 s"
+	measure := func(fail bool) time.Duration {
+		topic := topicWith(b, brokers, "retry", n, keys)
+		others := newCounter(n - n/keys)
+		var failed atomic.Bool
+		h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+			if string(rec.Key) == "key-0" {
+				if fail && failed.CompareAndSwap(false, true) {
+					return errors.New("fails once")
+				}
+				return nil
+			}
+			if err := handlers.Sleep(work).Handle(ctx, rec); err != nil {
+				return err
+			}
+			others.add()
+			return nil
+		})
+		c := config.DefaultConsumer("bench")
+		c.Group = fmt.Sprintf("retry-%d", time.Now().UnixNano())
+		c.Topics = []string{topic}
+		c.Concurrency = conc
+		c.Retry = config.Retry{MaxAttempts: 3, InitialBackoff: 5 * time.Second, MaxBackoff: 5 * time.Second}
+		k := config.Default().Kafka
+		k.Brokers = brokers
+		start := time.Now()
+		cons, err := actors.Start(actors.NewSystem(testkit.Logger(b).Level(3)), actors.Options{Consumer: c, Kafka: k, ShutdownTimeout: 10 * time.Second, Handler: h})
+		if err != nil {
+			b.Fatal(err)
+		}
+		others.wait(b, 5*time.Minute, "the other keys' records")
+		d := time.Since(start)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cons.Stop(ctx); err != nil {
+			b.Errorf("stopping: %v", err)
+		}
+		if fail && !failed.Load() {
+			b.Error("key-0 never failed")
+		}
+		return d
+	}
+	for range b.N {
+		base := measure(false)
+		with := measure(true)
+		record(result{Scenario: scenario, Peer: "turbo, no failure", Records: n - n/keys, Seconds: base.Seconds(), PerSec: float64(n-n/keys) / base.Seconds(), Ratio: 1, RatioTo: "no failure"})
+		record(result{Scenario: scenario, Peer: "turbo, key-0 in backoff", Records: n - n/keys, Seconds: with.Seconds(), PerSec: float64(n-n/keys) / with.Seconds(), Ratio: base.Seconds() / with.Seconds(), RatioTo: "no failure (throughput)"})
+		b.ReportMetric(base.Seconds()/with.Seconds(), "x-throughput")
+	}
 }

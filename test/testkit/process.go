@@ -104,12 +104,13 @@ func (p *Proc) Wait(t testing.TB, timeout time.Duration) int {
 	return p.Cmd.ProcessState.ExitCode()
 }
 
-// Dev starts `turbo dev` on a free port and waits until it accepts
-// connections; it returns the address.
-func Dev(t testing.TB) string {
+// Dev starts `turbo dev` on a free port (with extra flags such as
+// "--partitions", "1") and waits until it accepts connections; it returns
+// the address.
+func Dev(t testing.TB, extra ...string) string {
 	t.Helper()
 	addr := FreeAddr(t)
-	p := Start(t, nil, "dev", "--listen", addr)
+	p := Start(t, nil, append([]string{"dev", "--listen", addr}, extra...)...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)

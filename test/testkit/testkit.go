@@ -5,6 +5,7 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -72,11 +73,17 @@ func CommittedOffsets(t testing.TB, brokers []string, group, topic string) map[i
 	if err != nil {
 		t.Fatalf("partitions of %s: %v", topic, err)
 	}
+	out := map[int32]int64{}
 	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: parts})
+	if errors.Is(err, sarama.ErrGroupIDNotFound) {
+		for _, p := range parts { // not created yet: nothing committed
+			out[p] = -1
+		}
+		return out
+	}
 	if err != nil {
 		t.Fatalf("committed offsets of %s: %v", group, err)
 	}
-	out := map[int32]int64{}
 	for _, p := range parts {
 		out[p] = -1
 		if b := resp.GetBlock(topic, p); b != nil {
@@ -84,6 +91,26 @@ func CommittedOffsets(t testing.TB, brokers []string, group, topic string) map[i
 		}
 	}
 	return out
+}
+
+// CommittedMetadata returns the group's committed offset and its metadata
+// for one partition (-1 and "" when nothing is committed).
+func CommittedMetadata(t testing.TB, brokers []string, group, topic string, partition int32) (int64, string) {
+	t.Helper()
+	admin, _ := adminFor(t, brokers)
+	defer admin.Close()
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: {partition}})
+	if errors.Is(err, sarama.ErrGroupIDNotFound) {
+		return -1, ""
+	}
+	if err != nil {
+		t.Fatalf("committed offset of %s: %v", group, err)
+	}
+	b := resp.GetBlock(topic, partition)
+	if b == nil {
+		return -1, ""
+	}
+	return b.Offset, b.Metadata
 }
 
 // EndOffsets returns the high watermark of every partition of topic.
@@ -124,3 +151,58 @@ func adminFor(t testing.TB, brokers []string) (sarama.ClusterAdmin, sarama.Clien
 
 // Describe formats offsets for failure messages.
 func Describe(m map[int32]int64) string { return fmt.Sprint(m) }
+
+// ReadTopic reads every record of topic (all partitions, from the oldest)
+// until want records arrived or the timeout passes, and fails the test then.
+func ReadTopic(t testing.TB, brokers []string, topic string, want int, timeout time.Duration) []*sarama.ConsumerMessage {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_6_0_0
+	c, err := sarama.NewConsumer(brokers, cfg)
+	if err != nil {
+		t.Fatalf("consumer for %s: %v", topic, err)
+	}
+	defer c.Close()
+	parts, err := c.Partitions(topic)
+	if err != nil {
+		t.Fatalf("partitions of %s: %v", topic, err)
+	}
+	var pcs []sarama.PartitionConsumer
+	for _, p := range parts {
+		pc, err := c.ConsumePartition(topic, p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatalf("consuming %s/%d: %v", topic, p, err)
+		}
+		pcs = append(pcs, pc)
+	}
+	defer func() {
+		for _, pc := range pcs {
+			pc.AsyncClose()
+		}
+	}()
+	merged := make(chan *sarama.ConsumerMessage)
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, pc := range pcs {
+		go func() {
+			for m := range pc.Messages() {
+				select {
+				case merged <- m:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	deadline := time.After(timeout)
+	var got []*sarama.ConsumerMessage
+	for len(got) < want {
+		select {
+		case m := <-merged:
+			got = append(got, m)
+		case <-deadline:
+			t.Fatalf("read %d of %d records from %s within %s", len(got), want, topic, timeout)
+		}
+	}
+	return got
+}

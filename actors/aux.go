@@ -1,0 +1,178 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/offsetmeta"
+)
+
+// kafkaAux is the client proxy's second Kafka connection (a sarama consumer
+// group cannot share its client): the admin requests that read the commit
+// metadata of newly assigned partitions, and the dead-letter producer. It is
+// owned by kafkaGroup, which closes it after the group.
+type kafkaAux struct {
+	groupID  string
+	dlqTopic string
+	send     func(msg any)
+	log      zerolog.Logger
+
+	client   sarama.Client
+	admin    sarama.ClusterAdmin
+	producer sarama.AsyncProducer // nil without a dead-letter topic
+	reqs     chan recordFailure
+	quit     chan struct{}
+	fed      chan struct{} // closed when feed has returned
+	wg       sync.WaitGroup
+	warnOnce sync.Once
+}
+
+func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string, queue int, send func(any), log zerolog.Logger) (*kafkaAux, error) {
+	cfg := *base
+	cfg.ClientID = base.ClientID + "-aux"
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Return.Errors = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Retry.Max = 5
+	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	client, err := sarama.NewClient(brokers, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	a := &kafkaAux{groupID: groupID, dlqTopic: dlqTopic, send: send, log: log, client: client, admin: admin,
+		reqs: make(chan recordFailure, queue), quit: make(chan struct{}), fed: make(chan struct{})}
+	if dlqTopic != "" {
+		if a.producer, err = sarama.NewAsyncProducerFromClient(client); err != nil {
+			admin.Close()
+			return nil, err
+		}
+		a.wg.Go(a.feed)
+		a.wg.Go(a.acks)
+	}
+	return a, nil
+}
+
+// close stops the producer (after what was queued is sent) and the client.
+func (a *kafkaAux) close() {
+	close(a.quit)
+	if a.producer != nil {
+		// feed has returned once quit is seen; then Close flushes and closes
+		// the result channels, which ends acks.
+		a.waitFeed()
+		if err := a.producer.Close(); err != nil {
+			a.log.Warn().Err(err).Msg("closing the dead-letter producer")
+		}
+	}
+	a.wg.Wait()
+	if err := a.admin.Close(); err != nil { // closes the client too
+		a.log.Warn().Err(err).Msg("closing the admin client")
+	}
+}
+
+// waitFeed is separate from wg so close can stop feeding before it closes
+// the producer (a send on a closed producer input panics).
+func (a *kafkaAux) waitFeed() { <-a.fed }
+
+// finishedAbove reads the committed offset and metadata of a partition and
+// returns the offsets above it that an earlier owner already finished.
+// Metadata turbo did not write, or cannot read, is ignored with one warning.
+func (a *kafkaAux) finishedAbove(tp TopicPartition) []offsetmeta.Range {
+	resp, err := a.admin.ListConsumerGroupOffsets(a.groupID, map[string][]int32{tp.Topic: {tp.Partition}})
+	if err != nil {
+		a.log.Warn().Err(err).Str("partition", tp.String()).Msg("reading the committed offset metadata; not skipping finished records")
+		return nil
+	}
+	b := resp.GetBlock(tp.Topic, tp.Partition)
+	if b == nil || b.Err != sarama.ErrNoError || b.Offset < 0 || b.Metadata == "" {
+		return nil
+	}
+	ranges, err := offsetmeta.Decode(b.Offset, b.Metadata)
+	if err != nil && !errors.Is(err, offsetmeta.ErrStale) {
+		a.warnOnce.Do(func() {
+			a.log.Warn().Err(err).Str("partition", tp.String()).Msg("ignoring commit metadata turbo cannot read (warned once)")
+		})
+		return nil
+	}
+	return ranges
+}
+
+// deadLetter queues records for the dead-letter topic; their outcomes come
+// back to the proxy as deadLetterWritten messages.
+func (a *kafkaAux) deadLetter(fs []recordFailure) {
+	for _, f := range fs {
+		select {
+		case a.reqs <- f:
+		default: // cannot happen while the queue is sized to the pipeline
+			a.send(&deadLetterWritten{rec: f.rec, err: errors.New("actors: dead-letter queue full")})
+		}
+	}
+}
+
+func (a *kafkaAux) feed() {
+	defer close(a.fed)
+	for {
+		select {
+		case f := <-a.reqs:
+			select {
+			case a.producer.Input() <- deadLetterMessage(a.dlqTopic, f):
+			case <-a.quit:
+				return
+			}
+		case <-a.quit:
+			return
+		}
+	}
+}
+
+func (a *kafkaAux) acks() {
+	succ, errs := a.producer.Successes(), a.producer.Errors()
+	for succ != nil || errs != nil {
+		select {
+		case m, ok := <-succ:
+			if !ok {
+				succ = nil
+				continue
+			}
+			a.send(&deadLetterWritten{rec: m.Metadata.(*Record)})
+		case e, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			a.send(&deadLetterWritten{rec: e.Msg.Metadata.(*Record), err: e.Err})
+		}
+	}
+}
+
+// deadLetterMessage is the record as written to the dead-letter topic: its
+// key, value and headers, plus where it came from and why it failed.
+func deadLetterMessage(topic string, f recordFailure) *sarama.ProducerMessage {
+	rec := f.rec
+	headers := make([]sarama.RecordHeader, 0, len(rec.Headers)+6)
+	for _, h := range rec.Headers {
+		headers = append(headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+	}
+	headers = append(headers,
+		sarama.RecordHeader{Key: []byte("turbo-original-topic"), Value: []byte(rec.Topic)},
+		sarama.RecordHeader{Key: []byte("turbo-original-partition"), Value: []byte(strconv.FormatInt(int64(rec.Partition), 10))},
+		sarama.RecordHeader{Key: []byte("turbo-original-offset"), Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+		sarama.RecordHeader{Key: []byte("turbo-error"), Value: []byte(fmt.Sprint(f.err))},
+		sarama.RecordHeader{Key: []byte("turbo-attempts"), Value: []byte(strconv.Itoa(rec.attempts))},
+		sarama.RecordHeader{Key: []byte("turbo-failed-at"), Value: []byte(time.Now().UTC().Format(time.RFC3339Nano))},
+	)
+	m := &sarama.ProducerMessage{Topic: topic, Value: sarama.ByteEncoder(rec.Value), Headers: headers, Metadata: rec}
+	if rec.Key != nil {
+		m.Key = sarama.ByteEncoder(rec.Key)
+	}
+	return m
+}
