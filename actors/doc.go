@@ -24,9 +24,9 @@
 //     accounted for early, so a slow record never holds the others).
 //  4. runner → coordinator: ranRecords; coordinator → orchestrator:
 //     recordsFinished (flushed once per mailbox drain).
-//  5. orchestrator → offsetController: markDone → committable (moved
-//     watermarks) → orchestrator → proxy: commitOffsets (marked at once,
-//     committed every commit_interval or sooner when many are ready).
+//  5. orchestrator → offsetController: markDone; every commit_interval (or at
+//     once after a large move) it publishes committable watermarks with their
+//     metadata → orchestrator → proxy: commitOffsets (marked and committed).
 //  6. The coordinator returns each finished record's credit to its
 //     partition's gate directly (the gate is the one object shared across
 //     goroutines on this path), so the claim goroutine reads again without
@@ -58,13 +58,29 @@
 //
 // # Failure
 //
-// A handler failure (error or panic) is reported to the supervisor
-// (treeFailed); a panic in an actor escalates to it through protoactor. The
-// supervisor cancels the generation's context (running handlers see it),
-// stops the orchestrator, waits for it to terminate (bounded by
-// shutdown_timeout), and spawns a new generation after backoff.Policy's delay.
-// Records are tagged with their partition assignment's epoch, so nothing of an
-// earlier assignment moves a later one's watermark.
+// A failed attempt (error, panic, or max_handler_time exceeded) is judged by
+// failurePolicy: retried after a backoff while the record is parked in the
+// coordinator — holding its unit, so no later record of its key runs first,
+// but no runner — or, once attempts run out (at once for ErrPermanent),
+// skipped, dead-lettered (the proxy produces it; the key stays held until the
+// broker acknowledges), or escalated. A runner stops its batch at a failure;
+// the rest goes back to the scheduler.
+//
+// An escalated failure, or a panic in an actor (escalated through protoactor),
+// reaches the supervisor (treeFailed). The supervisor cancels the
+// generation's context (running handlers see it), stops the orchestrator,
+// waits for it to terminate (bounded by shutdown_timeout), and spawns a new
+// generation after backoff.Policy's delay. Records are tagged with their
+// partition assignment's epoch, so nothing of an earlier assignment moves a
+// later one's watermark.
+//
+// # Commit metadata
+//
+// The offset controller publishes, every commit_interval, each partition's
+// watermark with offsetmeta's encoding of the finished offsets above it. A
+// claim goroutine reads its partition's committed metadata before its first
+// record; records listed there are marked inherited: tracked and marked done
+// at once, never run.
 //
 // # State ownership
 //

@@ -217,3 +217,33 @@ func TestFailRestartsTheTreeAfterAttempts(t *testing.T) {
 		t.Errorf("stats %+v: want exactly one restart", s)
 	}
 }
+
+// max_handler_time cancels an attempt that runs too long; it counts as a
+// failed attempt and is retried.
+func TestMaxHandlerTimeCancelsAndRetries(t *testing.T) {
+	r := newRun(t, 1, 10, 2)
+	var tries attempts
+	var timedOut atomic.Int64
+	ledger := testkit.NewLedger(0)
+	h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		if rec.Offset == 3 && tries.add(rec) == 1 {
+			<-ctx.Done() // hangs until max_handler_time cancels it
+			timedOut.Add(1)
+			return ctx.Err()
+		}
+		return ledger.Handle(ctx, rec)
+	})
+	c := r.consumer("timeout", func(c *config.Consumer) {
+		c.MaxHandlerTime = 200 * time.Millisecond
+		c.Retry = config.Retry{MaxAttempts: 3, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+	})
+	cons := r.start(c, h)
+	r.waitCommitted(c.Group, 30*time.Second)
+	checkClean(t, ledger.Report(), 10)
+	if timedOut.Load() != 1 {
+		t.Errorf("%d attempts were cancelled by max_handler_time, want 1", timedOut.Load())
+	}
+	if s := cons.Stats(); s.Failed != 1 || s.Retries != 1 || s.Restarts != 0 {
+		t.Errorf("stats %+v: want 1 failed attempt, 1 retry, no restart", s)
+	}
+}
