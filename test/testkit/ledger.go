@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/handlers"
 )
 
 // Ledger is a handler that records every delivery and judges the guarantees:
@@ -105,17 +106,7 @@ func (l *Ledger) work(ctx context.Context, rec *actors.Record) error {
 			return err
 		}
 	}
-	if l.Work <= 0 {
-		return nil
-	}
-	t := time.NewTimer(l.Work)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return handlers.Sleep(l.Work).Handle(ctx, rec)
 }
 
 // Report is a copy of the ledger's judgement.

@@ -67,28 +67,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 // topic (-1 where nothing is committed).
 func CommittedOffsets(t testing.TB, brokers []string, group, topic string) map[int32]int64 {
 	t.Helper()
-	admin, client := adminFor(t, brokers)
-	defer admin.Close()
-	parts, err := client.Partitions(topic)
-	if err != nil {
-		t.Fatalf("partitions of %s: %v", topic, err)
-	}
 	out := map[int32]int64{}
-	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: parts})
-	if errors.Is(err, sarama.ErrGroupIDNotFound) {
-		for _, p := range parts { // not created yet: nothing committed
-			out[p] = -1
-		}
-		return out
-	}
-	if err != nil {
-		t.Fatalf("committed offsets of %s: %v", group, err)
-	}
-	for _, p := range parts {
-		out[p] = -1
-		if b := resp.GetBlock(topic, p); b != nil {
-			out[p] = b.Offset
-		}
+	for p, b := range committed(t, brokers, group, topic, nil) {
+		out[p] = b.Offset
 	}
 	return out
 }
@@ -97,20 +78,36 @@ func CommittedOffsets(t testing.TB, brokers []string, group, topic string) map[i
 // for one partition (-1 and "" when nothing is committed).
 func CommittedMetadata(t testing.TB, brokers []string, group, topic string, partition int32) (int64, string) {
 	t.Helper()
-	admin, _ := adminFor(t, brokers)
-	defer admin.Close()
-	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: {partition}})
-	if errors.Is(err, sarama.ErrGroupIDNotFound) {
-		return -1, ""
-	}
-	if err != nil {
-		t.Fatalf("committed offset of %s: %v", group, err)
-	}
-	b := resp.GetBlock(topic, partition)
-	if b == nil {
-		return -1, ""
-	}
+	b := committed(t, brokers, group, topic, []int32{partition})[partition]
 	return b.Offset, b.Metadata
+}
+
+// committed reads the group's commits for the given partitions of topic (all
+// of them when nil); a partition without a commit has offset -1.
+func committed(t testing.TB, brokers []string, group, topic string, parts []int32) map[int32]*sarama.OffsetFetchResponseBlock {
+	t.Helper()
+	admin, client := adminFor(t, brokers)
+	defer admin.Close()
+	if parts == nil {
+		var err error
+		if parts, err = client.Partitions(topic); err != nil {
+			t.Fatalf("partitions of %s: %v", topic, err)
+		}
+	}
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: parts})
+	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) { // not created yet: nothing committed
+		t.Fatalf("committed offsets of %s: %v", group, err)
+	}
+	out := map[int32]*sarama.OffsetFetchResponseBlock{}
+	for _, p := range parts {
+		out[p] = &sarama.OffsetFetchResponseBlock{Offset: -1}
+		if resp != nil {
+			if b := resp.GetBlock(topic, p); b != nil {
+				out[p] = b
+			}
+		}
+	}
+	return out
 }
 
 // EndOffsets returns the high watermark of every partition of topic.
