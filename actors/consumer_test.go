@@ -492,3 +492,45 @@ func TestPartitionOrderingBlockedRecordHoldsOnlyItsPartition(t *testing.T) {
 	r.waitCommitted(c.Group, 60*time.Second)
 	checkClean(t, ledger.Report(), 4000)
 }
+
+// A paused partition still notices its cooperative revocation (sarama only
+// closes its channel): when a second member joins while every partition of
+// the first is paused behind a stuck record, the handover takes the
+// revocation's shutdown_timeout, not the broker's rebalance timeout (60 s).
+func TestPausedPartitionsAreHandedOverPromptly(t *testing.T) {
+	r := newRun(t, 4, 2000, 40)
+	stuck := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		if rec.Offset == 3 {
+			<-ctx.Done() // stuck until cancelled
+			return ctx.Err()
+		}
+		return nil
+	})
+	k := config.Default().Kafka
+	k.Brokers = r.brokers
+	start := func(name string, h actors.Handler) *actors.Consumer {
+		c := r.consumer(name, func(c *config.Consumer) {
+			c.Ordering = config.OrderingPartition
+			c.Concurrency = 4
+			c.MaxBuffered = 40
+			c.Retry.MaxAttempts = 1
+		})
+		cons, err := actors.Start(actors.NewSystem(testkit.Logger(t)), actors.Options{
+			Consumer: c, Kafka: k, ShutdownTimeout: 2 * time.Second, Handler: h, Logger: testkit.Logger(t), Restart: fastRestart,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cons.Stop(context.Background()) })
+		return cons
+	}
+	a := start("a", stuck)
+	testkit.Eventually(t, 30*time.Second, "member a to hold 4 partitions and fill its budget", func() bool {
+		s := a.Stats()
+		return s.Assigned == 4 && s.Fetched >= 44
+	})
+	b := start("b", actors.HandlerFunc(func(context.Context, *actors.Record) error { return nil }))
+	begin := time.Now()
+	testkit.Eventually(t, 40*time.Second, "member b to get a partition", func() bool { return b.Stats().Assigned > 0 })
+	t.Logf("member b got a partition %s after joining", time.Since(begin).Round(time.Millisecond))
+}

@@ -135,9 +135,12 @@ func (co *coordinator) receive(c actor.Context) {
 		co.handleDeadLettered(c, m)
 	case *dropPartition:
 		if a := co.parts[m.epoch]; a != nil {
-			co.dropParked(m.epoch)
+			co.stealAll() // unstarted records of the partition must not start either
 			dropped := co.sched.DropIf(func(r *Record) bool { return r.epoch == m.epoch })
 			a.records -= len(dropped)
+			co.dropParked(m.epoch)
+			co.scheduleFlush(c)
+			co.dispatch(c)
 		}
 	case *actor.Started:
 		co.timers = scheduler.NewTimerScheduler(c)
@@ -281,6 +284,15 @@ func (co *coordinator) giveBack(b *runBatch, stolen []*Record) {
 	co.inFlight -= len(stolen)
 }
 
+// stealAll takes back the unstarted records of every batch out with runners.
+func (co *coordinator) stealAll() {
+	for _, b := range co.batches {
+		if b != nil {
+			co.giveBack(b, b.steal())
+		}
+	}
+}
+
 func (co *coordinator) done(unit string) {
 	if err := co.sched.Done(unit); err != nil {
 		panic(fmt.Errorf("actors: coordinator lost track of unit %q: %w", unit, err))
@@ -337,6 +349,11 @@ func (co *coordinator) harvest(c actor.Context, b *runBatch) {
 		if err != nil {
 			if v = co.failed(c, rec, err); v == verdictRetry || v == verdictDeadLetter {
 				continue // held: parked for a retry, or on its way to the dead-letter topic
+			}
+			if v == verdictEscalate {
+				// The tree is about to restart and deliver this record again:
+				// nothing of its key may run meanwhile.
+				co.hold(rec)
 			}
 		}
 		if b.runEnd(i) && co.held[rec.unit] == 0 {
@@ -415,12 +432,11 @@ func (co *coordinator) handleRevoke(c actor.Context, m *revokePartition) {
 		return
 	}
 	a.revoking = true
-	co.dropParked(m.epoch)
-	for _, b := range co.batches {
-		if b != nil {
-			co.giveBack(b, b.steal())
-		}
-	}
+	// Tails first: giveBack must still see the parked records' holds.
+	co.stealAll()
+	// A key whose record waits for a retry must not run past it: its other
+	// records are dropped with the retry (the next owner starts below them).
+	blocked := co.parkedUnits(m.epoch)
 	high := a.maxDone
 	for _, b := range co.batches {
 		if b == nil {
@@ -432,8 +448,11 @@ func (co *coordinator) handleRevoke(c actor.Context, m *revokePartition) {
 			}
 		}
 	}
-	dropped := co.sched.DropIf(func(r *Record) bool { return r.epoch == m.epoch && r.Offset > high })
+	dropped := co.sched.DropIf(func(r *Record) bool {
+		return r.epoch == m.epoch && (r.Offset > high || (r.unit != "" && blocked[r.unit]))
+	})
 	a.records -= len(dropped)
+	co.dropParked(m.epoch)
 	// Drained is reported from flush, after the completions gathered so far,
 	// so the orchestrator marks them done before it finalizes the partition.
 	co.scheduleFlush(c)

@@ -75,6 +75,23 @@ func (co *coordinator) handleDeadLettered(c actor.Context, m *deadLettered) {
 	co.dispatch(c)
 }
 
+// parkedUnits returns the units held by an assignment's records waiting for
+// a retry.
+func (co *coordinator) parkedUnits(epoch uint64) map[string]bool {
+	units := map[string]bool{}
+	for rec := range co.parked {
+		if rec.epoch == epoch && rec.unit != "" {
+			units[rec.unit] = true
+		}
+	}
+	for _, rec := range co.ready {
+		if rec.epoch == epoch && rec.unit != "" {
+			units[rec.unit] = true
+		}
+	}
+	return units
+}
+
 // dropParked gives up the retries of an assignment's parked records (its
 // partition is going away: the next owner will run them from the watermark).
 func (co *coordinator) dropParked(epoch uint64) {

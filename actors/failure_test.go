@@ -247,3 +247,79 @@ func TestMaxHandlerTimeCancelsAndRetries(t *testing.T) {
 		t.Errorf("stats %+v: want 1 failed attempt, 1 retry, no restart", s)
 	}
 }
+
+// A record parked for a retry holds its key even when its partition is
+// revoked (here by Stop): the key's later records are dropped with it, not
+// run past it.
+func TestRevocationDoesNotRunPastAParkedRecord(t *testing.T) {
+	r := newRun(t, 1, 20, 2) // key-0 at even offsets, key-1 at odd ones
+	var mu sync.Mutex
+	var ranKey0 []int64
+	failedOnce := false
+	h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if rec.Offset == 0 && !failedOnce {
+			failedOnce = true
+			return errors.New("transient")
+		}
+		if string(rec.Key) == "key-0" {
+			ranKey0 = append(ranKey0, rec.Offset)
+		}
+		return nil
+	})
+	c := r.consumer("parked", func(c *config.Consumer) {
+		c.Retry = config.Retry{MaxAttempts: 3, InitialBackoff: 20 * time.Second, MaxBackoff: 20 * time.Second}
+	})
+	cons := r.start(c, h)
+	testkit.Eventually(t, 30*time.Second, "key-1's 10 records", func() bool { return cons.Stats().Processed >= 10 })
+	stop(t, cons)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ranKey0) > 0 {
+		t.Errorf("key-0 records %v ran while offset 0 waited for its retry", ranKey0)
+	}
+	if off, _ := testkit.CommittedMetadata(t, r.brokers, c.Group, r.topic, 0); off > 0 {
+		t.Errorf("committed offset %d passes the record still waiting for its retry", off)
+	}
+}
+
+// A record that fails for good (on_failure: fail) holds its key until the
+// restart: nothing after it runs before it comes again.
+func TestEscalatedFailureHoldsItsKeyUntilTheRestart(t *testing.T) {
+	r := newRun(t, 1, 100, 1) // a single key
+	var mu sync.Mutex
+	var after []int64 // offsets run after the failure
+	failed := false
+	h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if rec.Offset == 5 && !failed {
+			failed = true
+			return errors.New("boom")
+		}
+		if failed {
+			after = append(after, rec.Offset)
+		}
+		return nil
+	})
+	c := r.consumer("escalate", func(c *config.Consumer) { c.Retry.MaxAttempts = 1 })
+	cons := r.start(c, h)
+	r.waitCommitted(c.Group, 60*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	// After the restart the key starts again at the committed offset (at
+	// most 5); no record above 5 may run before 5 has run again.
+	for _, off := range after {
+		if off == 5 {
+			break
+		}
+		if off > 5 {
+			t.Errorf("offset %d ran before offset 5 came again; run after the failure: %v", off, after[:min(len(after), 12)])
+			break
+		}
+	}
+	if s := cons.Stats(); s.Restarts != 1 {
+		t.Errorf("stats %+v: want one restart", s)
+	}
+}

@@ -250,6 +250,12 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 
 	msgs := claim.Messages()
 	paused := false
+	// held are messages read while out of credits. A cooperative revocation
+	// is announced only by Messages() closing, so a paused claim must keep
+	// reading it; what it reads is what sarama had buffered before the pause
+	// (a paused partition is not fetched), so holding it costs no memory that
+	// was not already spent.
+	var held []*sarama.ConsumerMessage
 	for {
 		n := gt.take(g.maxBatch)
 		if n == 0 {
@@ -259,23 +265,32 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			}
 			select {
 			case <-gt.wake:
-				continue
+			case m, ok := <-msgs:
+				if !ok {
+					return g.release(sess, tp, epoch)
+				}
+				held = append(held, m)
 			case <-sess.Context().Done():
 				return g.release(sess, tp, epoch)
 			case <-g.abort:
 				return nil
 			}
+			continue
 		}
 		if paused {
 			g.resume(tp)
 			paused = false
 		}
 		var first *sarama.ConsumerMessage
-		var ok bool
-		select {
-		case first, ok = <-msgs:
-		case <-g.abort:
-			return nil
+		ok := true
+		if len(held) > 0 {
+			first, held = held[0], held[1:]
+		} else {
+			select {
+			case first, ok = <-msgs:
+			case <-g.abort:
+				return nil
+			}
 		}
 		if !ok {
 			return g.release(sess, tp, epoch)
@@ -293,6 +308,10 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			batch = append(batch, rec)
 		}
 		add(first)
+		for len(batch) < n && len(held) > 0 {
+			add(held[0])
+			held = held[1:]
+		}
 		closed := false
 	drain:
 		for len(batch) < n {

@@ -115,7 +115,11 @@ func (p *clientProxy) mark(tp TopicPartition, hp *heldPartition, offset int64, m
 			p.stats.committed.Add(offset - hp.committed)
 		}
 		if p.sess != nil {
+			// The group's committed offset may already be offset (a new
+			// assignment starts there): MarkOffset would ignore it, and
+			// ResetOffset still records the metadata.
 			p.sess.MarkOffset(tp.Topic, tp.Partition, offset, meta)
+			p.sess.ResetOffset(tp.Topic, tp.Partition, offset, meta)
 		}
 	case offset == hp.committed && meta != hp.meta:
 		if p.sess != nil {

@@ -119,6 +119,9 @@ func (s *backoffSupervisor) fail(c actor.Context, err error) {
 // drain the handlers have had shutdown_timeout already, so the wait is short.
 func (s *backoffSupervisor) stopChild(c actor.Context) {
 	s.stopping = true
+	// Whatever still runs now (after a drain: records of revocations that
+	// expired) is cancelled, so cooperative handlers end at once.
+	s.cancel()
 	c.Stop(s.child)
 	wait := s.spec.shutdownTimeout
 	if s.drain != nil {
