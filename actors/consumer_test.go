@@ -534,3 +534,44 @@ func TestPausedPartitionsAreHandedOverPromptly(t *testing.T) {
 	testkit.Eventually(t, 40*time.Second, "member b to get a partition", func() bool { return b.Stats().Assigned > 0 })
 	t.Logf("member b got a partition %s after joining", time.Since(begin).Round(time.Millisecond))
 }
+
+// A record stuck at the head of a partition while everything after it
+// finishes: reading stops once the partition's watermark window passes its
+// bound (the finished offsets behind a stuck record are the one state credits
+// do not bound), and resumes when the record finishes.
+func TestStuckRecordBoundsTheWatermarkWindow(t *testing.T) {
+	defer actors.SetMaxWatermarkWindow(500)()
+	r := newRun(t, 1, 3000, 30)
+	release := make(chan struct{})
+	ledger := testkit.NewLedger(0)
+	h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		if rec.Offset == 0 {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return ledger.Handle(ctx, rec)
+	})
+	c := r.consumer("window", func(c *config.Consumer) { c.Concurrency = 4 })
+	cons := r.start(c, h)
+	// key-0's later records wait behind offset 0; the other keys finish
+	// until the window is full. Reading must then stop well short of 3,000.
+	var last int64 = -1
+	testkit.Eventually(t, 30*time.Second, "reading to stop", func() bool {
+		f := cons.Stats().Fetched
+		stable := f > 500 && f == last
+		last = f
+		if !stable {
+			time.Sleep(200 * time.Millisecond) // let a fetch land between two looks
+		}
+		return stable
+	})
+	if f := cons.Stats().Fetched; f > 500+512+64 {
+		t.Errorf("%d records read with a window of 500 behind a stuck record", f)
+	}
+	close(release)
+	r.waitCommitted(c.Group, 60*time.Second)
+	checkClean(t, ledger.Report(), 3000)
+}

@@ -74,6 +74,8 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 
 // assignment is what the coordinator knows of one partition assignment.
 type assignment struct {
+	ctx      context.Context // its records' handlers' context
+	cancel   context.CancelFunc
 	tp       TopicPartition
 	records  int    // its records here: buffered, or out with runners
 	maxDone  int64  // highest offset finished, -1 if none
@@ -85,6 +87,7 @@ func (co *coordinator) assignment(rec *Record) *assignment {
 	a := co.parts[rec.epoch]
 	if a == nil {
 		a = &assignment{tp: rec.TP(), maxDone: -1, unit: "\x00partition\x00" + rec.TP().String()}
+		a.ctx, a.cancel = context.WithCancel(co.ctx)
 		co.parts[rec.epoch] = a
 	}
 	return a
@@ -136,6 +139,7 @@ func (co *coordinator) receive(c actor.Context) {
 	case *dropPartition:
 		if a := co.parts[m.epoch]; a != nil {
 			co.stealAll() // unstarted records of the partition must not start either
+			a.cancel()    // and running ones are cancelled: the partition is someone else's
 			dropped := co.sched.DropIf(func(r *Record) bool { return r.epoch == m.epoch })
 			a.records -= len(dropped)
 			co.dropParked(m.epoch)
@@ -177,6 +181,7 @@ func (co *coordinator) handleSchedule(c actor.Context, m *scheduleRecords) {
 	a.records += len(m.records)
 	for _, rec := range m.records {
 		rec.unit = co.unit(rec, a)
+		rec.ctx = a.ctx
 		co.sched.Add(rec.unit, rec)
 	}
 	co.dispatch(c)
@@ -413,6 +418,7 @@ func (co *coordinator) flush(c actor.Context) {
 	}
 	for epoch, a := range co.parts {
 		if a.revoking && a.records == 0 {
+			a.cancel()
 			delete(co.parts, epoch)
 			c.Send(c.Parent(), &partitionDrained{tp: a.tp, epoch: epoch})
 		}

@@ -9,12 +9,13 @@ import "sync"
 // finish, and the proxy resizes the gates as partitions come and go.
 // That is what bounds memory per partition without stalling the others.
 //
-// It is shared between one claim goroutine, the proxy and the coordinator,
-// hence the mutex.
+// It is shared between one claim goroutine, the proxy, the coordinator and
+// the offset controller, hence the mutex.
 type gate struct {
 	mu    sync.Mutex
 	avail int // may go negative after the capacity shrinks
 	cap   int
+	held  bool          // the offset controller stopped reading: the watermark window is too wide
 	wake  chan struct{} // 1-buffered: "enough credits to be worth reading again"
 }
 
@@ -27,7 +28,7 @@ func (g *gate) take(max int) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := min(g.avail, max)
-	if n <= 0 {
+	if n <= 0 || g.held {
 		return 0
 	}
 	g.avail -= n
@@ -49,6 +50,21 @@ func (g *gate) resize(capacity int) {
 	g.avail += capacity - g.cap
 	g.cap = capacity
 	g.signalLocked()
+	g.mu.Unlock()
+}
+
+// hold stops (or resumes) reading regardless of credits: the offset
+// controller holds a partition whose oldest unfinished record lags too far
+// behind the newest tracked one, which bounds its watermark's memory.
+func (g *gate) hold(on bool) {
+	g.mu.Lock()
+	g.held = on
+	if !on {
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
+	}
 	g.mu.Unlock()
 }
 

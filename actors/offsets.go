@@ -36,6 +36,35 @@ type partitionWatermark struct {
 	tracker   *watermark.Tracker
 	published int64 // last committable offset published, -1 if none
 	dirty     bool  // finished records since the last publish
+	last      int64 // highest offset tracked
+	gate      *gate // the partition's fetch gate (to hold a too-wide window)
+	held      bool
+}
+
+// maxWatermarkWindow bounds how far a partition may be read beyond its oldest
+// unfinished record. Credits bound the records in the pipeline, but a record
+// stuck for a long time (its key waiting, others finishing) would otherwise
+// let the watermark's window of finished offsets behind it grow without end.
+var maxWatermarkWindow int64 = 100_000
+
+// checkWindow holds the partition's reading while its window is too wide, and
+// lets it go again once the window is back under half the limit.
+func (p *partitionWatermark) checkWindow() {
+	if p.gate == nil {
+		return
+	}
+	off, ok := p.tracker.Committable()
+	if !ok {
+		return
+	}
+	switch w := p.last - off; {
+	case !p.held && w > maxWatermarkWindow:
+		p.held = true
+		p.gate.hold(true)
+	case p.held && w <= maxWatermarkWindow/2:
+		p.held = false
+		p.gate.hold(false)
+	}
 }
 
 // publishTick is the offset controller's commit_interval timer.
@@ -100,7 +129,11 @@ func (oc *offsetController) handleTrack(m *trackRecords) {
 				// from the committed offsets is the only safe answer.
 				panic(fmt.Errorf("actors: tracking %s@%d: %w", rec.TP(), rec.Offset, err))
 			}
+			p.last, p.gate = rec.Offset, rec.gate
 		}
+	}
+	if p != nil { // a batch comes from one assignment
+		p.checkWindow()
 	}
 }
 
@@ -117,6 +150,9 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 		p.dirty = true
 		if off, _ := p.tracker.Committable(); p.published >= 0 && off-p.published >= oc.commitEvery {
 			urgent = true
+		}
+		if p.held {
+			p.checkWindow()
 		}
 	}
 	if urgent {

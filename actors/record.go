@@ -33,6 +33,9 @@ type Record struct {
 	// the coordinator returns the record's credit to it the moment the
 	// record finishes, without a round trip through the tree.
 	gate *gate
+	// ctx is the context of the record's assignment in the coordinator: it
+	// is cancelled when the partition is gone (a revocation that expired).
+	ctx context.Context
 	// attempts counts the handler runs that failed so far.
 	attempts int
 	// inherited marks a record that an earlier owner of the partition

@@ -39,9 +39,14 @@ func (r *runner) run(b *runBatch) *ranRecords {
 		if !ok {
 			break
 		}
-		err := r.ctx.Err() // a cancelled generation runs nothing more
+		rec := b.records[i]
+		ctx := r.ctx
+		if rec.ctx != nil {
+			ctx = rec.ctx
+		}
+		err := ctx.Err() // a cancelled generation (or lost partition) runs nothing more
 		if err == nil {
-			err = r.handle(b.records[i])
+			err = r.handle(ctx, rec)
 		}
 		b.finish(i, err)
 		if err != nil {
@@ -57,14 +62,14 @@ func (r *runner) run(b *runBatch) *ranRecords {
 // max_handler_time (its context was cancelled).
 var ErrHandlerTimeout = errors.New("actors: handler exceeded max_handler_time")
 
-func (r *runner) handle(rec *Record) error {
+func (r *runner) handle(parent context.Context, rec *Record) error {
 	if r.maxTime <= 0 {
-		return safeHandle(r.ctx, r.handler, rec)
+		return safeHandle(parent, r.handler, rec)
 	}
-	ctx, cancel := context.WithTimeoutCause(r.ctx, r.maxTime, ErrHandlerTimeout)
+	ctx, cancel := context.WithTimeoutCause(parent, r.maxTime, ErrHandlerTimeout)
 	defer cancel()
 	err := safeHandle(ctx, r.handler, rec)
-	if err != nil && context.Cause(ctx) == ErrHandlerTimeout && r.ctx.Err() == nil {
+	if err != nil && context.Cause(ctx) == ErrHandlerTimeout && parent.Err() == nil {
 		err = fmt.Errorf("%w (%s): %w", ErrHandlerTimeout, r.maxTime, err)
 	}
 	return err
