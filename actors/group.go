@@ -14,6 +14,10 @@ import (
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 )
 
+// pauseAfter is how long a partition may lack credits before it is paused in
+// sarama.
+const pauseAfter = 100 * time.Millisecond
+
 // kafkaGroup is the client proxy's sarama side. It owns the sarama
 // ConsumerGroup and every goroutine around it: the join/consume loop, the
 // error drain, the committer, and sarama's ConsumeClaim goroutines. It tells
@@ -249,19 +253,37 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
 
 	msgs := claim.Messages()
+	// Out of credits, the claim first just waits: sarama's own back-pressure
+	// (a full channel) holds the partition, and short waits are the norm
+	// under load. Only a partition starved for pauseAfter is paused in sarama
+	// (so it is not fetched at all); from then on the claim reads what sarama
+	// had buffered into held — a cooperative revocation is announced only by
+	// Messages() closing, so a paused claim must keep reading it, and a paused
+	// partition gets no new data, so held costs no memory not already spent.
+	// (Pausing at once would not do: sarama naps 100 ms whenever every
+	// partition of a broker is paused.)
 	paused := false
-	// held are messages read while out of credits. A cooperative revocation
-	// is announced only by Messages() closing, so a paused claim must keep
-	// reading it; what it reads is what sarama had buffered before the pause
-	// (a paused partition is not fetched), so holding it costs no memory that
-	// was not already spent.
 	var held []*sarama.ConsumerMessage
+	starved := time.NewTimer(time.Hour)
+	starved.Stop()
+	defer starved.Stop()
 	for {
 		n := gt.take(g.maxBatch)
 		if n == 0 {
 			if !paused {
-				g.pause(tp)
-				paused = true
+				starved.Reset(pauseAfter)
+				select {
+				case <-gt.wake:
+					starved.Stop()
+				case <-starved.C:
+					g.pause(tp)
+					paused = true
+				case <-sess.Context().Done():
+					return g.release(sess, tp, epoch)
+				case <-g.abort:
+					return nil
+				}
+				continue
 			}
 			select {
 			case <-gt.wake:
