@@ -40,6 +40,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzScheduler -fuzztime 20s ./actors/schedule/
 	$(GO) test -run '^$$' -fuzz FuzzTracker -fuzztime 20s ./actors/watermark/
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 20s ./config/
+	$(GO) test -run '^$$' -fuzz 'FuzzDecode$$' -fuzztime 20s ./actors/offsetmeta/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeBody -fuzztime 20s ./actors/offsetmeta/
 
 clean:
 	rm -rf .bin .bench

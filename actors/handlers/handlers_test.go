@@ -294,12 +294,24 @@ func TestHTTPStatusClassification(t *testing.T) {
 		{http.StatusNotFound, false, true},
 		{http.StatusConflict, false, true},
 		{http.StatusUnprocessableEntity, false, true},
+		// A redirect is not followed (it would turn the POST into a GET
+		// without the record): it is a permanent failure.
+		{http.StatusMovedPermanently, false, true},
+		{http.StatusFound, false, true},
+		{http.StatusSeeOther, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
 			const body = "reason for the status"
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, _ = io.Copy(io.Discard, r.Body)
+				if tt.status >= 300 && tt.status < 400 {
+					w.Header().Set("Location", "/elsewhere") // answered 200 if followed
+				}
+				if r.Method != http.MethodPost {
+					w.WriteHeader(http.StatusOK)
+					return
+				}
 				w.WriteHeader(tt.status)
 				if tt.status != http.StatusNoContent {
 					_, _ = io.WriteString(w, "  "+body+"\n")

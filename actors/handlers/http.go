@@ -56,7 +56,12 @@ func NewHTTP(url string, timeout time.Duration, concurrency int) *HTTP {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = concurrency
 	tr.MaxIdleConnsPerHost = concurrency
-	return &HTTP{url: url, timeout: timeout, client: &http.Client{Transport: tr}}
+	return &HTTP{url: url, timeout: timeout, client: &http.Client{
+		Transport: tr,
+		// A redirect would be followed as a GET without the record: the
+		// 3xx itself is the answer (a permanent failure).
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
 }
 
 // Handle implements actors.Handler.
