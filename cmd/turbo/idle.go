@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,6 +23,11 @@ func waitIdle(ctx context.Context, k config.Kafka, consumers []config.Consumer, 
 	scfg := sarama.NewConfig()
 	scfg.Version, _ = sarama.ParseKafkaVersion(k.Version)
 	scfg.ClientID = k.ClientID + "-idle"
+	// Short timeouts: a call in flight when turbo stops must not hold the
+	// exit for sarama's default 30 s per attempt.
+	scfg.Net.DialTimeout, scfg.Net.ReadTimeout, scfg.Net.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
+	scfg.Metadata.Retry.Max = 1
+	scfg.Admin.Timeout = 5 * time.Second
 	var admin sarama.ClusterAdmin
 	var client sarama.Client
 	for {
@@ -39,30 +45,46 @@ func waitIdle(ctx context.Context, k config.Kafka, consumers []config.Consumer, 
 	}
 	defer admin.Close() // closes the client too
 
-	type target struct {
-		group   string
-		topic   string
-		part    int32
-		end     int64
-		settled bool
-	}
+	// The ends to reach; a topic just created may not have a leader yet, so
+	// a few failures are retried before --exit-on-idle gives up.
 	var targets []*target
+	for attempt := 1; ; attempt++ {
+		var err error
+		if targets, err = idleTargets(client, consumers); err == nil {
+			break
+		}
+		if attempt == 5 {
+			return err
+		}
+		log.Warn().Err(err).Msg("exit-on-idle: reading the partitions' end offsets; retrying")
+		if !sleepCtx(ctx, time.Second) {
+			return ctx.Err()
+		}
+	}
+	// A group that starts at the newest offset and has committed nothing
+	// has nothing to do on that partition.
 	for _, c := range consumers {
-		for _, topic := range c.Topics {
-			parts, err := client.Partitions(topic)
-			if err != nil {
-				return fmt.Errorf("exit-on-idle: partitions of %s: %w", topic, err)
+		if c.InitialOffset != config.OffsetNewest {
+			continue
+		}
+		parts := map[string][]int32{}
+		for _, tg := range targets {
+			if tg.group == c.Group {
+				parts[tg.topic] = append(parts[tg.topic], tg.part)
 			}
-			for _, p := range parts {
-				end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
-				if err != nil {
-					return fmt.Errorf("exit-on-idle: end offset of %s/%d: %w", topic, p, err)
-				}
-				start, err := client.GetOffset(topic, p, sarama.OffsetOldest)
-				if err != nil {
-					return fmt.Errorf("exit-on-idle: start offset of %s/%d: %w", topic, p, err)
-				}
-				targets = append(targets, &target{group: c.Group, topic: topic, part: p, end: end, settled: end <= start})
+		}
+		resp, err := admin.ListConsumerGroupOffsets(c.Group, parts)
+		if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
+			return fmt.Errorf("committed offsets of %s: %w", c.Group, err)
+		}
+		for _, tg := range targets {
+			if tg.group != c.Group {
+				continue
+			}
+			if resp == nil {
+				tg.settled = true
+			} else if b := resp.GetBlock(tg.topic, tg.part); b == nil || b.Offset < 0 {
+				tg.settled = true
 			}
 		}
 	}
@@ -107,6 +129,40 @@ func waitIdle(ctx context.Context, k config.Kafka, consumers []config.Consumer, 
 			return ctx.Err()
 		}
 	}
+}
+
+// target is a partition's end offset at start, which its group's committed
+// offset must reach.
+type target struct {
+	group   string
+	topic   string
+	part    int32
+	end     int64
+	settled bool
+}
+
+func idleTargets(client sarama.Client, consumers []config.Consumer) ([]*target, error) {
+	var targets []*target
+	for _, c := range consumers {
+		for _, topic := range c.Topics {
+			parts, err := client.Partitions(topic)
+			if err != nil {
+				return nil, fmt.Errorf("partitions of %s: %w", topic, err)
+			}
+			for _, p := range parts {
+				end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+				if err != nil {
+					return nil, fmt.Errorf("end offset of %s/%d: %w", topic, p, err)
+				}
+				start, err := client.GetOffset(topic, p, sarama.OffsetOldest)
+				if err != nil {
+					return nil, fmt.Errorf("start offset of %s/%d: %w", topic, p, err)
+				}
+				targets = append(targets, &target{group: c.Group, topic: topic, part: p, end: end, settled: end <= start})
+			}
+		}
+	}
+	return targets, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

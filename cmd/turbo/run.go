@@ -96,31 +96,42 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	log.Info().Int("consumers", len(consumers)).Strs("brokers", kafka.Brokers).Msg("turbo running")
 
 	start := time.Now()
-	idle := make(chan struct{})
+	idle := make(chan error, 1)
 	var bg sync.WaitGroup
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	if o.exitOnIdle {
 		bg.Go(func() {
-			if err := waitIdle(watchCtx, kafka, cfg.Consumers, log); err == nil {
-				close(idle)
+			if err := waitIdle(watchCtx, kafka, cfg.Consumers, log); watchCtx.Err() == nil {
+				idle <- err
 			}
 		})
 	}
 	status := newStatus(o.stderr, log, consumers)
 	bg.Go(func() { status.run(watchCtx) })
 
+	var idleErr error
 	select {
 	case <-ctx.Done():
 		log.Info().Msg("stopping: signal received")
-	case <-idle:
-		log.Info().Msg("stopping: everything consumed and committed")
+	case idleErr = <-idle:
+		if idleErr != nil {
+			log.Error().Err(idleErr).Msg("stopping: --exit-on-idle cannot judge progress")
+		} else {
+			log.Info().Msg("stopping: everything consumed and committed")
+		}
 	}
+	// Stop the consumers first: the watchers end with watchCtx, and the idle
+	// watcher's Kafka calls have short timeouts, but nothing waits for them
+	// before the consumers are stopped.
 	stopWatching()
-	bg.Wait()
 	err := stopAll()
+	bg.Wait()
 	status.summary(time.Since(start))
 	if err != nil {
 		return fmt.Errorf("stopping: %w", err)
+	}
+	if idleErr != nil {
+		return fmt.Errorf("--exit-on-idle: %w", idleErr)
 	}
 	return nil
 }
