@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/turbokafka/turbo/actors/offsetmeta"
 	"github.com/turbokafka/turbo/test/testkit"
 )
 
@@ -82,9 +84,35 @@ log: {level: warn, format: json}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond) // five commit intervals: the last completions are committed
-	if _, meta = testkit.CommittedMetadata(t, []string{addr}, group, topic, 0); metadataBytes > 0 {
-		t.Logf("committed offset 100 with %d bytes of metadata", len(meta))
+	if metadataBytes > 0 {
+		// Wait until the committed metadata covers every record the
+		// endpoint answered: then turbo has finished and committed them all.
+		covered := func() bool {
+			_, meta := testkit.CommittedMetadata(t, []string{addr}, group, topic, 0)
+			ranges, err := offsetmeta.Decode(100, meta)
+			if err != nil {
+				return false
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for off := range first {
+				n, _ := strconv.ParseInt(off, 10, 64)
+				if n < 100 {
+					continue
+				}
+				in := false
+				for _, r := range ranges {
+					in = in || (r.From <= n && n <= r.To)
+				}
+				if !in {
+					return false
+				}
+			}
+			return true
+		}
+		testkit.Eventually(t, 30*time.Second, "the commit metadata to cover every finished record", covered)
+		_, meta = testkit.CommittedMetadata(t, []string{addr}, group, topic, 0)
+		t.Logf("committed offset 100 with %d bytes of metadata covering every finished record", len(meta))
 	}
 	if err := run.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
