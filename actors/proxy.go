@@ -31,6 +31,7 @@ type heldPartition struct {
 	epoch     uint64
 	gate      *gate
 	committed int64 // latest offset marked, -1 if none
+	start     int64 // offset of the first record fetched, -1 before: where progress is counted from
 	meta      string
 	hwm       int64
 	ending    chan<- finalCommit
@@ -81,6 +82,9 @@ func (p *clientProxy) handleFetched(c actor.Context, m *claimFetched) {
 		return // a batch of an assignment that has ended
 	}
 	hp.hwm = m.hwm
+	if hp.start < 0 && len(m.records) > 0 {
+		hp.start = m.records[0].Offset
+	}
 	p.stats.fetched.Add(int64(len(m.records)))
 	p.stats.lastFetch.Store(time.Now().UnixNano())
 	p.updateLag()
@@ -111,9 +115,7 @@ func (p *clientProxy) handleCommit(m *commitOffsets) {
 func (p *clientProxy) mark(tp TopicPartition, hp *heldPartition, offset int64, meta string) bool {
 	switch {
 	case offset > hp.committed:
-		if hp.committed >= 0 {
-			p.stats.committed.Add(offset - hp.committed)
-		}
+		p.stats.committed.Add(offset - max(hp.committed, hp.start, 0))
 		if p.sess != nil {
 			// The group's committed offset may already be offset (a new
 			// assignment starts there): MarkOffset would ignore it, and
@@ -141,7 +143,7 @@ func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWrit
 }
 
 func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
-	p.parts[m.tp] = &heldPartition{epoch: m.epoch, gate: m.gate, committed: -1, hwm: -1}
+	p.parts[m.tp] = &heldPartition{epoch: m.epoch, gate: m.gate, committed: -1, start: -1, hwm: -1}
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.resizeGates()
 	p.log.Info().Str("partition", m.tp.String()).Msg("partition assigned")
@@ -190,8 +192,8 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 	if hp == nil || hp.epoch != epoch || hp.ending == nil {
 		return
 	}
-	if fc.ok && fc.offset > hp.committed && hp.committed >= 0 {
-		p.stats.committed.Add(fc.offset - hp.committed)
+	if fc.ok && fc.offset > hp.committed {
+		p.stats.committed.Add(fc.offset - max(hp.committed, hp.start, 0))
 	}
 	hp.ending <- fc // buffered: the claim goroutine may have given up waiting
 	hp.timeout()
@@ -205,8 +207,9 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 func (p *clientProxy) updateLag() {
 	var lag int64
 	for _, hp := range p.parts {
-		if hp.hwm >= 0 && hp.committed >= 0 && hp.hwm > hp.committed {
-			lag += hp.hwm - hp.committed
+		// Before the first commit, the lag counts from the first record read.
+		if from := max(hp.committed, hp.start); hp.hwm >= 0 && from >= 0 && hp.hwm > from {
+			lag += hp.hwm - from
 		}
 	}
 	p.stats.lag.Store(lag)

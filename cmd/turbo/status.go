@@ -74,6 +74,6 @@ func (s *status) run(ctx context.Context) {
 
 func (s *status) summary(elapsed time.Duration) {
 	t := s.total()
-	fmt.Fprintf(s.out, "turbo: processed %d records in %s (%.0f rec/s); failed %d, restarts %d, commits %d\n",
-		t.Processed, elapsed.Round(time.Millisecond), float64(t.Processed)/elapsed.Seconds(), t.Failed, t.Restarts, t.Commits)
+	fmt.Fprintf(s.out, "turbo: processed %d records in %s (%.0f rec/s); committed %d; failed attempts %d, retries %d, skipped %d, dead-lettered %d, restarts %d\n",
+		t.Processed, elapsed.Round(time.Millisecond), float64(t.Processed)/elapsed.Seconds(), t.Committed, t.Failed, t.Retries, t.Skipped, t.Dead, t.Restarts)
 }
