@@ -85,21 +85,21 @@ func Produce(ctx context.Context, o ProduceOptions) error {
 		return ctx.Err()
 	}
 
-	var tick *time.Ticker
-	perTick := o.Count
-	if o.Rate > 0 {
-		const interval = 10 * time.Millisecond
-		tick = time.NewTicker(interval)
-		defer tick.Stop()
-		perTick = max(1, int(o.Rate*interval.Seconds()))
-	}
+	// With a rate, record n is sent at start + n/rate.
+	start := time.Now()
+	pace := time.NewTimer(0)
+	defer pace.Stop()
 	sent := 0
 	for sent < o.Count {
-		if tick != nil && sent > 0 && sent%perTick == 0 {
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return abort()
+		if o.Rate > 0 {
+			due := start.Add(time.Duration(float64(sent) / o.Rate * float64(time.Second)))
+			if d := time.Until(due); d > 0 {
+				pace.Reset(d)
+				select {
+				case <-pace.C:
+				case <-ctx.Done():
+					return abort()
+				}
 			}
 		}
 		k := sent % o.Keys
