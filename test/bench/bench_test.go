@@ -70,6 +70,7 @@ func TestMain(m *testing.M) {
 	if len(results) > 0 {
 		report()
 	}
+	testkit.RemoveBinary()
 	os.Exit(code)
 }
 

@@ -25,6 +25,14 @@ var (
 	buildErr  error
 )
 
+// RemoveBinary deletes the binary Binary built, if any. Call it from
+// TestMain after m.Run.
+func RemoveBinary() {
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+}
+
 // Binary builds the turbo binary once per test binary run and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
