@@ -60,6 +60,9 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	if kafka.IsEmbedded() {
 		b, err := startEmbedded(ctx, cfg, log)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // a signal while seeding: nothing started, a clean stop
+			}
 			return err
 		}
 		defer b.Close()
