@@ -73,9 +73,6 @@ func Start(o Options) (*Broker, error) {
 // Addrs returns the broker's bootstrap addresses.
 func (b *Broker) Addrs() []string { return b.cluster.ListenAddrs() }
 
-// Cluster exposes the underlying kfake cluster (for fault injection in tests).
-func (b *Broker) Cluster() *kfake.Cluster { return b.cluster }
-
 // Close stops the broker. It is idempotent.
 func (b *Broker) Close() {
 	if b != nil && b.cluster != nil {

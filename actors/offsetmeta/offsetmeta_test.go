@@ -68,15 +68,6 @@ func fromOffsets(offsets []int64) []Range {
 	return rs
 }
 
-// countOffsets returns how many offsets the ranges cover.
-func countOffsets(rs []Range) int64 {
-	var n int64
-	for _, r := range rs {
-		n += r.To - r.From + 1
-	}
-	return n
-}
-
 // scattered returns n distinct random offsets in committed+1..committed+window,
 // ascending.
 func scattered(rng *rand.Rand, committed int64, n, window int) []int64 {

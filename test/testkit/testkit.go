@@ -6,7 +6,6 @@ package testkit
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -145,9 +144,6 @@ func adminFor(t testing.TB, brokers []string) (sarama.ClusterAdmin, sarama.Clien
 	}
 	return admin, client
 }
-
-// Describe formats offsets for failure messages.
-func Describe(m map[int32]int64) string { return fmt.Sprint(m) }
 
 // ReadTopic reads every record of topic (all partitions, from the oldest)
 // until want records arrived or the timeout passes, and fails the test then.
