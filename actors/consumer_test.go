@@ -554,7 +554,10 @@ func TestStuckRecordBoundsTheWatermarkWindow(t *testing.T) {
 		}
 		return ledger.Handle(ctx, rec)
 	})
-	c := r.consumer("window", func(c *config.Consumer) { c.Concurrency = 4 })
+	c := r.consumer("window", func(c *config.Consumer) {
+		c.Concurrency = 4
+		c.MaxBuffered = 100
+	})
 	cons := r.start(c, h)
 	// key-0's later records wait behind offset 0; the other keys finish
 	// until the window is full. Reading must then stop well short of 3,000.
@@ -568,8 +571,10 @@ func TestStuckRecordBoundsTheWatermarkWindow(t *testing.T) {
 		}
 		return stable
 	})
-	if f := cons.Stats().Fetched; f > 500+512+64 {
-		t.Errorf("%d records read with a window of 500 behind a stuck record", f)
+	// The hold is decided when the offset controller tracks a batch, so up
+	// to the partition's credits (the budget, 104) may be on their way then.
+	if f := cons.Stats().Fetched; f > 500+104+64 {
+		t.Errorf("%d records read with a window of 500 and a budget of 104 behind a stuck record", f)
 	}
 	close(release)
 	r.waitCommitted(c.Group, 60*time.Second)
