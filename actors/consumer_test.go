@@ -227,6 +227,14 @@ func TestBlockedKeyDoesNotStallOtherPartitions(t *testing.T) {
 	if s.InFlight+s.Buffered > int64(c.Concurrency+c.MaxBuffered) {
 		t.Errorf("in flight %d + buffered %d exceed the budget %d", s.InFlight, s.Buffered, c.Concurrency+c.MaxBuffered)
 	}
+	// Health reports judge a stuck handler by the oldest call still running,
+	// and polling by the group session.
+	if s.Oldest.IsZero() || time.Since(s.Oldest) < time.Since(s.LastFetch)/2 {
+		t.Errorf("oldest handler call began %v, want the blocked key's (running since before the last fetch %v)", s.Oldest, s.LastFetch)
+	}
+	if time.Since(s.LastPoll) > 5*time.Second {
+		t.Errorf("last poll %v: want a live session", s.LastPoll)
+	}
 	if rep := ledger.Report(); rep.Overlaps != 0 || rep.OrderViolations != 0 || rep.Duplicates != 0 {
 		t.Errorf("ledger %+v, want no overlap, order violation or duplicate", rep)
 	}
@@ -334,6 +342,9 @@ func TestRebalanceHandoverKeepsKeysApart(t *testing.T) {
 	testkit.Eventually(t, 60*time.Second, "both members to hold partitions", func() bool {
 		return cb.Stats().Assigned > 0 && ca.Stats().Assigned > 0 && ca.Stats().Assigned+cb.Stats().Assigned == 8
 	})
+	if s := ca.Stats(); s.Moves != 8+(8-s.Assigned) {
+		t.Errorf("member a counted %d partition moves, want 8 gained + %d handed to b", s.Moves, 8-s.Assigned)
+	}
 	r.waitCommitted(c.Group, 60*time.Second)
 	rep := shared.Report()
 	if rep.Distinct != 1600 {

@@ -167,7 +167,7 @@ func (co *coordinator) spawnRunners(c actor.Context) {
 	co.pids = make([]*actor.PID, co.runners)
 	co.batches = make([]*runBatch, co.runners)
 	for i := range co.runners {
-		r := &runner{id: i, ctx: co.ctx, handler: co.handler, maxTime: co.maxTime}
+		r := &runner{id: i, ctx: co.ctx, handler: co.handler, maxTime: co.maxTime, since: co.stats.handlerClock(i)}
 		co.pids[i] = c.Spawn(co.props(r))
 		co.idle = append(co.idle, i)
 	}

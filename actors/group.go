@@ -35,6 +35,7 @@ type kafkaGroup struct {
 	dlqTopic   string        // "" without a dead-letter topic
 	readMeta   bool          // skip what the commit metadata says finished
 	auxQueue   int           // dead letters that may wait for the producer
+	stats      *Stats        // sessions, for health reports
 
 	ctx       context.Context // cancelled to leave the group gracefully
 	cancel    context.CancelFunc
@@ -72,6 +73,7 @@ func (g *kafkaGroup) kill() {
 
 func (g *kafkaGroup) run() {
 	defer close(g.done)
+	defer g.stats.sessionEnded()
 	group, err := g.connect()
 	if err != nil {
 		g.send(&groupStopped{})
@@ -234,12 +236,16 @@ func (g *kafkaGroup) resume(tp TopicPartition) {
 
 // Setup implements sarama.ConsumerGroupHandler.
 func (g *kafkaGroup) Setup(sess sarama.ConsumerGroupSession) error {
+	g.stats.sessionStarted()
 	g.send(&sessionStarted{sess: sess})
 	return nil
 }
 
 // Cleanup implements sarama.ConsumerGroupHandler.
-func (g *kafkaGroup) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (g *kafkaGroup) Cleanup(sarama.ConsumerGroupSession) error {
+	g.stats.sessionEnded()
+	return nil
+}
 
 // ConsumeClaim implements sarama.ConsumerGroupHandler: it reads the
 // partition within its credits, forwards batches to the proxy, and on

@@ -145,6 +145,7 @@ func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWrit
 func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
 	p.parts[m.tp] = &heldPartition{epoch: m.epoch, gate: m.gate, committed: -1, start: -1, hwm: -1}
 	p.stats.assigned.Store(int64(len(p.parts)))
+	p.stats.moves.Add(1)
 	p.resizeGates()
 	p.log.Info().Str("partition", m.tp.String()).Msg("partition assigned")
 	c.Send(c.Parent(), &partitionAssigned{tp: m.tp, epoch: m.epoch})
@@ -199,6 +200,7 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 	hp.timeout()
 	delete(p.parts, tp)
 	p.stats.assigned.Store(int64(len(p.parts)))
+	p.stats.moves.Add(1)
 	p.resizeGates()
 	p.updateLag()
 	p.log.Info().Str("partition", tp.String()).Int64("committed", fc.offset).Msg("partition released")

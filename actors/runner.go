@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,6 +21,7 @@ type runner struct {
 	ctx     context.Context
 	handler Handler
 	maxTime time.Duration // max_handler_time; 0 = unlimited
+	since   *atomic.Int64 // when the current handler call began (unix ns), 0 when idle: see Stats
 }
 
 func (r *runner) Receive(c actor.Context) {
@@ -63,6 +65,8 @@ func (r *runner) run(b *runBatch) *ranRecords {
 var ErrHandlerTimeout = errors.New("actors: handler exceeded max_handler_time")
 
 func (r *runner) handle(parent context.Context, rec *Record) error {
+	r.since.Store(time.Now().UnixNano())
+	defer r.since.Store(0)
 	if r.maxTime <= 0 {
 		return safeHandle(parent, r.handler, rec)
 	}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -24,6 +25,49 @@ type Stats struct {
 	skipped   atomic.Int64
 	dead      atomic.Int64
 	inherited atomic.Int64
+	moves     atomic.Int64
+	inSession atomic.Bool
+	lastPoll  atomic.Int64 // unix nanoseconds: when the group session last ended
+
+	mu      sync.Mutex
+	running []*atomic.Int64 // per runner: when its current handler call began (unix ns), 0 when idle
+}
+
+// handlerClock returns runner id's slot for the start of its handler calls.
+// Runners of every generation share the slots of the same id.
+func (s *Stats) handlerClock(id int) *atomic.Int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.running) <= id {
+		s.running = append(s.running, new(atomic.Int64))
+	}
+	return s.running[id]
+}
+
+// sessionStarted and sessionEnded follow the consumer group's sessions.
+func (s *Stats) sessionStarted() { s.inSession.Store(true) }
+
+func (s *Stats) sessionEnded() {
+	if s.inSession.Swap(false) {
+		s.lastPoll.Store(time.Now().UnixNano())
+	}
+}
+
+// oldestHandler returns when the longest-running handler call began, or the
+// zero time when no handler runs.
+func (s *Stats) oldestHandler() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var oldest int64
+	for _, r := range s.running {
+		if ns := r.Load(); ns != 0 && (oldest == 0 || ns < oldest) {
+			oldest = ns
+		}
+	}
+	if oldest == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, oldest)
 }
 
 // Snapshot is a point-in-time copy of Stats.
@@ -43,13 +87,21 @@ type Snapshot struct {
 	Lag       int64     // records behind the partitions' high watermarks, by committed offset
 	Assigned  int64     // partitions held now
 	LastFetch time.Time // when records last arrived from Kafka (zero if never)
+	Moves     int64     // partitions gained or handed over: unchanged while the assignment is
+	LastPoll  time.Time // now while in a group session; else when the last one ended (zero if never)
+	Oldest    time.Time // when the longest-running handler call began (zero if none runs)
 }
 
 // Snapshot returns the current values.
 func (s *Stats) Snapshot() Snapshot {
-	var last time.Time
+	var last, poll time.Time
 	if ns := s.lastFetch.Load(); ns != 0 {
 		last = time.Unix(0, ns)
+	}
+	if s.inSession.Load() {
+		poll = time.Now()
+	} else if ns := s.lastPoll.Load(); ns != 0 {
+		poll = time.Unix(0, ns)
 	}
 	return Snapshot{
 		Fetched:   s.fetched.Load(),
@@ -67,14 +119,23 @@ func (s *Stats) Snapshot() Snapshot {
 		Lag:       s.lag.Load(),
 		Assigned:  s.assigned.Load(),
 		LastFetch: last,
+		Moves:     s.moves.Load(),
+		LastPoll:  poll,
+		Oldest:    s.oldestHandler(),
 	}
 }
 
 // Add returns the sum of two snapshots (for totals over several consumers).
 func (a Snapshot) Add(b Snapshot) Snapshot {
-	last := a.LastFetch
-	if b.LastFetch.After(last) {
-		last = b.LastFetch
+	last := later(a.LastFetch, b.LastFetch)
+	oldest := a.Oldest
+	if oldest.IsZero() || (!b.Oldest.IsZero() && b.Oldest.Before(oldest)) {
+		oldest = b.Oldest
+	}
+	// The least recent poll of the two: a node polls only if all its consumers do.
+	poll := a.LastPoll
+	if poll.IsZero() || (!b.LastPoll.IsZero() && b.LastPoll.Before(poll)) {
+		poll = b.LastPoll
 	}
 	return Snapshot{
 		Fetched:   a.Fetched + b.Fetched,
@@ -92,5 +153,15 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		Lag:       a.Lag + b.Lag,
 		Assigned:  a.Assigned + b.Assigned,
 		LastFetch: last,
+		Moves:     a.Moves + b.Moves,
+		LastPoll:  poll,
+		Oldest:    oldest,
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -50,6 +50,7 @@ func (s *treeSpec) newProxy() *clientProxy {
 			dlqTopic:   dlqTopic(s.consumer),
 			readMeta:   s.consumer.CommitMetadataBytes > 0,
 			auxQueue:   budget + s.consumer.Concurrency,
+			stats:      s.stats,
 		},
 		budget:        budget,
 		revokeTimeout: s.shutdownTimeout,
