@@ -13,6 +13,8 @@ type Config struct {
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
 	// Log configures the process logger.
 	Log Log `mapstructure:"log"`
+	// Swarm configures `turbo swarm`; `turbo run` ignores it.
+	Swarm Swarm `mapstructure:"swarm"`
 }
 
 // EmbeddedBroker is the broker address that, as the only entry of
@@ -228,6 +230,7 @@ func Default() Config {
 		},
 		ShutdownTimeout: 30 * time.Second,
 		Log:             Log{Level: LogInfo, Format: LogConsole},
+		Swarm:           DefaultSwarm(),
 	}
 }
 

@@ -117,6 +117,7 @@ func fullWant() *Config {
 		},
 		ShutdownTimeout: time.Minute,
 		Log:             Log{Level: LogDebug, Format: LogJSON},
+		Swarm:           DefaultSwarm(),
 	}
 }
 

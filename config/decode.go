@@ -44,6 +44,14 @@ func decode(raw map[string]any, c *Config) error {
 
 func decodeValue(key string, raw any, dst reflect.Value) error {
 	t := dst.Type()
+	if t == byteSizeType {
+		b, err := toByteSize(raw)
+		if err != nil {
+			return fieldErr(key, err.Error())
+		}
+		dst.SetInt(int64(b))
+		return nil
+	}
 	if t == durationType {
 		d, err := toDuration(raw)
 		if err != nil {

@@ -161,6 +161,9 @@ func toRaw(v reflect.Value) any {
 	if v.Type() == durationType {
 		return time.Duration(v.Int()).String()
 	}
+	if v.Type() == byteSizeType {
+		return ByteSize(v.Int()).String()
+	}
 	switch v.Kind() {
 	case reflect.Struct:
 		m := map[string]any{}

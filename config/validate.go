@@ -29,7 +29,7 @@ const (
 
 // Validate checks the configuration and returns its first problem as a
 // *FieldError naming the key, checking kafka, then the consumers in order,
-// then shutdown_timeout, then log. It does not modify c: call ApplyDefaults
+// then shutdown_timeout, then log, then swarm. It does not modify c: call ApplyDefaults
 // first on a configuration built in code with empty groups.
 func (c *Config) Validate() error {
 	if err := c.Kafka.validate(); err != nil {
@@ -56,7 +56,10 @@ func (c *Config) Validate() error {
 	if err := oneOf("log.level", c.Log.Level, LogDebug, LogInfo, LogWarn, LogError); err != nil {
 		return err
 	}
-	return oneOf("log.format", c.Log.Format, LogConsole, LogJSON)
+	if err := oneOf("log.format", c.Log.Format, LogConsole, LogJSON); err != nil {
+		return err
+	}
+	return c.Swarm.validate()
 }
 
 func (k *Kafka) validate() error {

@@ -1,0 +1,162 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Swarm configures `turbo swarm`: a supervisor process running several node
+// processes of the same application and keeping them healthy.
+type Swarm struct {
+	// Nodes is how many node processes run; `--nodes` overrides it.
+	Nodes int `mapstructure:"nodes"`
+	// NodeReportInterval is how often each node reports its health.
+	NodeReportInterval time.Duration `mapstructure:"node_report_interval"`
+	// NodeReportTimeout is the silence after which a node counts as hung.
+	// It must be larger than NodeReportInterval.
+	NodeReportTimeout time.Duration `mapstructure:"node_report_timeout"`
+	// NodeRestartTimeout is the delay before an exited node starts again.
+	NodeRestartTimeout time.Duration `mapstructure:"node_restart_timeout"`
+	// SupervisionInterval is how often silence and memory are checked
+	// (exits wake the supervisor at once).
+	SupervisionInterval time.Duration `mapstructure:"supervision_interval"`
+	// MaxRestarts node restarts are allowed within RestartWindow; one more
+	// stops every node and the supervisor exits 1.
+	MaxRestarts   int           `mapstructure:"max_restarts"`
+	RestartWindow time.Duration `mapstructure:"restart_window"`
+	// MemoryLimit is the resident memory a node may use (0 = no limit):
+	// above it for three samples in a row, the node is restarted.
+	MemoryLimit ByteSize `mapstructure:"memory_limit"`
+	// LivenessListen is an address (host:port) serving GET /healthz and
+	// GET /status; empty disables it.
+	LivenessListen string `mapstructure:"liveness_listen"`
+}
+
+// DefaultSwarm returns the swarm defaults.
+func DefaultSwarm() Swarm {
+	return Swarm{
+		Nodes:               3,
+		NodeReportInterval:  10 * time.Second,
+		NodeReportTimeout:   60 * time.Second,
+		NodeRestartTimeout:  5 * time.Second,
+		SupervisionInterval: time.Second,
+		MaxRestarts:         10,
+		RestartWindow:       5 * time.Minute,
+	}
+}
+
+// MaxNodes bounds Swarm.Nodes: far more than two cores want, far fewer than
+// would exhaust process or file limits by accident.
+const MaxNodes = 256
+
+func (s *Swarm) validate() error {
+	if s.Nodes < 1 || s.Nodes > MaxNodes {
+		return fieldErr("swarm.nodes", fmt.Sprintf("must be between 1 and %d (got %d)", MaxNodes, s.Nodes))
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"swarm.node_report_interval", s.NodeReportInterval},
+		{"swarm.node_report_timeout", s.NodeReportTimeout},
+		{"swarm.supervision_interval", s.SupervisionInterval},
+		{"swarm.restart_window", s.RestartWindow},
+	} {
+		if err := positive(d.key, d.v); err != nil {
+			return err
+		}
+	}
+	if s.NodeReportTimeout <= s.NodeReportInterval {
+		return fieldErr("swarm.node_report_timeout", fmt.Sprintf("must be larger than swarm.node_report_interval (%s), got %s", s.NodeReportInterval, s.NodeReportTimeout))
+	}
+	if s.NodeRestartTimeout < 0 {
+		return fieldErr("swarm.node_restart_timeout", fmt.Sprintf("must not be negative (got %s)", s.NodeRestartTimeout))
+	}
+	if s.MaxRestarts < 0 {
+		return fieldErr("swarm.max_restarts", fmt.Sprintf("must not be negative (got %d)", s.MaxRestarts))
+	}
+	if s.MemoryLimit != 0 && s.MemoryLimit < minMemoryLimit {
+		return fieldErr("swarm.memory_limit", fmt.Sprintf("must be 0 (off) or at least %s (got %s)", minMemoryLimit, s.MemoryLimit))
+	}
+	return nil
+}
+
+// minMemoryLimit is below what a node needs just to start: a smaller limit
+// is surely a unit mistake (512 instead of 512MiB).
+const minMemoryLimit = 16 * MiB
+
+// ByteSize is an amount of memory in bytes. In a file it is a number of bytes
+// or a number with a unit: B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB
+// (powers of 1024), e.g. 512MiB.
+type ByteSize int64
+
+// Byte size units.
+const (
+	KiB ByteSize = 1 << 10
+	MiB ByteSize = 1 << 20
+	GiB ByteSize = 1 << 30
+)
+
+var byteSizeType = reflect.TypeFor[ByteSize]()
+
+var byteUnits = []struct {
+	suffix string
+	size   ByteSize
+}{ // longest suffixes first, so "MiB" is not read as "B"
+	{"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB},
+	{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
+	{"B", 1},
+}
+
+// ParseByteSize parses a byte size such as "512MiB", "1.5GB" or "1048576".
+func ParseByteSize(s string) (ByteSize, error) {
+	t := strings.TrimSpace(s)
+	unit := ByteSize(1)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(t, u.suffix) {
+			t, unit = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.size
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n < 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+		return 0, fmt.Errorf("cannot parse %s as a size: use bytes or a unit, e.g. 512MiB", quoteValue(s))
+	}
+	v := n * float64(unit)
+	if v >= math.MaxInt64 {
+		return 0, fmt.Errorf("%s is too large", quoteValue(s))
+	}
+	return ByteSize(v), nil
+}
+
+// String formats the size with the largest binary unit that divides it.
+func (b ByteSize) String() string {
+	for _, u := range []struct {
+		suffix string
+		size   ByteSize
+	}{{"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}} {
+		if b != 0 && b%u.size == 0 {
+			return strconv.FormatInt(int64(b/u.size), 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(int64(b), 10) + "B"
+}
+
+func toByteSize(raw any) (ByteSize, error) {
+	switch v := raw.(type) {
+	case string:
+		return ParseByteSize(v)
+	case int, int64, uint64:
+		n, err := toInt(v)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("expected a size such as 512MiB, got %v", v)
+		}
+		return ByteSize(n), nil
+	default:
+		return 0, fmt.Errorf("expected a size such as 512MiB, got %s", describe(raw))
+	}
+}
