@@ -5,7 +5,7 @@ PKGS     := ./...
 # The whole suite, race detector on, must stay far below CI's limit.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build run test vet fmt-check bench bench-quick fuzz clean
+.PHONY: all build run test vet fmt-check proto proto-check bench bench-quick fuzz clean
 
 all: build
 
@@ -26,6 +26,14 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## proto: regenerate the Go code of proto/*.proto (protoc comes from Maven Central).
+proto:
+	bash proto/gen.sh
+
+## proto-check: fail when the committed generated code is not current.
+proto-check:
+	bash proto/gen.sh --check
 
 ## bench: turbo's pipeline against plain sarama on the same topic, same run.
 bench:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/turbokafka/turbo/config"
 )
 
 var errHelp = errors.New("help shown")
@@ -43,4 +45,34 @@ func (l *listFlag) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// selection is the consumer and topic filters shared by run and swarm.
+type selection struct{ incC, excC, incT, excT listFlag }
+
+func addSelectionFlags(fs *flag.FlagSet) *selection {
+	s := &selection{}
+	fs.Var(&s.incC, "include-consumers", "run only these consumers (comma-separated names)")
+	fs.Var(&s.excC, "exclude-consumers", "do not run these consumers")
+	fs.Var(&s.incT, "include-topics", "consume only these topics")
+	fs.Var(&s.excT, "exclude-topics", "do not consume these topics")
+	return s
+}
+
+func (s *selection) apply(cfg *config.Config) error {
+	return cfg.Select(s.incC, s.excC, s.incT, s.excT)
+}
+
+// args returns the flags that reproduce the selection (for swarm nodes).
+func (s *selection) args() []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		l    listFlag
+	}{{"include-consumers", s.incC}, {"exclude-consumers", s.excC}, {"include-topics", s.incT}, {"exclude-topics", s.excT}} {
+		if len(f.l) > 0 {
+			out = append(out, "--"+f.name, f.l.String())
+		}
+	}
+	return out
 }

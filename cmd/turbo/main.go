@@ -3,6 +3,7 @@
 // Subcommands:
 //
 //	run      consume as configured, until a signal (or --exit-on-idle)
+//	swarm    run N node processes of `run` under a supervisor (Linux)
 //	dev      run the embedded Kafka-protocol broker alone
 //	produce  write keyed demo records
 //
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/turbokafka/turbo/config"
@@ -34,6 +36,7 @@ const usage = `usage: turbo <command> [flags]
 commands:
   run      --config FILE [--include-consumers a,b] [--exclude-consumers c]
            [--include-topics t] [--exclude-topics t] [--exit-on-idle]
+  swarm    --config FILE [--nodes N] [the include/exclude flags of run]
   dev      [--listen 127.0.0.1:9092] [--data-dir DIR] [--partitions 8]
   produce  --brokers HOST:PORT[,..] --topic T --count N [--keys K] [--rate R]
 
@@ -50,9 +53,15 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	// The first signal asks for a graceful stop; the second exits at once.
+	// The first signal asks for a graceful stop; the second exits at once
+	// (a swarm supervisor first kills its nodes).
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if args[0] == "swarm" {
+		signal.Notify(sigs, syscall.SIGQUIT)
+	}
+	var onSecond atomic.Pointer[func()]
+	setOnSecond := func(f func()) { onSecond.Store(&f) }
 	defer signal.Stop(sigs)
 	ctx, cancel := context.WithCancel(context.Background())
 	finished := make(chan struct{})
@@ -71,6 +80,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		cancel()
 		select {
 		case <-sigs:
+			if f := onSecond.Load(); f != nil {
+				fmt.Fprintln(stderr, "turbo: second signal, killing every node")
+				(*f)()
+				return
+			}
 			fmt.Fprintln(stderr, "turbo: second signal, exiting now")
 			os.Exit(exitFailure)
 		case <-finished:
@@ -81,6 +95,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		err = cmdRun(ctx, args[1:], stdout, stderr)
+	case "swarm":
+		err = cmdSwarm(ctx, args[1:], stderr, setOnSecond)
 	case "dev":
 		err = cmdDev(ctx, args[1:], stdout, stderr)
 	case "produce":

@@ -15,16 +15,13 @@ import (
 	"github.com/turbokafka/turbo/actors/embedded"
 	"github.com/turbokafka/turbo/actors/handlers"
 	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/supervisor"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
 	cfgPath := fs.String("config", "", "configuration `file` (.yaml, .json or .toml)")
-	var incC, excC, incT, excT listFlag
-	fs.Var(&incC, "include-consumers", "run only these consumers (comma-separated names)")
-	fs.Var(&excC, "exclude-consumers", "do not run these consumers")
-	fs.Var(&incT, "include-topics", "consume only these topics")
-	fs.Var(&excT, "exclude-topics", "do not consume these topics")
+	sel := addSelectionFlags(fs)
 	exitOnIdle := fs.Bool("exit-on-idle", false, "process what the topics hold now, commit, and exit 0")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -36,12 +33,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if err := cfg.Select(incC, excC, incT, excT); err != nil {
+	if err := sel.apply(cfg); err != nil {
+		return err
+	}
+	node, err := nodeFromEnv(cfg)
+	if err != nil {
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
+	if node != nil {
+		log = log.With().Int("node", node.node.Index).Logger()
+	}
 	sarama.Logger = saramaLogger{log: log.With().Str("component", "sarama").Logger()}
-	return run(ctx, cfg, runOptions{exitOnIdle: *exitOnIdle, stdout: stdout, stderr: stderr, log: log})
+	return run(ctx, cfg, runOptions{exitOnIdle: *exitOnIdle, stdout: stdout, stderr: stderr, log: log, node: node})
 }
 
 type runOptions struct {
@@ -49,6 +53,7 @@ type runOptions struct {
 	stdout     io.Writer
 	stderr     io.Writer
 	log        zerolog.Logger
+	node       *nodeRun // set when a swarm supervisor started this process
 }
 
 // run starts every configured consumer and stops them in order when ctx ends
@@ -67,6 +72,20 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		}
 		defer b.Close()
 		kafka.Brokers = b.Addrs()
+	}
+
+	// A node joins its supervisor before consuming: the join's hook is where
+	// user code creates its connections, and from here on the node reports.
+	var lost <-chan struct{}
+	if n := o.node; n != nil {
+		link, err := n.node.Join(supervisor.NodeOptions{
+			Version: version, Interval: cfg.Swarm.NodeReportInterval, Report: n.report, Log: log,
+		})
+		if err != nil {
+			return err
+		}
+		defer link.Close()
+		lost = link.Lost()
 	}
 
 	sys := actors.NewSystem(log)
@@ -91,6 +110,9 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 			})
 			if err == nil {
 				consumers = append(consumers, c)
+				if o.node != nil {
+					o.node.add(c)
+				}
 				continue
 			}
 		}
@@ -109,13 +131,16 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 			}
 		})
 	}
-	status := newStatus(o.stderr, log, consumers)
+	status := newStatus(o.stderr, log, consumers, o.node == nil)
 	bg.Go(func() { status.run(watchCtx) })
 
-	var idleErr error
+	var idleErr, stopErr error
 	select {
 	case <-ctx.Done():
 		log.Info().Msg("stopping: signal received")
+	case <-lost:
+		log.Warn().Msg("stopping: the swarm supervisor is gone")
+		stopErr = errSupervisorGone
 	case idleErr = <-idle:
 		if idleErr != nil {
 			log.Error().Err(idleErr).Msg("stopping: --exit-on-idle cannot judge progress")
@@ -136,7 +161,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	if idleErr != nil {
 		return fmt.Errorf("--exit-on-idle: %w", idleErr)
 	}
-	return nil
+	return stopErr
 }
 
 func startEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*embedded.Broker, error) {

@@ -20,8 +20,10 @@ type status struct {
 	tty       bool
 }
 
-func newStatus(out io.Writer, log zerolog.Logger, consumers []*actors.Consumer) *status {
-	return &status{out: out, log: log, consumers: consumers, tty: isTerminal(out)}
+// newStatus draws a live line only when live and out is a terminal: swarm
+// nodes share their supervisor's terminal, so they log instead.
+func newStatus(out io.Writer, log zerolog.Logger, consumers []*actors.Consumer, live bool) *status {
+	return &status{out: out, log: log, consumers: consumers, tty: live && isTerminal(out)}
 }
 
 func isTerminal(w io.Writer) bool {

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/proto/swarmpb"
+	"github.com/turbokafka/turbo/supervisor"
+)
+
+// version is reported by nodes in their hello.
+const version = "0.1.0"
+
+// cmdSwarm runs the supervisor: it re-executes this binary as `turbo run`
+// once per node and keeps the nodes healthy. It never connects to Kafka.
+func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSignal func(func())) error {
+	fs := newFlags("swarm", stderr)
+	cfgPath := fs.String("config", "", "configuration `file` (.yaml, .json or .toml)")
+	nodes := fs.Int("nodes", 0, "node processes to run (overrides swarm.nodes)")
+	sel := addSelectionFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *cfgPath == "" {
+		return fmt.Errorf("%w: --config is required", errUsage)
+	}
+	cfg, err := config.Load(*cfgPath, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	if err := sel.apply(cfg); err != nil {
+		return err
+	}
+	nodesSet := false
+	fs.Visit(func(f *flag.Flag) { nodesSet = nodesSet || f.Name == "nodes" })
+	if nodesSet {
+		if *nodes < 1 || *nodes > config.MaxNodes {
+			return fmt.Errorf("%w: --nodes must be between 1 and %d (got %d)", errUsage, config.MaxNodes, *nodes)
+		}
+		cfg.Swarm.Nodes = *nodes
+	}
+	if cfg.Kafka.IsEmbedded() {
+		return fmt.Errorf("%w: kafka.brokers: [%s] would start a separate broker in every node; a swarm needs a shared Kafka (e.g. `turbo dev`)",
+			config.ErrInvalid, config.EmbeddedBroker)
+	}
+	if err := supervisor.Supported(); err != nil {
+		return fmt.Errorf("%w: %w (turbo run works here)", errUsage, err)
+	}
+	log := newLogger(cfg.Log, stderr).With().Str("component", "swarm").Logger()
+	sup, err := supervisor.New(supervisor.Options{
+		Swarm:           cfg.Swarm,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Args:            append([]string{"run", "--config", *cfgPath}, sel.args()...),
+		Log:             log,
+	})
+	if err != nil {
+		return err
+	}
+	onSecondSignal(sup.Kill)
+	return sup.Run(ctx)
+}
+
+// nodeRun is the swarm side of a `turbo run` started by a supervisor.
+type nodeRun struct {
+	node    supervisor.Node
+	cfg     *config.Config
+	started time.Time
+
+	mu        sync.Mutex
+	consumers []*actors.Consumer
+}
+
+// nodeFromEnv returns the node identity when a supervisor started this
+// process, and gives the node its stable static-membership id.
+func nodeFromEnv(cfg *config.Config) (*nodeRun, error) {
+	n, ok, err := supervisor.NodeFromEnv(os.LookupEnv)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if cfg.Kafka.GroupInstanceID != "" {
+		// Stable across the node's restarts, distinct between nodes: a node
+		// back within the session timeout keeps its partitions.
+		cfg.Kafka.GroupInstanceID += "-" + strconv.Itoa(n.Index)
+	}
+	return &nodeRun{node: n, cfg: cfg, started: time.Now()}, nil
+}
+
+func (n *nodeRun) add(c *actors.Consumer) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.consumers = append(n.consumers, c)
+}
+
+func (n *nodeRun) report() *swarmpb.Report {
+	n.mu.Lock()
+	health := make([]supervisor.ConsumerHealth, len(n.consumers))
+	for i, c := range n.consumers {
+		health[i] = supervisor.ConsumerHealth{Stats: c.Stats(), MaxHandlerTime: n.cfg.Consumers[i].MaxHandlerTime}
+	}
+	n.mu.Unlock()
+	return supervisor.BuildReport(time.Now(), n.started, health, supervisor.HealthLimits{
+		PollStall: n.cfg.Swarm.NodeReportTimeout, Grace: n.cfg.ShutdownTimeout,
+	})
+}
+
+var errSupervisorGone = errors.New("the swarm supervisor is gone")

@@ -1,0 +1,199 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// healthServer is the supervisor's end of the health protocol: a unix stream
+// socket in a fresh private directory that accepts only connections whose
+// peer is one of the live nodes, and turns their frames into events.
+type healthServer struct {
+	dir    string
+	path   string
+	ln     *net.UnixListener
+	log    zerolog.Logger
+	events chan<- event
+	quit   <-chan struct{} // closed when the control loop stops listening
+	hello  time.Duration   // how long a new connection has to say hello
+
+	mu    sync.Mutex
+	nodes map[int]int // live node pid → index
+	conns map[int]net.Conn
+	wg    sync.WaitGroup
+}
+
+func listenHealth(log zerolog.Logger, events chan<- event, quit <-chan struct{}, hello time.Duration) (*healthServer, error) {
+	dir, err := os.MkdirTemp("", "turbo-swarm-")
+	if err != nil {
+		return nil, fmt.Errorf("health socket directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("health socket directory: %w", err)
+	}
+	path := filepath.Join(dir, "health.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("health socket: %w", err)
+	}
+	h := &healthServer{
+		dir: dir, path: path, ln: ln, log: log, events: events, quit: quit, hello: hello,
+		nodes: map[int]int{}, conns: map[int]net.Conn{},
+	}
+	h.wg.Add(1)
+	go h.accept()
+	return h, nil
+}
+
+// admit and forget keep the set of PIDs allowed to connect; forget also
+// closes the connection of a node that has been reaped.
+func (h *healthServer) admit(pid, index int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nodes[pid] = index
+}
+
+func (h *healthServer) forget(pid int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.nodes, pid)
+	if c := h.conns[pid]; c != nil {
+		c.Close()
+		delete(h.conns, pid)
+	}
+}
+
+// close stops accepting, closes every connection, waits for every goroutine
+// and removes the directory.
+func (h *healthServer) close() {
+	h.ln.Close()
+	h.mu.Lock()
+	for pid, c := range h.conns {
+		c.Close()
+		delete(h.conns, pid)
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+	os.RemoveAll(h.dir)
+}
+
+func (h *healthServer) accept() {
+	defer h.wg.Done()
+	for {
+		c, err := h.ln.AcceptUnix()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				h.log.Error().Err(err).Msg("health socket accept failed; no more reports")
+			}
+			return
+		}
+		pid, err := peerPID(c)
+		if err != nil {
+			h.log.Warn().Err(err).Msg("health connection refused: no peer credentials")
+			c.Close()
+			continue
+		}
+		h.mu.Lock()
+		index, ok := h.nodes[pid]
+		if ok && h.conns[pid] == nil {
+			h.conns[pid] = c
+		} else {
+			ok = false
+		}
+		h.mu.Unlock()
+		if !ok {
+			h.log.Warn().Str("event", "swarm.manager.refused").Int("pid", pid).Msg("health connection refused: the peer is not a node, or already connected")
+			c.Close()
+			continue
+		}
+		h.wg.Add(1)
+		go h.serve(c, pid, index)
+	}
+}
+
+func peerPID(c *net.UnixConn) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return int(cred.Pid), nil
+}
+
+// serve reads one node's frames: a hello first (naming the same PID the
+// kernel vouches for), then reports. Anything else closes this connection
+// only.
+func (h *healthServer) serve(c *net.UnixConn, pid, index int) {
+	defer h.wg.Done()
+	defer func() {
+		h.mu.Lock()
+		if h.conns[pid] == c {
+			delete(h.conns, pid)
+		}
+		h.mu.Unlock()
+		c.Close()
+	}()
+	log := h.log.With().Int("node", index).Int("pid", pid).Logger()
+	fr := newFrameReader(c)
+	c.SetReadDeadline(time.Now().Add(h.hello))
+	f, err := fr.next()
+	if err != nil {
+		log.Warn().Err(err).Msg("health connection closed before its hello")
+		return
+	}
+	hello := f.GetHello()
+	if hello == nil || int(hello.Pid) != pid || int(hello.Index) != index {
+		log.Warn().Str("event", "swarm.manager.refused").Interface("hello", f).Msg("health connection closed: the hello does not match the node")
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	if !h.send(event{kind: evHello, pid: pid, index: index, version: hello.Version}) {
+		return
+	}
+	for {
+		f, err := fr.next()
+		if err != nil {
+			if errors.Is(err, ErrBadFrame) {
+				log.Warn().Err(err).Msg("health connection closed: malformed frame")
+			} else if err != io.EOF && !errors.Is(err, net.ErrClosed) {
+				log.Debug().Err(err).Msg("health connection ended")
+			}
+			return
+		}
+		r := f.GetReport()
+		if r == nil {
+			log.Warn().Msg("health connection closed: a second hello")
+			return
+		}
+		if !h.send(event{kind: evReport, pid: pid, index: index, report: r}) {
+			return
+		}
+	}
+}
+
+func (h *healthServer) send(e event) bool {
+	select {
+	case h.events <- e:
+		return true
+	case <-h.quit:
+		return false
+	}
+}

@@ -1,0 +1,91 @@
+package supervisor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/proto/swarmpb"
+)
+
+// slotState is where a node slot is in its life.
+type slotState int
+
+const (
+	slotWaiting  slotState = iota // no process: waiting to start (again)
+	slotStarting                  // process started, no hello yet
+	slotRunning                   // hello received, reporting
+	slotStopping                  // asked to stop (TERM sent); KILL at killAt
+)
+
+func (s slotState) String() string {
+	return [...]string{"waiting", "starting", "running", "stopping"}[s]
+}
+
+// memorySamples is how many consecutive samples over the limit make a node
+// over its memory limit: one sample may catch a short peak before a GC.
+const memorySamples = 3
+
+// slot is one node index and the process currently filling it. Its methods
+// hold the supervisor's judgement, free of processes and clocks, so they are
+// tested directly.
+type slot struct {
+	index    int
+	state    slotState
+	proc     *process // nil while waiting
+	pid      int
+	started  time.Time // when the current process started
+	lastSeen time.Time // last hello or report from the current process
+	report   *swarmpb.Report
+	status   swarmpb.Status // last status: from a report, or set by the supervisor
+	detail   string
+	startAt  time.Time // when waiting: when to start
+	killAt   time.Time // when stopping: when to KILL
+	restarts int       // processes started after the first
+	rss      uint64    // last resident size measured from /proc
+	memOver  int       // consecutive samples over the memory limit
+	lastExit string
+}
+
+// judge returns the status a running or starting node has now, as the
+// supervisor sees it: silence beats what the node last said about itself,
+// and memory is measured from outside (a hung node is judged too).
+func (s *slot) judge(now time.Time, cfg config.Swarm) (swarmpb.Status, string) {
+	since := s.lastSeen
+	if since.IsZero() {
+		since = s.started
+	}
+	if silent := now.Sub(since); silent > cfg.NodeReportTimeout {
+		return swarmpb.Status_STATUS_SILENT, fmt.Sprintf("no report for %s (node_report_timeout %s)", silent.Round(time.Millisecond), cfg.NodeReportTimeout)
+	}
+	if cfg.MemoryLimit > 0 && s.memOver >= memorySamples {
+		return swarmpb.Status_STATUS_MEMORY, fmt.Sprintf("resident memory %s over memory_limit %s for %d samples", config.ByteSize(s.rss), cfg.MemoryLimit, s.memOver)
+	}
+	if s.report != nil && s.report.Status != swarmpb.Status_STATUS_OK {
+		return s.report.Status, s.report.Detail
+	}
+	return swarmpb.Status_STATUS_OK, ""
+}
+
+// sampleMemory records one resident-size measurement.
+func (s *slot) sampleMemory(rss uint64, limit config.ByteSize) {
+	s.rss = rss
+	if limit > 0 && rss > uint64(limit) {
+		s.memOver++
+	} else {
+		s.memOver = 0
+	}
+}
+
+// overdue reports whether a node that should be reporting is late, for the
+// liveness endpoint.
+func (s *slot) overdue(now time.Time, cfg config.Swarm) bool {
+	if s.state != slotRunning && s.state != slotStarting {
+		return false
+	}
+	since := s.lastSeen
+	if since.IsZero() {
+		since = s.started
+	}
+	return now.Sub(since) > cfg.NodeReportTimeout
+}

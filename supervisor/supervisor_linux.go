@@ -1,0 +1,374 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/proto/swarmpb"
+)
+
+type eventKind int
+
+const (
+	evExit eventKind = iota
+	evHello
+	evReport
+	evStarted
+)
+
+type event struct {
+	kind    eventKind
+	index   int
+	pid     int
+	exit    exitStatus
+	err     error // evExit: waiting failed; evStarted: starting failed
+	proc    *process
+	version string
+	report  *swarmpb.Report
+}
+
+// run is one Run's state, owned by the control loop goroutine.
+type run struct {
+	*Supervisor
+	cfg      config.Swarm
+	log      zerolog.Logger
+	slots    []*slot
+	budget   restartBudget
+	events   chan event
+	quit     chan struct{}
+	health   *healthServer
+	spawner  *spawner
+	waiters  sync.WaitGroup
+	devnull  *os.File
+	stopping bool  // shutting down: nothing starts again
+	result   error // what Run returns
+}
+
+// Run starts the nodes and supervises them until ctx is cancelled (then it
+// stops every node: TERM, and KILL after ShutdownTimeout), Kill is called, or
+// the restart budget runs out. It returns nil when every node stopped
+// cleanly, ErrUnclean or ErrRestartBudget otherwise. Run waits for every
+// process it started and every goroutine it owns.
+func (s *Supervisor) Run(ctx context.Context) error {
+	r := &run{
+		Supervisor: s,
+		cfg:        s.o.Swarm,
+		log:        s.o.Log,
+		budget:     restartBudget{max: s.o.Swarm.MaxRestarts, window: s.o.Swarm.RestartWindow},
+		events:     make(chan event, 4*s.o.Swarm.Nodes),
+		quit:       make(chan struct{}),
+	}
+	var err error
+	if r.devnull, err = os.Open(os.DevNull); err != nil {
+		return err
+	}
+	defer r.devnull.Close()
+	if r.health, err = listenHealth(r.log, r.events, r.quit, r.cfg.NodeReportTimeout); err != nil {
+		return err
+	}
+	s.socket.Store(r.health.path)
+	live, err := startLiveness(r.cfg.LivenessListen, s, r.log)
+	if err != nil {
+		r.health.close()
+		return err
+	}
+	r.spawner = newSpawner()
+	now := time.Now()
+	for i := range r.cfg.Nodes {
+		r.slots = append(r.slots, &slot{index: i, startAt: now})
+	}
+	r.log.Info().Int("nodes", r.cfg.Nodes).Str("socket", r.health.path).Msg("swarm starting")
+	r.loop(ctx)
+	close(r.quit)
+	r.health.close()
+	r.waiters.Wait()
+	r.spawner.stop()
+	live.stop()
+	r.log.Info().AnErr("result", r.result).Msg("swarm stopped")
+	return r.result
+}
+
+func (r *run) loop(ctx context.Context) {
+	tick := time.NewTicker(r.cfg.SupervisionInterval)
+	defer tick.Stop()
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
+	done := ctx.Done()
+	for {
+		now := time.Now()
+		r.startDue(now)
+		r.killOverdue(now)
+		if r.stopping && r.allGone() {
+			r.publish(time.Now())
+			return
+		}
+		wake.Reset(r.nextWake(now))
+		select {
+		case <-done:
+			done = nil
+			r.log.Info().Msg("swarm stopping: signal")
+			r.stopAll(time.Now(), nil)
+		case <-r.kill:
+			r.kill = nil
+			r.killAll()
+		case e := <-r.events:
+			r.handle(time.Now(), e)
+		case <-tick.C:
+			r.supervise(time.Now())
+		case <-wake.C:
+		}
+	}
+}
+
+// nextWake is how long until the next start or kill deadline.
+func (r *run) nextWake(now time.Time) time.Duration {
+	next := now.Add(time.Hour)
+	for _, sl := range r.slots {
+		switch {
+		case sl.state == slotWaiting && !r.stopping && sl.startAt.Before(next):
+			next = sl.startAt
+		case sl.state == slotStopping && sl.killAt.Before(next):
+			next = sl.killAt
+		}
+	}
+	return max(next.Sub(now), 0)
+}
+
+func (r *run) allGone() bool {
+	for _, sl := range r.slots {
+		if sl.proc != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// startDue starts every waiting slot whose time has come.
+func (r *run) startDue(now time.Time) {
+	if r.stopping {
+		return
+	}
+	for _, sl := range r.slots {
+		if sl.state == slotWaiting && !sl.startAt.After(now) {
+			r.start(now, sl)
+		}
+	}
+}
+
+func (r *run) start(now time.Time, sl *slot) {
+	r.log.Info().Str("event", "swarm.manager.before_fork").Int("node", sl.index).Msg("starting node")
+	if h := r.o.Hooks.BeforeFork; h != nil {
+		h(sl.index)
+	}
+	env := append(slices.Clone(r.o.Env),
+		EnvSocket+"="+r.health.path,
+		EnvIndex+"="+strconv.Itoa(sl.index),
+	)
+	if lim := r.cfg.MemoryLimit; lim > 0 && !hasEnv(r.o.Env, "GOMEMLIMIT") {
+		// The GC pushes back a little under the limit the supervisor
+		// enforces, so a node near it slows down before it is restarted.
+		env = append(env, "GOMEMLIMIT="+strconv.FormatInt(int64(lim)*9/10, 10))
+	}
+	files := []uintptr{r.devnull.Fd(), r.o.Stdout.Fd(), r.o.Stderr.Fd()}
+	p, err := r.spawner.start(r.o.Path, append([]string{r.o.Path}, r.o.Args...), env, files, func(pid int) { r.health.admit(pid, sl.index) })
+	if err != nil {
+		r.log.Error().Err(err).Int("node", sl.index).Msg("node did not start")
+		sl.lastExit = "did not start: " + err.Error()
+		r.exited(now, sl)
+		return
+	}
+	sl.proc, sl.pid, sl.state, sl.started = p, p.pid, slotStarting, now
+	sl.lastSeen, sl.report, sl.status, sl.detail, sl.memOver = time.Time{}, nil, swarmpb.Status_STATUS_OK, "", 0
+	r.waiters.Add(1)
+	go func() {
+		defer r.waiters.Done()
+		st, err := p.wait()
+		e := event{kind: evExit, index: sl.index, pid: p.pid, exit: st, err: err}
+		// The loop always receives exits: it runs until every node is gone.
+		r.events <- e
+	}()
+	r.log.Info().Str("event", "swarm.manager.after_fork").Int("node", sl.index).Int("pid", p.pid).Int("restarts", sl.restarts).Msg("node started")
+	if h := r.o.Hooks.AfterFork; h != nil {
+		h(sl.index, p.pid)
+	}
+}
+
+func hasEnv(env []string, name string) bool {
+	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+}
+
+func (r *run) handle(now time.Time, e event) {
+	sl := r.slots[e.index]
+	if sl.proc == nil || sl.pid != e.pid {
+		return // about a process already gone
+	}
+	switch e.kind {
+	case evExit:
+		r.health.forget(e.pid)
+		sl.proc = nil
+		if e.err != nil {
+			sl.lastExit = "wait failed: " + e.err.Error()
+		} else {
+			sl.lastExit = e.exit.String()
+		}
+		if r.stopping && (e.err != nil || !e.exit.clean()) && r.result == nil {
+			r.result = ErrUnclean
+		}
+		lvl := r.log.Warn()
+		if r.stopping && e.err == nil && e.exit.clean() {
+			lvl = r.log.Info()
+		}
+		lvl.Int("node", sl.index).Int("pid", e.pid).Str("exit", sl.lastExit).Msg("node exited")
+		r.exited(now, sl)
+	case evHello:
+		sl.lastSeen = now
+		if sl.state == slotStarting {
+			sl.state = slotRunning
+		}
+		r.log.Info().Int("node", sl.index).Int("pid", e.pid).Str("version", e.version).Msg("node joined")
+	case evReport:
+		sl.lastSeen, sl.report = now, e.report
+		if sl.state == slotStarting {
+			sl.state = slotRunning
+		}
+		if sl.state == slotRunning {
+			sl.status, sl.detail = e.report.Status, e.report.Detail
+			if e.report.Status != swarmpb.Status_STATUS_OK {
+				r.stop(now, sl, e.report.Status, e.report.Detail)
+			}
+		}
+	}
+}
+
+// exited decides what follows a node's exit: a restart after
+// node_restart_timeout within the budget, or the end of the swarm.
+func (r *run) exited(now time.Time, sl *slot) {
+	sl.state, sl.pid = slotWaiting, 0
+	if r.stopping {
+		return
+	}
+	if !r.budget.allow(now) {
+		r.log.Error().Int("node", sl.index).Int("max_restarts", r.cfg.MaxRestarts).Dur("restart_window", r.cfg.RestartWindow).
+			Msg("restart budget exhausted: stopping the swarm")
+		r.stopAll(now, ErrRestartBudget)
+		return
+	}
+	sl.restarts++
+	sl.startAt = now.Add(r.cfg.NodeRestartTimeout)
+}
+
+// supervise is the periodic check: memory from /proc, silence, reports.
+func (r *run) supervise(now time.Time) {
+	for _, sl := range r.slots {
+		if sl.proc == nil {
+			continue
+		}
+		if rss, err := residentBytes(sl.pid); err == nil {
+			sl.sampleMemory(rss, r.cfg.MemoryLimit)
+		}
+		if sl.state != slotStarting && sl.state != slotRunning {
+			continue
+		}
+		if st, detail := sl.judge(now, r.cfg); st != swarmpb.Status_STATUS_OK {
+			sl.status, sl.detail = st, detail
+			r.stop(now, sl, st, detail)
+		}
+	}
+	nodes := r.publish(now)
+	r.log.Debug().Str("event", "swarm.manager.control").Int("nodes", len(nodes)).Msg("supervision")
+	if h := r.o.Hooks.Control; h != nil {
+		h(nodes)
+	}
+}
+
+func (r *run) publish(now time.Time) []NodeStatus {
+	v := &view{at: now, healthy: true}
+	for _, sl := range r.slots {
+		v.nodes = append(v.nodes, sl.snapshot(now))
+		if sl.overdue(now, r.cfg) {
+			v.healthy = false
+		}
+	}
+	if r.stopping {
+		v.healthy = false
+	}
+	r.view.Store(v)
+	return v.nodes
+}
+
+// stop asks a node to stop: SIGTERM, then SIGCONT so that a stopped process
+// acts on it; SIGKILL follows at killAt.
+func (r *run) stop(now time.Time, sl *slot, status swarmpb.Status, detail string) {
+	if sl.proc == nil || sl.state == slotStopping {
+		return
+	}
+	lvl := r.log.Warn()
+	if status == swarmpb.Status_STATUS_OK {
+		lvl = r.log.Info() // a shutdown, not a failure
+	}
+	lvl.Str("event", "swarm.manager.stopping").Int("node", sl.index).Int("pid", sl.pid).
+		Int32("status", int32(status)).Str("status_name", status.String()).Str("detail", detail).Msg("stopping node")
+	if h := r.o.Hooks.Stopping; h != nil {
+		h(sl.index, sl.pid, status, detail)
+	}
+	sl.state, sl.killAt = slotStopping, now.Add(r.o.ShutdownTimeout)
+	if err := sl.proc.signal(syscall.SIGTERM); err != nil {
+		r.log.Warn().Err(err).Int("node", sl.index).Msg("SIGTERM failed")
+	}
+	_ = sl.proc.signal(syscall.SIGCONT)
+}
+
+// stopAll stops every node and starts nothing more; cause, if not nil,
+// becomes Run's result.
+func (r *run) stopAll(now time.Time, cause error) {
+	if cause != nil && r.result == nil {
+		r.result = cause
+	}
+	r.stopping = true
+	for _, sl := range r.slots {
+		r.stop(now, sl, swarmpb.Status_STATUS_OK, "swarm shutdown")
+	}
+}
+
+func (r *run) killOverdue(now time.Time) {
+	for _, sl := range r.slots {
+		if sl.state == slotStopping && sl.proc != nil && !now.Before(sl.killAt) {
+			r.terminate(sl)
+		}
+	}
+}
+
+func (r *run) killAll() {
+	r.log.Warn().Msg("swarm killing every node: second signal")
+	if r.result == nil {
+		r.result = ErrUnclean
+	}
+	r.stopping = true
+	for _, sl := range r.slots {
+		if sl.proc != nil {
+			r.terminate(sl)
+		}
+	}
+}
+
+func (r *run) terminate(sl *slot) {
+	r.log.Warn().Str("event", "swarm.manager.terminating").Int("node", sl.index).Int("pid", sl.pid).Msg("killing node")
+	if h := r.o.Hooks.Terminating; h != nil {
+		h(sl.index, sl.pid)
+	}
+	if err := sl.proc.signal(syscall.SIGKILL); err != nil {
+		r.log.Warn().Err(err).Int("node", sl.index).Msg("SIGKILL failed")
+	}
+	if r.stopping && r.result == nil {
+		r.result = ErrUnclean
+	}
+	sl.state, sl.killAt = slotStopping, time.Now().Add(time.Hour) // the exit event follows
+}
