@@ -50,6 +50,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 20s ./config/
 	$(GO) test -run '^$$' -fuzz 'FuzzDecode$$' -fuzztime 20s ./actors/offsetmeta/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeBody -fuzztime 20s ./actors/offsetmeta/
+	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime 20s ./supervisor/
 
 clean:
 	rm -rf .bin .bench
