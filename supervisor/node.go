@@ -140,10 +140,17 @@ type ConsumerHealth struct {
 	MaxHandlerTime time.Duration // 0: handlers may run for ever
 }
 
+// PollStallFloor is the shortest time out of a group session that counts as
+// a stalled poll: Kafka's default max.poll.interval.ms. Joining a group
+// legitimately takes up to the rebalance timeout (sarama: 60 s), so a
+// shorter threshold would restart healthy nodes waiting for a rebalance.
+const PollStallFloor = 5 * time.Minute
+
 // HealthLimits are the thresholds a node judges itself by.
 type HealthLimits struct {
 	// PollStall: not in a group session for longer than this is
-	// STATUS_POLL_STALLED (swarm.node_report_timeout).
+	// STATUS_POLL_STALLED (turbo uses the larger of
+	// swarm.node_report_timeout and PollStallFloor).
 	PollStall time.Duration
 	// Grace is added to max_handler_time before a handler counts as stuck:
 	// it had that long to notice its cancellation (shutdown_timeout).

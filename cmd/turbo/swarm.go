@@ -108,7 +108,7 @@ func (n *nodeRun) report() *swarmpb.Report {
 	}
 	n.mu.Unlock()
 	return supervisor.BuildReport(time.Now(), n.started, health, supervisor.HealthLimits{
-		PollStall: n.cfg.Swarm.NodeReportTimeout, Grace: n.cfg.ShutdownTimeout,
+		PollStall: max(n.cfg.Swarm.NodeReportTimeout, supervisor.PollStallFloor), Grace: n.cfg.ShutdownTimeout,
 	})
 }
 

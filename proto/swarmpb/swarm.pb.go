@@ -37,7 +37,8 @@ const (
 	// No report within swarm.node_report_timeout (set by the supervisor).
 	Status_STATUS_SILENT Status = -1
 	// The node has not polled Kafka (been in a group session) for longer than
-	// swarm.node_report_timeout.
+	// the larger of swarm.node_report_timeout and 5 minutes (Kafka's default
+	// max.poll.interval.ms).
 	Status_STATUS_POLL_STALLED Status = 1
 	// A handler has run longer than allowed (max_handler_time, plus the
 	// shutdown_timeout it had to notice its cancellation).

@@ -1,0 +1,229 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/supervisor"
+	"github.com/turbokafka/turbo/test/testkit"
+)
+
+// ledgerEndpoint feeds the records that turbo's http handler posts (from any
+// node) into one ledger, which judges overlap, order and loss across nodes.
+func ledgerEndpoint(t *testing.T, l *testkit.Ledger) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		p, _ := strconv.Atoi(req.Header.Get("Kafka-Partition"))
+		off, _ := strconv.ParseInt(req.Header.Get("Kafka-Offset"), 10, 64)
+		key, _ := base64.StdEncoding.DecodeString(req.Header.Get("Kafka-Key"))
+		rec := &actors.Record{Topic: req.Header.Get("Kafka-Topic"), Partition: int32(p), Offset: off, Key: key}
+		if err := l.Handle(req.Context(), rec); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+type swarmStatus struct {
+	Healthy bool                    `json:"healthy"`
+	Nodes   []supervisor.NodeStatus `json:"nodes"`
+}
+
+func readStatus(t *testing.T, live string) swarmStatus {
+	t.Helper()
+	var s swarmStatus
+	resp, err := http.Get("http://" + live + "/status")
+	if err != nil {
+		return s
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatalf("GET /status: %v", err)
+	}
+	return s
+}
+
+func swarmConfig(t *testing.T, addr, url, live, extra string) string {
+	return testkit.WriteConfig(t, fmt.Sprintf(`
+kafka:
+  brokers: [%q]
+%s
+consumers:
+  - name: orders
+    topics: [orders]
+    concurrency: 8
+    commit_interval: 200ms
+    handler: {type: http, url: %q, timeout: 5s}
+shutdown_timeout: 8s
+log: {level: info, format: json}
+swarm:
+  nodes: 2
+  node_report_interval: 200ms
+  node_report_timeout: 2s
+  node_restart_timeout: 1s
+  supervision_interval: 100ms
+  liveness_listen: %q
+`, addr, extra, url, live))
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+// Done means 1 and 5: two nodes share the partitions; every record is
+// handled with per-key order through the start-up rebalance; SIGTERM to the
+// supervisor under load exits 0 with every node gone and the finished
+// records committed.
+func TestSwarmSharesPartitionsAndStopsCleanly(t *testing.T) {
+	const records, keys = 6000, 200
+	addr := testkit.Dev(t, "--partitions", "8")
+	testkit.ProduceWithBinary(t, addr, "orders", records, keys)
+	ledger := testkit.NewLedger(10 * time.Millisecond) // 7.5 s of work for one node: the second joins meanwhile
+	live := testkit.FreeAddr(t)
+	sw := testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, ledgerEndpoint(t, ledger), live, ""))
+
+	testkit.Eventually(t, 90*time.Second, "every record handled", func() bool { return ledger.Report().Distinct == records })
+	st := readStatus(t, live)
+	for _, n := range st.Nodes {
+		if n.Processed == 0 {
+			t.Errorf("node %d processed nothing: the partitions were not shared (%+v)", n.Index, st.Nodes)
+		}
+	}
+	rep := ledger.Report()
+	if rep.Overlaps != 0 || rep.OrderViolations != 0 {
+		t.Errorf("ledger %+v: want 0 same-key overlaps and 0 order violations", rep)
+	}
+
+	// Under load: more records while stopping.
+	testkit.ProduceWithBinary(t, addr, "orders", records, keys)
+	testkit.Eventually(t, 30*time.Second, "the second batch under way", func() bool { return ledger.Report().Distinct > records+200 })
+	pids := []int{}
+	for _, n := range readStatus(t, live).Nodes {
+		pids = append(pids, n.PID)
+	}
+	if err := sw.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := sw.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("turbo swarm exited %d after SIGTERM, want 0", code)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("node pid %d outlived the supervisor", pid)
+		}
+	}
+	handled := ledger.Handled()
+	committed := testkit.CommittedOffsets(t, []string{addr}, "orders", "orders")
+	for id := range handled {
+		var p int32
+		var off int64
+		fmt.Sscanf(id[strings.LastIndex(id, "/")+1:], "%d@%d", &p, &off)
+		if off >= committed[p] {
+			// Finished but not committed would be redelivered: the
+			// shutdown must commit every finished record.
+			t.Errorf("record %s finished before the shutdown but the committed offset is %d", id, committed[p])
+			break
+		}
+	}
+	t.Logf("records %d, duplicates %d, overlaps %d, order violations %d; node processed counts %v",
+		rep.Distinct, rep.Duplicates, rep.Overlaps, rep.OrderViolations, st.Nodes)
+}
+
+// Done means 2: a node killed with SIGKILL is seen at once and replaced after
+// node_restart_timeout; with static membership the other node keeps its
+// partitions (no partition moves).
+func TestSwarmReplacesAKilledNodeWithoutMovingTheOther(t *testing.T) {
+	addr := testkit.Dev(t, "--partitions", "8")
+	testkit.ProduceWithBinary(t, addr, "orders", 100, 10)
+	ledger := testkit.NewLedger(0)
+	live := testkit.FreeAddr(t)
+	testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, ledgerEndpoint(t, ledger), live, "  group_instance_id: orders-app"))
+
+	var before swarmStatus
+	testkit.Eventually(t, 60*time.Second, "both nodes holding 4 partitions", func() bool {
+		before = readStatus(t, live)
+		return len(before.Nodes) == 2 && before.Nodes[0].Assigned == 4 && before.Nodes[1].Assigned == 4
+	})
+	victim, other := before.Nodes[1], before.Nodes[0]
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	var seen time.Duration
+	testkit.Eventually(t, 10*time.Second, "the supervisor to see the exit", func() bool {
+		st := readStatus(t, live)
+		if len(st.Nodes) == 2 && st.Nodes[1].PID != victim.PID {
+			seen = time.Since(killed)
+			return true
+		}
+		return false
+	})
+	var after swarmStatus
+	testkit.Eventually(t, 30*time.Second, "the replacement holding 4 partitions", func() bool {
+		after = readStatus(t, live)
+		n := after.Nodes[1]
+		return n.PID != 0 && n.PID != victim.PID && n.State == "running" && n.Assigned == 4
+	})
+	replaced := time.Since(killed)
+	if after.Nodes[1].Restarts != 1 {
+		t.Errorf("node 1 restarts = %d, want 1", after.Nodes[1].Restarts)
+	}
+	if o := after.Nodes[0]; o.PID != other.PID || o.PartitionMove != other.PartitionMove || o.Assigned != 4 {
+		t.Errorf("node 0 went from pid %d, %d moves, %d partitions to pid %d, %d moves, %d partitions: want no change",
+			other.PID, other.PartitionMove, other.Assigned, o.PID, o.PartitionMove, o.Assigned)
+	}
+	if seen > 900*time.Millisecond { // the restart timeout is 1 s; /status is polled every 10 ms
+		t.Errorf("the exit was seen after %s, want at once", seen)
+	}
+	t.Logf("kill -9 → exit seen in %s (pid gone from /status), replacement holding its 4 partitions after %s; node 0 moves %d → %d",
+		seen.Round(time.Millisecond), replaced.Round(time.Millisecond), other.PartitionMove, after.Nodes[0].PartitionMove)
+}
+
+// Done means 4: when the supervisor is SIGKILLed, every node stops by itself
+// (EOF on its socket) within shutdown_timeout + 2 s: no orphan, no zombie.
+func TestSwarmNodesDieWithTheirSupervisor(t *testing.T) {
+	addr := testkit.Dev(t, "--partitions", "4")
+	testkit.ProduceWithBinary(t, addr, "orders", 100, 10)
+	ledger := testkit.NewLedger(0)
+	live := testkit.FreeAddr(t)
+	sw := testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, ledgerEndpoint(t, ledger), live, ""))
+	var st swarmStatus
+	testkit.Eventually(t, 60*time.Second, "both nodes running", func() bool {
+		st = readStatus(t, live)
+		return len(st.Nodes) == 2 && st.Nodes[0].State == "running" && st.Nodes[1].State == "running"
+	})
+	if err := sw.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second+2*time.Second)
+	defer cancel()
+	for _, n := range st.Nodes {
+		for alive(n.PID) {
+			if ctx.Err() != nil {
+				syscall.Kill(n.PID, syscall.SIGKILL)
+				t.Fatalf("node %d (pid %d) still alive %s after its supervisor was killed", n.Index, n.PID, time.Since(killed))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Orphaned nodes are re-parented and reaped by init (or the test's
+	// subreaper); either way none may linger as a zombie.
+	t.Logf("every node gone %s after SIGKILL of the supervisor (shutdown_timeout 8 s)", time.Since(killed).Round(time.Millisecond))
+}
