@@ -258,3 +258,31 @@ func TestRunBadEnvOverride(t *testing.T) {
 		})
 	}
 }
+
+func TestSwarmRejectsBadConfigAndFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		args    []string
+		want    []string
+	}{
+		{name: "report timeout not above interval", content: withTop("swarm: {node_report_interval: 10s, node_report_timeout: 5s}"), want: []string{"swarm.node_report_timeout", "larger than swarm.node_report_interval"}},
+		{name: "unknown swarm key", content: withTop("swarm: {nodez: 2}"), want: []string{"swarm.nodez"}},
+		{name: "bad memory limit", content: withTop("swarm: {memory_limit: huge}"), want: []string{"swarm.memory_limit", `"huge"`}},
+		{name: "nodes 0 flag", content: validYAML, args: []string{"--nodes", "0"}, want: []string{"--nodes", "got 0"}},
+		{name: "nodes not a number", content: validYAML, args: []string{"--nodes", "many"}, want: []string{"nodes"}},
+		{name: "embedded broker", content: strings.Replace(validYAML, `["127.0.0.1:1"]`, "[embedded]", 1), want: []string{"kafka.brokers", "turbo dev"}},
+		{name: "include unknown consumer", content: validYAML, args: []string{"--include-consumers", "nope"}, want: []string{"--include-consumers", `"nope"`}},
+		{name: "no config", args: []string{}, want: []string{"--config"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"swarm"}
+			if tt.content != "" {
+				args = append(args, "--config", writeConfig(t, "config.yaml", tt.content))
+			}
+			r := call(t, append(args, tt.args...)...)
+			expectUsageError(t, r, tt.want...)
+		})
+	}
+}
