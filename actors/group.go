@@ -47,10 +47,17 @@ type kafkaGroup struct {
 	commitStop chan struct{}
 	epochs     atomic.Uint64
 
+	claims     atomic.Int64  // ConsumeClaim calls running
+	claimEnded chan struct{} // signalled when one returns
+
 	mu    sync.Mutex
 	group sarama.ConsumerGroup
 	aux   *kafkaAux
 }
+
+// stuckJoinGrace is how long a stopping group whose claims have all ended
+// may take to leave Consume by itself before its client is closed under it.
+const stuckJoinGrace = 500 * time.Millisecond
 
 func (g *kafkaGroup) start() {
 	g.ctx, g.cancel = context.WithCancel(context.Background())
@@ -58,6 +65,7 @@ func (g *kafkaGroup) start() {
 	g.done = make(chan struct{})
 	g.commitReq = make(chan sarama.ConsumerGroupSession, 1)
 	g.commitStop = make(chan struct{})
+	g.claimEnded = make(chan struct{}, 1)
 	go g.run()
 }
 
@@ -74,11 +82,12 @@ func (g *kafkaGroup) kill() {
 func (g *kafkaGroup) run() {
 	defer close(g.done)
 	defer g.stats.sessionEnded()
-	group, err := g.connect()
+	client, group, err := g.connect()
 	if err != nil {
 		g.send(&groupStopped{})
 		return
 	}
+	defer client.Close()
 	aux, err := g.connectAux()
 	if err != nil {
 		_ = group.Close()
@@ -92,6 +101,8 @@ func (g *kafkaGroup) run() {
 	var wg sync.WaitGroup
 	wg.Go(func() { g.drainErrors(group) })
 	wg.Go(g.committer)
+	consumed := make(chan struct{})
+	wg.Go(func() { g.unblockStop(client, consumed) })
 
 	failures := 0
 	for g.ctx.Err() == nil {
@@ -110,6 +121,7 @@ func (g *kafkaGroup) run() {
 			break
 		}
 	}
+	close(consumed)
 	close(g.commitStop)
 	err = group.Close()
 	wg.Wait()
@@ -159,21 +171,56 @@ func (g *kafkaGroup) finishedAbove(tp TopicPartition) []offsetmeta.Range {
 	return aux.finishedAbove(tp)
 }
 
-// connect creates the consumer group, retrying with backoff while Kafka is
-// unreachable; it gives up only when the group is stopped.
-func (g *kafkaGroup) connect() (sarama.ConsumerGroup, error) {
+// unblockStop closes the client under a stopping group once every claim has
+// ended (nothing is left to commit) but Consume still has not returned: it
+// is then waiting for a rebalance that sarama joined (a JoinGroup blocks on
+// the broker until every member rejoins, or the rebalance times out; static
+// members that stopped never rejoin) and would hold the stop for as long.
+func (g *kafkaGroup) unblockStop(client sarama.Client, consumed <-chan struct{}) {
+	select {
+	case <-g.ctx.Done():
+	case <-consumed:
+		return
+	}
+	for g.claims.Load() > 0 {
+		select {
+		case <-g.claimEnded:
+		case <-consumed:
+			return
+		}
+	}
+	t := time.NewTimer(stuckJoinGrace)
+	defer t.Stop()
+	select {
+	case <-consumed:
+	case <-t.C:
+		g.log.Info().Msg("leaving a rebalance in progress: every partition is released")
+		client.Close()
+	}
+}
+
+// connect creates the client and the consumer group on it, retrying with
+// backoff while Kafka is unreachable; it gives up only when the group is
+// stopped. The caller closes the client after the group.
+func (g *kafkaGroup) connect() (sarama.Client, sarama.ConsumerGroup, error) {
 	for failures := 1; ; failures++ {
-		group, err := sarama.NewConsumerGroup(g.brokers, g.groupID, g.cfg)
+		client, err := sarama.NewClient(g.brokers, g.cfg)
+		var group sarama.ConsumerGroup
+		if err == nil {
+			if group, err = sarama.NewConsumerGroupFromClient(g.groupID, client); err != nil {
+				client.Close()
+			}
+		}
 		if err == nil {
 			if failures > 1 {
 				g.log.Info().Strs("brokers", g.brokers).Msg("connected to Kafka")
 			}
-			return group, nil
+			return client, group, nil
 		}
 		d := g.retry.Delay(failures, rand.Float64())
 		g.log.Warn().Err(err).Strs("brokers", g.brokers).Dur("retry_in", d).Msg("cannot reach Kafka; retrying")
 		if !g.sleep(d) {
-			return nil, g.ctx.Err()
+			return nil, nil, g.ctx.Err()
 		}
 	}
 }
@@ -252,6 +299,14 @@ func (g *kafkaGroup) Cleanup(sarama.ConsumerGroupSession) error {
 // revocation waits for the tree to drain the partition and commits its final
 // watermark before returning, which is when sarama lets the partition go.
 func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	g.claims.Add(1)
+	defer func() {
+		g.claims.Add(-1)
+		select {
+		case g.claimEnded <- struct{}{}:
+		default:
+		}
+	}()
 	tp := TopicPartition{Topic: claim.Topic(), Partition: claim.Partition()}
 	finished := g.finishedAbove(tp) // read before any record: the first records may be among them
 	epoch := g.epochs.Add(1)
@@ -314,8 +369,12 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		if len(held) > 0 {
 			first, held = held[0], held[1:]
 		} else {
+			// A session can end without closing msgs: sarama keeps them
+			// open while it rejoins a cooperative rebalance.
 			select {
 			case first, ok = <-msgs:
+			case <-sess.Context().Done():
+				return g.release(sess, tp, epoch)
 			case <-g.abort:
 				return nil
 			}
