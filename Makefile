@@ -4,6 +4,9 @@ BIN      := .bin/turbo
 PKGS     := ./...
 # The whole suite, race detector on, must stay far below CI's limit.
 TEST_TIMEOUT ?= 20m
+# What test-kafka runs against a real Kafka broker (test/kafka/kafka.sh).
+KAFKA_PKGS := ./test/kafka/ ./test/e2e/... ./actors/...
+KAFKA_SH   := test/kafka/kafka.sh
 
 .PHONY: all build run test vet fmt-check proto proto-check bench bench-quick fuzz clean
 
@@ -34,6 +37,30 @@ proto:
 ## proto-check: fail when the committed generated code is not current.
 proto-check:
 	bash proto/gen.sh --check
+
+## test-kafka: KAFKA_PKGS against a real Apache Kafka broker (Java; the jars
+## come from Maven Central once), started for the run and always stopped.
+## Skipped, not failed, when Java cannot be installed.
+.PHONY: test-kafka kafka-start kafka-stop
+test-kafka:
+	@rc=0; bash $(KAFKA_SH) fetch || rc=$$?; \
+	if [ $$rc -eq 3 ]; then echo "test-kafka: skipped: Java cannot be installed"; exit 0; fi; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
+	state=$$(mktemp -d) || exit 1; \
+	trap 'bash $(KAFKA_SH) stop "$$state"; rm -rf "$$state"' EXIT; \
+	trap 'exit 130' INT TERM; \
+	addr=$$(bash $(KAFKA_SH) start "$$state") || exit 1; \
+	echo "test-kafka: TURBO_TEST_BROKERS=$$addr"; \
+	TURBO_TEST_BROKERS=$$addr $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_PKGS)
+
+## kafka-start: a real Kafka broker in the background for manual runs; then
+## TURBO_TEST_BROKERS=<the address it prints> go test ./... uses it.
+kafka-start:
+	@bash $(KAFKA_SH) start
+
+## kafka-stop: stops the broker of kafka-start and deletes its data.
+kafka-stop:
+	@bash $(KAFKA_SH) stop
 
 ## bench: turbo's pipeline against plain sarama on the same topic, same run.
 bench:

@@ -1,5 +1,6 @@
 // Package testkit holds what turbo's own tests share: an embedded broker per
-// test, demo records, a ledger handler that judges ordering and loss, and an
+// test (or topics on a real Kafka cluster named by TURBO_TEST_BROKERS), demo
+// records, a ledger handler that judges ordering and loss, and an
 // "eventually" wait with a deadline.
 package testkit
 
@@ -14,10 +15,23 @@ import (
 	"github.com/turbokafka/turbo/actors/embedded"
 )
 
-// Broker starts an embedded broker on a random loopback port for the test and
-// stops it when the test ends.
+// Broker starts an embedded broker on a random loopback port for the test,
+// creates topics on it with partitions partitions each (8 if not positive),
+// and stops it when the test ends.
+//
+// When TURBO_TEST_BROKERS names a running cluster, Broker returns those
+// brokers instead, with topics created there (replication 1) and deleted when
+// the test ends. That cluster is shared by tests and runs: name the topics
+// with TopicName.
 func Broker(t testing.TB, partitions int, topics ...string) []string {
 	t.Helper()
+	if brokers := SharedBrokers(); brokers != nil {
+		if partitions <= 0 {
+			partitions = 8 // as the embedded broker
+		}
+		createTopics(t, brokers, partitions, topics)
+		return brokers
+	}
 	b, err := embedded.Start(embedded.Options{Partitions: partitions, Topics: topics})
 	if err != nil {
 		t.Fatalf("starting embedded broker: %v", err)

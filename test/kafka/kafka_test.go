@@ -1,0 +1,93 @@
+// Package kafka_test checks the broker the tests run on, the way turbo uses
+// it: an embedded one, or the real Kafka of TURBO_TEST_BROKERS that
+// kafka.sh starts (`make test-kafka`, `make kafka-start`).
+package kafka_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/turbokafka/turbo/test/testkit"
+)
+
+// Topics made by testkit.Broker, records produced and read back, and a
+// group's commit, all with the Kafka protocol version turbo speaks.
+func TestBrokerRoundTrip(t *testing.T) {
+	const partitions, records, keys = 3, 300, 30
+	topic := testkit.TopicName("roundtrip-" + t.Name())
+	brokers := testkit.Broker(t, partitions, topic)
+	t.Logf("brokers %v (shared: %t), topic %s", brokers, testkit.SharedBrokers() != nil, topic)
+
+	testkit.Produce(t, brokers, topic, records, keys)
+	ends := testkit.EndOffsets(t, brokers, topic)
+	var total int64
+	for _, end := range ends {
+		total += end
+	}
+	if len(ends) != partitions || total != records {
+		t.Fatalf("end offsets %v: want %d partitions holding %d records", ends, partitions, records)
+	}
+	partitionOf := map[string]int32{}
+	for _, m := range testkit.ReadTopic(t, brokers, topic, records, 30*time.Second) {
+		if p, ok := partitionOf[string(m.Key)]; ok && p != m.Partition {
+			t.Errorf("key %s in partitions %d and %d", m.Key, p, m.Partition)
+		}
+		partitionOf[string(m.Key)] = m.Partition
+	}
+	if len(partitionOf) != keys {
+		t.Errorf("read %d distinct keys, want %d", len(partitionOf), keys)
+	}
+
+	group := "g-" + topic
+	commit(t, brokers, group, topic, 0, 42)
+	if got := testkit.CommittedOffsets(t, brokers, group, topic); got[0] != 42 || got[1] != -1 {
+		t.Errorf("committed offsets %v: want 42 for partition 0 and nothing for the others", got)
+	}
+}
+
+// TopicName keeps names as they are for an embedded broker per test and
+// makes them legal and unique on a shared one.
+func TestTopicName(t *testing.T) {
+	a, b := testkit.TopicName("t-Test/sub case"), testkit.TopicName("t-Test/sub case")
+	if testkit.SharedBrokers() == nil {
+		if a != "t-Test/sub case" || b != a {
+			t.Errorf("TopicName gave %q and %q, want the name unchanged", a, b)
+		}
+		return
+	}
+	if a == b {
+		t.Errorf("TopicName gave %q twice", a)
+	}
+	for _, r := range a + b {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			t.Errorf("TopicName gave %q and %q: %q is not legal in a Kafka topic name", a, b, r)
+		}
+	}
+}
+
+// commit commits offset for one partition of topic as group, outside any
+// group session (generation -1, as a standalone consumer does).
+func commit(t *testing.T, brokers []string, group, topic string, partition int32, offset int64) {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_6_0_0
+	client, err := sarama.NewClient(brokers, cfg)
+	if err != nil {
+		t.Fatalf("connecting to %v: %v", brokers, err)
+	}
+	defer client.Close()
+	coordinator, err := client.Coordinator(group)
+	if err != nil {
+		t.Fatalf("coordinator of %s: %v", group, err)
+	}
+	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
+	req.AddBlock(topic, partition, offset, 0, "")
+	resp, err := coordinator.CommitOffset(req)
+	if err != nil {
+		t.Fatalf("committing %s/%d for %s: %v", topic, partition, group, err)
+	}
+	if kerr := resp.Errors[topic][partition]; kerr != sarama.ErrNoError {
+		t.Fatalf("committing %s/%d for %s: %v", topic, partition, group, kerr)
+	}
+}
