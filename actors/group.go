@@ -102,7 +102,11 @@ func (g *kafkaGroup) run() {
 	wg.Go(func() { g.drainErrors(group) })
 	wg.Go(g.committer)
 	consumed := make(chan struct{})
-	wg.Go(func() { g.unblockStop(client, consumed) })
+	if g.cfg.Consumer.Group.InstanceId != "" {
+		// Only static members: a dynamic member must stay able to send its
+		// LeaveGroup, and its rejoin completes as the others rejoin.
+		wg.Go(func() { g.unblockStop(client, consumed) })
+	}
 
 	failures := 0
 	for g.ctx.Err() == nil {
@@ -171,11 +175,13 @@ func (g *kafkaGroup) finishedAbove(tp TopicPartition) []offsetmeta.Range {
 	return aux.finishedAbove(tp)
 }
 
-// unblockStop closes the client under a stopping group once every claim has
-// ended (nothing is left to commit) but Consume still has not returned: it
-// is then waiting for a rebalance that sarama joined (a JoinGroup blocks on
-// the broker until every member rejoins, or the rebalance times out; static
-// members that stopped never rejoin) and would hold the stop for as long.
+// unblockStop closes the client under a stopping static member once every
+// claim has ended (nothing is left to commit) but Consume still has not
+// returned: it is then waiting for a rebalance that sarama joined (a
+// JoinGroup blocks on the broker until every member rejoins, and static
+// members that stopped never rejoin before their session times out) and
+// would hold the stop for as long. Static members send no LeaveGroup, so
+// closing the client loses nothing.
 func (g *kafkaGroup) unblockStop(client sarama.Client, consumed <-chan struct{}) {
 	select {
 	case <-g.ctx.Done():
