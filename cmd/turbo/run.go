@@ -26,14 +26,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *cfgPath == "" {
-		return fmt.Errorf("%w: --config is required", errUsage)
-	}
-	cfg, err := config.Load(*cfgPath, os.LookupEnv)
+	cfg, err := loadSelected(*cfgPath, sel)
 	if err != nil {
-		return err
-	}
-	if err := sel.apply(cfg); err != nil {
 		return err
 	}
 	node, err := nodeFromEnv(cfg)
@@ -209,3 +203,19 @@ type saramaLogger struct{ log zerolog.Logger }
 func (s saramaLogger) Print(v ...any)                 { s.log.Debug().Msg(fmt.Sprint(v...)) }
 func (s saramaLogger) Printf(format string, v ...any) { s.log.Debug().Msgf(format, v...) }
 func (s saramaLogger) Println(v ...any)               { s.log.Debug().Msg(fmt.Sprint(v...)) }
+
+// loadSelected loads the --config file (environment overrides included) and
+// applies the consumer and topic filters.
+func loadSelected(path string, sel *selection) (*config.Config, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: --config is required", errUsage)
+	}
+	cfg, err := config.Load(path, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	if err := sel.apply(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}

@@ -30,14 +30,8 @@ func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSign
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *cfgPath == "" {
-		return fmt.Errorf("%w: --config is required", errUsage)
-	}
-	cfg, err := config.Load(*cfgPath, os.LookupEnv)
+	cfg, err := loadSelected(*cfgPath, sel)
 	if err != nil {
-		return err
-	}
-	if err := sel.apply(cfg); err != nil {
 		return err
 	}
 	nodesSet := false
