@@ -8,8 +8,6 @@ import (
 
 	"github.com/turbokafka/turbo/proto/swarmpb"
 	"google.golang.org/protobuf/encoding/protodelim"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // maxFrame bounds one frame: a report is under 200 bytes, so anything near
@@ -59,13 +57,4 @@ func isNetErr(err error) bool {
 func writeFrame(w io.Writer, f *swarmpb.Frame) error {
 	_, err := protodelim.MarshalTo(w, f)
 	return err
-}
-
-// encodeFrame returns the bytes writeFrame would write (for tests and fuzzing).
-func encodeFrame(f *swarmpb.Frame) []byte {
-	b, err := proto.Marshal(f)
-	if err != nil {
-		panic(err) // a Frame built in code always marshals
-	}
-	return append(protowire.AppendVarint(nil, uint64(len(b))), b...)
 }

@@ -7,8 +7,18 @@ import (
 	"testing"
 
 	"github.com/turbokafka/turbo/proto/swarmpb"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
+
+// encodeFrame returns the bytes writeFrame writes for f.
+func encodeFrame(f *swarmpb.Frame) []byte {
+	b, err := proto.Marshal(f)
+	if err != nil {
+		panic(err) // a Frame built in code always marshals
+	}
+	return append(protowire.AppendVarint(nil, uint64(len(b))), b...)
+}
 
 func sampleFrames() []*swarmpb.Frame {
 	return []*swarmpb.Frame{

@@ -41,6 +41,7 @@ type slot struct {
 	detail   string
 	startAt  time.Time // when waiting: when to start
 	killAt   time.Time // when stopping: when to KILL
+	killed   bool      // SIGKILL sent: only the exit is awaited
 	restarts int       // processes started after the first
 	rss      uint64    // last resident size measured from /proc
 	memOver  int       // consecutive samples over the memory limit

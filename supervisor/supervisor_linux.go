@@ -135,7 +135,7 @@ func (r *run) nextWake(now time.Time) time.Duration {
 		switch {
 		case sl.state == slotWaiting && !r.stopping && sl.startAt.Before(next):
 			next = sl.startAt
-		case sl.state == slotStopping && sl.killAt.Before(next):
+		case sl.state == slotStopping && !sl.killed && sl.killAt.Before(next):
 			next = sl.killAt
 		}
 	}
@@ -186,7 +186,7 @@ func (r *run) start(now time.Time, sl *slot) {
 		return
 	}
 	sl.proc, sl.pid, sl.state, sl.started = p, p.pid, slotStarting, now
-	sl.lastSeen, sl.report, sl.status, sl.detail, sl.memOver = time.Time{}, nil, swarmpb.Status_STATUS_OK, "", 0
+	sl.lastSeen, sl.report, sl.status, sl.detail, sl.memOver, sl.killed = time.Time{}, nil, swarmpb.Status_STATUS_OK, "", 0, false
 	r.waiters.Add(1)
 	go func() {
 		defer r.waiters.Done()
@@ -340,7 +340,7 @@ func (r *run) stopAll(now time.Time, cause error) {
 
 func (r *run) killOverdue(now time.Time) {
 	for _, sl := range r.slots {
-		if sl.state == slotStopping && sl.proc != nil && !now.Before(sl.killAt) {
+		if sl.state == slotStopping && sl.proc != nil && !sl.killed && !now.Before(sl.killAt) {
 			r.terminate(sl)
 		}
 	}
@@ -370,5 +370,5 @@ func (r *run) terminate(sl *slot) {
 	if r.stopping && r.result == nil {
 		r.result = ErrUnclean
 	}
-	sl.state, sl.killAt = slotStopping, time.Now().Add(time.Hour) // the exit event follows
+	sl.state, sl.killed = slotStopping, true // the exit event follows
 }
