@@ -2,8 +2,6 @@ package actors
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -93,17 +91,10 @@ func (a *kafkaAux) finishedAbove(tp TopicPartition) []offsetmeta.Range {
 		return nil
 	}
 	b := resp.GetBlock(tp.Topic, tp.Partition)
-	if b == nil || b.Err != sarama.ErrNoError || b.Offset < 0 || b.Metadata == "" {
+	if b == nil || b.Err != sarama.ErrNoError {
 		return nil
 	}
-	ranges, err := offsetmeta.Decode(b.Offset, b.Metadata)
-	if err != nil && !errors.Is(err, offsetmeta.ErrStale) {
-		a.warnOnce.Do(func() {
-			a.log.Warn().Err(err).Str("partition", tp.String()).Msg("ignoring commit metadata turbo cannot read (warned once)")
-		})
-		return nil
-	}
-	return ranges
+	return finishedIn(tp, b.Offset, b.Metadata, &a.warnOnce, a.log)
 }
 
 // deadLetter queues records for the dead-letter topic; their outcomes come
@@ -158,18 +149,14 @@ func (a *kafkaAux) acks() {
 // key, value and headers, plus where it came from and why it failed.
 func deadLetterMessage(topic string, f recordFailure) *sarama.ProducerMessage {
 	rec := f.rec
-	headers := make([]sarama.RecordHeader, 0, len(rec.Headers)+6)
+	origin := originHeaders(f, time.Now())
+	headers := make([]sarama.RecordHeader, 0, len(rec.Headers)+len(origin))
 	for _, h := range rec.Headers {
 		headers = append(headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
 	}
-	headers = append(headers,
-		sarama.RecordHeader{Key: []byte("turbo-original-topic"), Value: []byte(rec.Topic)},
-		sarama.RecordHeader{Key: []byte("turbo-original-partition"), Value: []byte(strconv.FormatInt(int64(rec.Partition), 10))},
-		sarama.RecordHeader{Key: []byte("turbo-original-offset"), Value: []byte(strconv.FormatInt(rec.Offset, 10))},
-		sarama.RecordHeader{Key: []byte("turbo-error"), Value: []byte(fmt.Sprint(f.err))},
-		sarama.RecordHeader{Key: []byte("turbo-attempts"), Value: []byte(strconv.Itoa(rec.attempts))},
-		sarama.RecordHeader{Key: []byte("turbo-failed-at"), Value: []byte(time.Now().UTC().Format(time.RFC3339Nano))},
-	)
+	for _, h := range origin {
+		headers = append(headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+	}
 	m := &sarama.ProducerMessage{Topic: topic, Value: sarama.ByteEncoder(rec.Value), Headers: headers, Metadata: rec}
 	if rec.Key != nil {
 		m.Key = sarama.ByteEncoder(rec.Key)

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
 )
 
@@ -32,6 +33,17 @@ type Options struct {
 	// Restart is the backoff between tree restarts after failures, and
 	// between attempts to reach Kafka; the zero value means backoff.Default.
 	Restart backoff.Policy
+	// InMemory, when set, replaces Kafka with an in-memory cluster: the
+	// tree (supervisor, orchestrator, client proxy, offset controller,
+	// coordinator, runners) runs unchanged, and only what talks to sarama is
+	// swapped. Kafka.Brokers is then never dialled. It exists for
+	// test/harness, which sets it; use that package rather than this field.
+	//
+	// This one field is the whole seam's public surface on purpose: the
+	// interface between the proxy and its Kafka side speaks in the tree's
+	// unexported messages and gates, which stay private, and the in-memory
+	// cluster is a plain data model (memkafka) that knows nothing of actors.
+	InMemory *memkafka.Cluster
 }
 
 // Consumer is a running consumer. It is safe for concurrent use.
@@ -91,6 +103,7 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 		log:             opts.Logger.With().Str("consumer", cc.Name).Logger(),
 		retry:           policy,
 		dispatcher:      c.pool,
+		inMemory:        opts.InMemory,
 	}
 	sup := &backoffSupervisor{spec: spec, policy: policy, stopped: c.stopped}
 	props := actor.PropsFromProducer(func() actor.Actor { return sup }, actor.WithSupervisor(sup), actor.WithDispatcher(c.pool))

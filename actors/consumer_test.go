@@ -133,42 +133,6 @@ func TestKeyOrderingReachesFullParallelism(t *testing.T) {
 	}
 }
 
-func TestPartitionOrderingRunsOnePerPartition(t *testing.T) {
-	r := newRun(t, 4, 200, 50)
-	ledger := testkit.NewLedger(5 * time.Millisecond)
-	ledger.UnitOf = testkit.ByPartition
-	c := r.consumer("by-partition", func(c *config.Consumer) {
-		c.Ordering = config.OrderingPartition
-		c.Concurrency = 8
-	})
-	r.start(c, ledger)
-	testkit.Eventually(t, 60*time.Second, "200 records handled", func() bool { return ledger.Report().Distinct >= 200 })
-	r.waitCommitted(c.Group, 20*time.Second)
-	rep := ledger.Report()
-	checkClean(t, rep, 200)
-	if rep.Peak > 4 {
-		t.Errorf("peak parallelism %d with 4 partitions under partition ordering", rep.Peak)
-	}
-}
-
-func TestUnorderedUsesEveryRunner(t *testing.T) {
-	r := newRun(t, 2, 200, 2) // two keys only: key ordering could not exceed 2
-	ledger := testkit.NewLedger(20 * time.Millisecond)
-	ledger.UnitOf = func(rec *actors.Record) string { return fmt.Sprintf("%s@%d", rec.TP(), rec.Offset) }
-	c := r.consumer("unordered", func(c *config.Consumer) {
-		c.Ordering = config.OrderingUnordered
-		c.Concurrency = 8
-	})
-	r.start(c, ledger)
-	testkit.Eventually(t, 60*time.Second, "200 records handled", func() bool { return ledger.Report().Distinct >= 200 })
-	r.waitCommitted(c.Group, 20*time.Second)
-	rep := ledger.Report()
-	checkClean(t, rep, 200)
-	if rep.Peak != 8 {
-		t.Errorf("peak parallelism %d, want all 8 runners", rep.Peak)
-	}
-}
-
 // A hot key that cannot progress fills only its partition's share of the
 // buffer: that partition is paused, the others keep flowing.
 func TestBlockedKeyDoesNotStallOtherPartitions(t *testing.T) {
@@ -265,24 +229,6 @@ func TestHandlerFailureRestartsTheTree(t *testing.T) {
 	}
 	if rep := ledger.Report(); rep.Overlaps != 0 {
 		t.Errorf("%d overlaps across the restart", rep.Overlaps)
-	}
-}
-
-func TestPanickingHandlerRestartsTheTree(t *testing.T) {
-	r := newRun(t, 1, 20, 5)
-	var panicked atomic.Bool
-	ledger := testkit.NewLedger(0)
-	ledger.Fail = func(rec *actors.Record) error {
-		if rec.Offset == 5 && panicked.CompareAndSwap(false, true) {
-			panic("handler bug")
-		}
-		return nil
-	}
-	c := r.consumer("panicking", func(c *config.Consumer) { c.Retry.MaxAttempts = 1 })
-	cons := r.start(c, ledger)
-	testkit.Eventually(t, 60*time.Second, "all 20 records handled after the restart", func() bool { return ledger.Report().Distinct >= 20 })
-	if s := cons.Stats(); s.Restarts != 1 || s.Failed < 1 {
-		t.Errorf("stats %+v, want 1 restart after a failure", s)
 	}
 }
 
@@ -443,65 +389,6 @@ func TestKafkaUnreachableAtStartThenAppears(t *testing.T) {
 	testkit.Produce(t, b.Addrs(), "late", 50, 5)
 	testkit.Eventually(t, 60*time.Second, "the 50 records produced after the broker came up", func() bool { return ledger.Report().Distinct >= 50 })
 	checkClean(t, ledger.Report(), 50)
-}
-
-// Under partition ordering a runner gets runs of one partition's records; when
-// one of them blocks, the rest of its run is taken back but must wait (same
-// partition), while the other partitions keep flowing.
-func TestPartitionOrderingBlockedRecordHoldsOnlyItsPartition(t *testing.T) {
-	r := newRun(t, 4, 4000, 40)
-	release := make(chan struct{})
-	var blockedPart atomic.Int32
-	blockedPart.Store(-1)
-	ledger := testkit.NewLedger(0)
-	ledger.UnitOf = testkit.ByPartition
-	h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
-		if rec.Offset == 100 && blockedPart.CompareAndSwap(-1, rec.Partition) {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return ledger.Handle(ctx, rec)
-	})
-	c := r.consumer("partition-blocked", func(c *config.Consumer) {
-		c.Ordering = config.OrderingPartition
-		c.Concurrency = 4
-	})
-	r.start(c, h)
-	end := testkit.EndOffsets(t, r.brokers, r.topic)
-	testkit.Eventually(t, 60*time.Second, "the other partitions to finish", func() bool {
-		bp := blockedPart.Load()
-		if bp < 0 {
-			return false
-		}
-		done := map[int32]int{}
-		for id := range ledger.Handled() {
-			var p int32
-			var off int64
-			fmt.Sscanf(id[strings.LastIndex(id, "/")+1:], "%d@%d", &p, &off)
-			done[p]++
-		}
-		for p, e := range end {
-			if p != bp && done[p] < int(e) {
-				return false
-			}
-		}
-		return true
-	})
-	bp := blockedPart.Load()
-	for id := range ledger.Handled() {
-		var p int32
-		var off int64
-		fmt.Sscanf(id[strings.LastIndex(id, "/")+1:], "%d@%d", &p, &off)
-		if p == bp && off > 100 {
-			t.Errorf("record %s ran while offset 100 of its partition was still running", id)
-		}
-	}
-	close(release)
-	r.waitCommitted(c.Group, 60*time.Second)
-	checkClean(t, ledger.Report(), 4000)
 }
 
 // A paused partition still notices its cooperative revocation (sarama only

@@ -351,6 +351,15 @@ func (co *coordinator) harvest(c actor.Context, b *runBatch) {
 	for i := b.seen; i < done; i++ {
 		rec, err := b.records[i], b.errs[i]
 		v := verdictSkip // a success goes where a skipped failure goes: done
+		if err != nil && co.lost(rec) {
+			// Cancelled because its partition was taken away: not a failure
+			// and not finished. The next owner handles it again.
+			if b.runEnd(i) && co.held[rec.unit] == 0 {
+				co.done(rec.unit)
+			}
+			co.release(rec)
+			continue
+		}
 		if err != nil {
 			if v = co.failed(c, rec, err); v == verdictRetry || v == verdictDeadLetter {
 				continue // held: parked for a retry, or on its way to the dead-letter topic
@@ -379,6 +388,13 @@ func (co *coordinator) harvest(c actor.Context, b *runBatch) {
 	co.stats.processed.Add(int64(succeeded))
 	returnCredits(co.free)
 	co.scheduleFlush(c)
+}
+
+// lost reports whether rec's partition was taken from this consumer while
+// the tree goes on (an expired revocation cancelled its assignment).
+func (co *coordinator) lost(rec *Record) bool {
+	a := co.parts[rec.epoch]
+	return co.ctx.Err() == nil && a != nil && a.ctx.Err() != nil
 }
 
 // release accounts for a record leaving the pipeline.

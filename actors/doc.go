@@ -10,7 +10,8 @@
 //	    ├── offsetController     per partition: watermark.Tracker (lowest unfinished offset)
 //	    ├── coordinator          schedule.Scheduler (the buffer and the ordering) + runners
 //	    │   └── runner × concurrency   runs the Handler, panics recovered
-//	    └── clientProxy          the only actor that talks to Kafka (sarama, via kafkaGroup)
+//	    └── clientProxy          the only actor that talks to Kafka, through its kafkaSide:
+//	                             kafkaGroup (sarama), or memGroup (in memory, for test/harness)
 //
 // # Message flow (every arrow carries a batch, not a record)
 //

@@ -43,7 +43,7 @@ type kafkaGroup struct {
 	abortOnce sync.Once
 	done      chan struct{} // closed when run has returned
 
-	commitReq  chan sarama.ConsumerGroupSession
+	commitReq  chan groupSession
 	commitStop chan struct{}
 	epochs     atomic.Uint64
 
@@ -59,11 +59,12 @@ type kafkaGroup struct {
 // may take to leave Consume by itself before its client is closed under it.
 const stuckJoinGrace = 500 * time.Millisecond
 
-func (g *kafkaGroup) start() {
+func (g *kafkaGroup) start(send func(msg any)) {
+	g.send = send
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.abort = make(chan struct{})
 	g.done = make(chan struct{})
-	g.commitReq = make(chan sarama.ConsumerGroupSession, 1)
+	g.commitReq = make(chan groupSession, 1)
 	g.commitStop = make(chan struct{})
 	g.claimEnded = make(chan struct{}, 1)
 	go g.run()
@@ -74,9 +75,13 @@ func (g *kafkaGroup) start() {
 func (g *kafkaGroup) stop() { g.cancel() }
 
 // kill leaves the group at once: claims return without committing.
-func (g *kafkaGroup) kill() {
+func (g *kafkaGroup) kill() <-chan struct{} {
+	if g.done == nil {
+		return nil
+	}
 	g.abortOnce.Do(func() { close(g.abort) })
 	g.cancel()
+	return g.done
 }
 
 func (g *kafkaGroup) run() {
@@ -264,7 +269,7 @@ func (g *kafkaGroup) committer() {
 
 // requestCommit asks the committer to flush the offsets marked on sess. A
 // request already queued will flush these marks too.
-func (g *kafkaGroup) requestCommit(sess sarama.ConsumerGroupSession) {
+func (g *kafkaGroup) requestCommit(sess groupSession) {
 	select {
 	case g.commitReq <- sess:
 	default:
@@ -432,23 +437,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 
 // release runs the revocation handshake and commits the final watermark.
 func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, tp TopicPartition, epoch uint64) error {
-	reply := make(chan finalCommit, 1)
-	g.send(&claimEnding{tp: tp, epoch: epoch, reply: reply})
-	t := time.NewTimer(g.revokeWait)
-	defer t.Stop()
-	select {
-	case fc := <-reply:
-		if fc.ok {
-			// MarkOffset only moves forward; ResetOffset then sets the
-			// metadata even when the offset is the one already marked.
-			sess.MarkOffset(tp.Topic, tp.Partition, fc.offset, fc.meta)
-			sess.ResetOffset(tp.Topic, tp.Partition, fc.offset, fc.meta)
-		}
-		sess.Commit()
-	case <-g.abort:
-	case <-t.C:
-		g.log.Error().Str("partition", tp.String()).Msg("revocation handshake timed out; releasing without a final commit")
-	}
+	handOver(g.send, g.abort, g.revokeWait, g.log, sess, tp, epoch)
 	return nil
 }
 

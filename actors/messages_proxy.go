@@ -1,13 +1,12 @@
 package actors
 
-import "github.com/IBM/sarama"
-
 // Messages handled by the client proxy. The claim* messages come from the
-// proxy's own sarama goroutines; the others from the orchestrator.
+// goroutines of the proxy's Kafka side (kafkaSide); the others from the
+// orchestrator.
 
 // sessionStarted: sarama's Setup ran for a new group session.
 type sessionStarted struct {
-	sess sarama.ConsumerGroupSession
+	sess groupSession
 }
 
 // claimStarted: a ConsumeClaim goroutine took a partition.

@@ -27,8 +27,10 @@ type offsetController struct {
 	metaBudget  int   // commit_metadata_bytes; 0 = off
 	log         zerolog.Logger
 
-	parts  map[TopicPartition]*partitionWatermark
-	ticker scheduler.CancelFunc
+	parts   map[TopicPartition]*partitionWatermark
+	timers  *scheduler.TimerScheduler
+	ticker  scheduler.CancelFunc // the armed publishTick
+	stopped bool
 }
 
 type partitionWatermark struct {
@@ -70,6 +72,17 @@ func (p *partitionWatermark) checkWindow() {
 // publishTick is the offset controller's commit_interval timer.
 type publishTick struct{}
 
+// armTick schedules the next publishTick. A one-shot timer armed again on
+// every tick rather than protoactor's SendRepeatedly: the repeating timer
+// reads its state without synchronisation when it fires
+// (scheduler/timer.go), a data race with its cancel whenever a tick and the
+// tree's teardown coincide.
+func (oc *offsetController) armTick(c actor.Context) {
+	if !oc.stopped {
+		oc.ticker = oc.timers.SendOnce(oc.interval, c.Self(), &publishTick{})
+	}
+}
+
 func newOffsetController(spec *treeSpec) *offsetController {
 	return &offsetController{
 		interval:    spec.consumer.CommitInterval,
@@ -88,13 +101,16 @@ func (oc *offsetController) Receive(c actor.Context) {
 		oc.handleDone(c, m)
 	case *publishTick:
 		oc.publish(c, false)
+		oc.armTick(c)
 	case *trackPartition:
 		oc.parts[m.tp] = &partitionWatermark{epoch: m.epoch, tracker: watermark.New(), published: -1}
 	case *finalizePartition:
 		oc.handleFinalize(c, m)
 	case *actor.Started:
-		oc.ticker = scheduler.NewTimerScheduler(c).SendRepeatedly(oc.interval, oc.interval, c.Self(), &publishTick{})
+		oc.timers = scheduler.NewTimerScheduler(c)
+		oc.armTick(c)
 	case *actor.Stopping:
+		oc.stopped = true
 		if oc.ticker != nil {
 			oc.ticker()
 		}

@@ -4,25 +4,24 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
 	"github.com/rs/zerolog"
 )
 
 // clientProxy is the only actor that talks to Kafka. It owns the consumer
-// group (through kafkaGroup), forwards fetched records to the orchestrator,
-// shares the fetch budget among the partitions it holds, marks and commits
-// the watermarks it is given (batched), and turns sarama's revocations into a
-// handshake with the rest of the tree.
+// group (through its kafkaSide: kafkaGroup for sarama), forwards fetched
+// records to the orchestrator, shares the fetch budget among the partitions
+// it holds, marks and commits the watermarks it is given (batched), and turns
+// revocations into a handshake with the rest of the tree.
 type clientProxy struct {
-	group         *kafkaGroup
+	group         kafkaSide
 	budget        int // records allowed in the pipeline: concurrency + max_buffered
 	revokeTimeout time.Duration
 	stats         *Stats
 	log           zerolog.Logger
 
-	sess     sarama.ConsumerGroupSession
+	sess     groupSession
 	parts    map[TopicPartition]*heldPartition
 	stopping bool
 }
@@ -66,8 +65,7 @@ func (p *clientProxy) Receive(c actor.Context) {
 	case *actor.Started:
 		p.parts = make(map[TopicPartition]*heldPartition)
 		root, self := c.ActorSystem().Root, c.Self()
-		p.group.send = func(msg any) { root.Send(self, msg) }
-		p.group.start()
+		p.group.start(func(msg any) { root.Send(self, msg) })
 	case *actor.Stopping:
 		p.handleStopping()
 	case *actor.Stopped, *actor.Restarting:
@@ -241,17 +239,17 @@ func (p *clientProxy) handleStopping() {
 			hp.timeout()
 		}
 	}
-	if p.group.done == nil {
+	done := p.group.kill()
+	if done == nil {
 		return
 	}
-	p.group.kill()
 	// Claims return at once when killed; what may take longer is sarama
 	// itself (still dialling an unresponsive broker, or leaving the group).
 	// Its calls are bounded by sarama's network timeouts, so the group's
 	// goroutine is left to finish on its own rather than hold the teardown,
 	// which would count as a hung handler.
 	select {
-	case <-p.group.done:
+	case <-done:
 	case <-time.After(groupCloseWait):
 		p.log.Warn().Dur("waited", groupCloseWait).Msg("consumer group still connecting or closing; leaving it to finish in the background")
 	}

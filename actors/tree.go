@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
 )
 
@@ -25,6 +26,7 @@ type treeSpec struct {
 	log             zerolog.Logger
 	retry           backoff.Policy // for reconnecting to Kafka
 	dispatcher      actor.Dispatcher
+	inMemory        *memkafka.Cluster // replaces Kafka when set (test/harness)
 }
 
 // props builds the props of one of the tree's actors.
@@ -38,24 +40,43 @@ const maxFetchBatch = 512
 func (s *treeSpec) newProxy() *clientProxy {
 	budget := s.consumer.Concurrency + s.consumer.MaxBuffered
 	return &clientProxy{
-		group: &kafkaGroup{
-			brokers:    s.brokers,
-			groupID:    s.consumer.Group,
-			topics:     s.consumer.Topics,
-			cfg:        saramaConfig(s.kafka, s.consumer, s.shutdownTimeout),
-			log:        s.log,
-			retry:      s.retry,
-			maxBatch:   maxFetchBatch,
-			revokeWait: s.shutdownTimeout + 5*time.Second,
-			dlqTopic:   dlqTopic(s.consumer),
-			readMeta:   s.consumer.CommitMetadataBytes > 0,
-			auxQueue:   budget + s.consumer.Concurrency,
-			stats:      s.stats,
-		},
+		group:         s.newKafkaSide(budget),
 		budget:        budget,
 		revokeTimeout: s.shutdownTimeout,
 		stats:         s.stats,
 		log:           s.log,
+	}
+}
+
+// newKafkaSide builds what talks to Kafka for one generation of the tree:
+// sarama, or the in-memory cluster of test/harness.
+func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
+	if s.inMemory != nil {
+		return &memGroup{
+			cluster:    s.inMemory,
+			topics:     s.consumer.Topics,
+			newest:     s.consumer.InitialOffset == config.OffsetNewest,
+			maxBatch:   maxFetchBatch,
+			revokeWait: s.shutdownTimeout + 5*time.Second,
+			dlqTopic:   dlqTopic(s.consumer),
+			readMeta:   s.consumer.CommitMetadataBytes > 0,
+			stats:      s.stats,
+			log:        s.log,
+		}
+	}
+	return &kafkaGroup{
+		brokers:    s.brokers,
+		groupID:    s.consumer.Group,
+		topics:     s.consumer.Topics,
+		cfg:        saramaConfig(s.kafka, s.consumer, s.shutdownTimeout),
+		log:        s.log,
+		retry:      s.retry,
+		maxBatch:   maxFetchBatch,
+		revokeWait: s.shutdownTimeout + 5*time.Second,
+		dlqTopic:   dlqTopic(s.consumer),
+		readMeta:   s.consumer.CommitMetadataBytes > 0,
+		auxQueue:   budget + s.consumer.Concurrency,
+		stats:      s.stats,
 	}
 }
 

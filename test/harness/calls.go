@@ -1,0 +1,253 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/memkafka"
+	"github.com/turbokafka/turbo/config"
+)
+
+// Call is one call of the handler.
+type Call struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       string // "" for a record without a key
+	// Attempt is 1 for the record's first call, 2 for the next, and so on,
+	// counted across retries, restarts and redeliveries.
+	Attempt int
+	// Running is true while the handler runs.
+	Running bool
+	// Err is what the handler returned (ErrPanicked if it panicked); nil
+	// while it runs.
+	Err error
+}
+
+func (c Call) String() string { return fmt.Sprintf("%s/%d@%d", c.Topic, c.Partition, c.Offset) }
+
+// ErrPanicked is the Call.Err of a handler call that panicked.
+var ErrPanicked = errors.New("harness: the handler panicked")
+
+// recorder wraps the user's handler: it records every call and judges the
+// ordering guarantee as the calls start.
+type recorder struct {
+	ordering config.Ordering
+	cluster  *memkafka.Cluster
+
+	mu         sync.Mutex
+	calls      []Call
+	attempts   map[recordID]int
+	handled    map[recordID]int // successful calls per record
+	running    map[string]int   // calls running per ordering unit
+	last       map[unitPartition]lastStart
+	now, peak  int
+	violations []string
+	changed    chan struct{} // closed (and replaced) on every call start and end
+}
+
+type recordID struct {
+	tp     memkafka.TopicPartition
+	offset int64
+}
+
+type unitPartition struct {
+	unit string
+	tp   memkafka.TopicPartition
+}
+
+// lastStart is the offset a unit last started in a partition, and which
+// assignment of the partition (the cluster's claim count) that was in: a new
+// assignment reads again from the committed offset, so offsets may go back.
+type lastStart struct {
+	offset int64
+	claims int
+}
+
+func (r *recorder) init(ordering config.Ordering, cluster *memkafka.Cluster) {
+	r.ordering, r.cluster = ordering, cluster
+	r.attempts = make(map[recordID]int)
+	r.handled = make(map[recordID]int)
+	r.running = make(map[string]int)
+	r.last = make(map[unitPartition]lastStart)
+	r.changed = make(chan struct{})
+}
+
+// unit names what the consumer's ordering serializes rec on; "" when nothing.
+func (r *recorder) unit(rec *actors.Record) string {
+	switch {
+	case r.ordering == config.OrderingUnordered:
+		return ""
+	case r.ordering == config.OrderingPartition, rec.Key == nil:
+		return "partition " + rec.TP().String()
+	default:
+		return fmt.Sprintf("key %q", rec.Key)
+	}
+}
+
+func (r *recorder) call(ctx context.Context, rec *actors.Record, next actors.Handler) (err error) {
+	idx, unit := r.begin(rec)
+	ended := false
+	defer func() {
+		if !ended { // a panic on its way to the runner, which recovers it
+			r.end(idx, unit, rec, ErrPanicked)
+		}
+	}()
+	if next != nil {
+		err = next.Handle(ctx, rec)
+	}
+	ended = true
+	r.end(idx, unit, rec, err)
+	return err
+}
+
+func (r *recorder) begin(rec *actors.Record) (int, string) {
+	tp := memkafka.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
+	id := recordID{tp: tp, offset: rec.Offset}
+	unit := r.unit(rec)
+	claims := r.cluster.Partition(tp).Claims
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.attempts[id]++
+	if unit != "" {
+		if r.running[unit] > 0 {
+			r.violations = append(r.violations, fmt.Sprintf("%s@%d (%s) started while another record of its %s ran", tp, rec.Offset, unit, strings.Fields(unit)[0]))
+		}
+		r.running[unit]++
+		k := unitPartition{unit: unit, tp: tp}
+		if l, ok := r.last[k]; ok && l.claims == claims && rec.Offset < l.offset {
+			r.violations = append(r.violations, fmt.Sprintf("%s@%d (%s) started after %s@%d of the same assignment", tp, rec.Offset, unit, tp, l.offset))
+		}
+		r.last[k] = lastStart{offset: rec.Offset, claims: claims}
+	}
+	r.now++
+	r.peak = max(r.peak, r.now)
+	r.calls = append(r.calls, Call{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Key: string(rec.Key), Attempt: r.attempts[id], Running: true})
+	r.notifyLocked()
+	return len(r.calls) - 1, unit
+}
+
+func (r *recorder) end(idx int, unit string, rec *actors.Record, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls[idx].Running, r.calls[idx].Err = false, err
+	if unit != "" {
+		r.running[unit]--
+	}
+	r.now--
+	if err == nil {
+		r.handled[recordID{tp: memkafka.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, offset: rec.Offset}]++
+	}
+	r.notifyLocked()
+}
+
+func (r *recorder) notifyLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *recorder) events() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+func (r *recorder) summary() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var running []string
+	for _, c := range r.calls {
+		if c.Running {
+			running = append(running, fmt.Sprintf("%s (attempt %d)", c, c.Attempt))
+		}
+	}
+	if len(running) > 10 {
+		running = append(running[:10], "…")
+	}
+	return fmt.Sprintf("handler: %d calls, %d distinct records handled, %d running %v", len(r.calls), len(r.handled), r.now, running)
+}
+
+// Calls returns every handler call so far, in the order they started.
+func (h *Harness) Calls() []Call {
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	return append([]Call(nil), h.rec.calls...)
+}
+
+// Handled returns the successful handler calls, in the order they started.
+func (h *Harness) Handled() []Call {
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	var out []Call
+	for _, c := range h.rec.calls {
+		if !c.Running && c.Err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// HandledOffsets returns the offsets of the successful calls of the
+// records with key key (of every partition), in the order they started:
+// the order the key was processed in.
+func (h *Harness) HandledOffsets(key string) []int64 {
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	var out []int64
+	for _, c := range h.rec.calls {
+		if c.Key == key && !c.Running && c.Err == nil {
+			out = append(out, c.Offset)
+		}
+	}
+	return out
+}
+
+// Attempts returns how many times the handler was called for a record.
+func (h *Harness) Attempts(topic string, partition int32, offset int64) int {
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	return h.rec.attempts[recordID{tp: memkafka.TopicPartition{Topic: topic, Partition: partition}, offset: offset}]
+}
+
+// TimesHandled returns how many calls for a record succeeded (more than one
+// after a redelivery).
+func (h *Harness) TimesHandled(topic string, partition int32, offset int64) int {
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	return h.rec.handled[recordID{tp: memkafka.TopicPartition{Topic: topic, Partition: partition}, offset: offset}]
+}
+
+// HandledCount returns how many distinct records were handled successfully.
+func (h *Harness) HandledCount() int {
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	return len(h.rec.handled)
+}
+
+// Running returns how many handler calls run now.
+func (h *Harness) Running() int {
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	return h.rec.now
+}
+
+// Peak returns the most handler calls that ran at once.
+func (h *Harness) Peak() int {
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	return h.rec.peak
+}
+
+// Violations returns the breaches of the ordering guarantee seen so far:
+// two calls of one unit (key or partition, per the consumer's ordering) at
+// once, or a unit's record starting below one it started before in the
+// same assignment of its partition. The test fails with them when it ends.
+func (h *Harness) Violations() []string {
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	return append([]string(nil), h.rec.violations...)
+}
