@@ -51,7 +51,7 @@ test-kafka:
 	trap 'exit 130' INT TERM; \
 	addr=$$(bash $(KAFKA_SH) start "$$state") || exit 1; \
 	echo "test-kafka: TURBO_TEST_BROKERS=$$addr"; \
-	TURBO_TEST_BROKERS=$$addr $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_PKGS)
+	TURBO_TEST_BROKERS=$$addr $(GO) test -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_PKGS)
 
 ## kafka-start: a real Kafka broker in the background for manual runs; then
 ## TURBO_TEST_BROKERS=<the address it prints> go test ./... uses it.

@@ -150,12 +150,13 @@ log: {level: warn, format: json}
 // the restart handles again only what had not finished; without it, every
 // record above the stuck one comes again.
 func TestKill9RedeliversOnlyUnfinishedRecords(t *testing.T) {
-	addr := testkit.Dev(t, "--partitions", "1")
-	testkit.ProduceWithBinary(t, addr, "crash-meta", 2000, 100)
-	testkit.ProduceWithBinary(t, addr, "crash-plain", 2000, 100)
+	meta, plain := testkit.TopicName("crash-meta"), testkit.TopicName("crash-plain")
 	// One partition each, so that offset 100 holds the watermark of all.
-	withMeta, finished := crashRun(t, addr, "crash-meta", 4000)
-	without, finishedPlain := crashRun(t, addr, "crash-plain", 0)
+	addr := testkit.Cluster(t, 1, meta, plain)
+	testkit.ProduceWithBinary(t, addr, meta, 2000, 100)
+	testkit.ProduceWithBinary(t, addr, plain, 2000, 100)
+	withMeta, finished := crashRun(t, addr, meta, 4000)
+	without, finishedPlain := crashRun(t, addr, plain, 0)
 	t.Logf("records finished before SIGKILL: %d and %d; handled again after the restart: %d with the commit metadata, %d without",
 		finished, finishedPlain, withMeta, without)
 	if withMeta != 0 {

@@ -87,14 +87,15 @@ log: {level: warn, format: json}
 // never finishes, a 1,000,000-record backlog costs no more than a 100,000-record
 // one, and it does not grow while the records wait.
 func TestMemoryFlatWithLargeBacklog(t *testing.T) {
-	addr := testkit.Dev(t)
-	testkit.ProduceWithBinary(t, addr, "small", 100_000, 1000)
-	testkit.ProduceWithBinary(t, addr, "large", 1_000_000, 1000)
+	small, large := testkit.TopicName("small"), testkit.TopicName("large")
+	addr := testkit.Cluster(t, 8, small, large)
+	testkit.ProduceWithBinary(t, addr, small, 100_000, 1000)
+	testkit.ProduceWithBinary(t, addr, large, 1_000_000, 1000)
 
-	small := blockedRunRSS(t, addr, "small")
-	large := blockedRunRSS(t, addr, "large")
-	t.Logf("RSS KiB with a 100k backlog: %v", small)
-	t.Logf("RSS KiB with a 1M backlog:   %v", large)
+	smallRSS := blockedRunRSS(t, addr, small)
+	largeRSS := blockedRunRSS(t, addr, large)
+	t.Logf("RSS KiB with a 100k backlog: %v", smallRSS)
+	t.Logf("RSS KiB with a 1M backlog:   %v", largeRSS)
 
 	maxOf := func(s []int64) int64 {
 		m := s[0]
@@ -110,10 +111,10 @@ func TestMemoryFlatWithLargeBacklog(t *testing.T) {
 		}
 		return m
 	}
-	if grow := maxOf(large) - minOf(large); grow > 8*1024 {
-		t.Errorf("RSS grew by %d KiB over 3 s while 1M records waited: %v", grow, large)
+	if grow := maxOf(largeRSS) - minOf(largeRSS); grow > 8*1024 {
+		t.Errorf("RSS grew by %d KiB over 3 s while 1M records waited: %v", grow, largeRSS)
 	}
-	if maxOf(large) > maxOf(small)+8*1024 {
-		t.Errorf("peak RSS with a 1M backlog %d KiB vs %d KiB with 100k: memory follows the backlog", maxOf(large), maxOf(small))
+	if maxOf(largeRSS) > maxOf(smallRSS)+8*1024 {
+		t.Errorf("peak RSS with a 1M backlog %d KiB vs %d KiB with 100k: memory follows the backlog", maxOf(largeRSS), maxOf(smallRSS))
 	}
 }

@@ -42,8 +42,9 @@ func (r *recorder) snapshot() map[string]int {
 // redelivers nothing that finished before the signal.
 func TestSigtermThenRestartRedeliversNothingFinished(t *testing.T) {
 	const records = 3000
-	addr := testkit.Dev(t)
-	testkit.ProduceWithBinary(t, addr, "orders", records, 300)
+	topic := testkit.TopicName("orders")
+	addr := testkit.Cluster(t, 8, topic)
+	testkit.ProduceWithBinary(t, addr, topic, records, 300)
 
 	first := &recorder{answered: map[string]int{}, work: 2 * time.Millisecond}
 	srv1 := httptest.NewServer(first)
@@ -54,13 +55,14 @@ kafka:
   brokers: [%q]
 consumers:
   - name: orders
-    topics: [orders]
+    group: %s
+    topics: [%s]
     concurrency: 16
     commit_interval: 10s   # only the shutdown's final commit can save the work
     handler: {type: http, url: %q, timeout: 5s}
 shutdown_timeout: 20s
 log: {level: info, format: json}
-`, addr, url))
+`, addr, topic, topic, url))
 	}
 	run := testkit.Start(t, nil, "run", "--config", cfg(srv1.URL))
 	deadline := time.Now().Add(60 * time.Second)

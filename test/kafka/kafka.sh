@@ -5,6 +5,10 @@
 #   kafka.sh start [STATE_DIR]  start a KRaft broker on a free loopback port;
 #                               prints HOST:PORT on stdout when it is ready
 #   kafka.sh stop  [STATE_DIR]  stop it and delete its data (idempotent)
+#   kafka.sh restart [STATE_DIR] [--kill]
+#                               stop the broker (SIGTERM, or SIGKILL with
+#                               --kill) and start it again on the same port
+#                               with the same data; prints HOST:PORT when ready
 #
 # The jars come from Maven Central (org.apache.kafka:kafka_2.13 and its runtime
 # dependencies) and are cached outside the repository, in TURBO_KAFKA_CACHE
@@ -307,10 +311,46 @@ launch() {
 	java=("$(java_bin)" -cp "$LIB_DIR/*" -Dlog4j.configuration="file:$work/log4j.properties")
 	"${java[@]}" -Xmx256m kafka.tools.StorageTool format -t "$(cluster_id)" \
 		-c "$work/server.properties" >"$work/logs/format.log" 2>&1 || return 1
-	nohup "${java[@]}" -Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+	run_broker "$work"
+}
+
+# run_broker starts the broker of the formatted work dir $1 in the background
+# and prints its pid.
+run_broker() {
+	local work=$1
+	nohup "$(java_bin)" -cp "$LIB_DIR/*" -Dlog4j.configuration="file:$work/log4j.properties" \
+		-Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
 		-XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
-		kafka.Kafka "$work/server.properties" >"$work/logs/stdout.log" 2>&1 </dev/null &
+		kafka.Kafka "$work/server.properties" >>"$work/logs/stdout.log" 2>&1 </dev/null &
 	printf '%s' "$!"
+}
+
+# await_ready waits until the broker of pid $1 answers on port $2; it fails
+# when the process exits or START_TIMEOUT passes.
+await_ready() {
+	local pid=$1 port=$2 deadline=$((SECONDS + START_TIMEOUT))
+	while ! probe "$port"; do
+		kill -0 "$pid" 2>/dev/null || return 1
+		((SECONDS < deadline)) || return 1
+		sleep 0.2
+	done
+}
+
+# kill_broker stops the broker of pid $1 with signal $2, escalating to
+# SIGKILL after STOP_TIMEOUT, and waits until it is gone.
+kill_broker() {
+	local pid=$1 sig=$2 deadline=$((SECONDS + STOP_TIMEOUT))
+	kill "-$sig" "$pid" 2>/dev/null || true
+	while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+		sleep 0.2
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		log "the broker (pid $pid) ignored SIG$sig for $STOP_TIMEOUT s; killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+		while kill -0 "$pid" 2>/dev/null; do
+			sleep 0.1
+		done
+	fi
 }
 
 cmd_start() {
@@ -366,22 +406,11 @@ cmd_start() {
 }
 
 cmd_stop() {
-	local state=${1:-$DEFAULT_STATE_DIR} pid="" work="" deadline
+	local state=${1:-$DEFAULT_STATE_DIR} pid="" work=""
 	[[ -f $state/pid ]] && pid=$(cat "$state/pid")
 	[[ -f $state/work ]] && work=$(cat "$state/work")
 	if [[ -n $pid && -n $work ]] && is_broker "$pid" "$work"; then
-		kill -TERM "$pid" 2>/dev/null || true
-		deadline=$((SECONDS + STOP_TIMEOUT))
-		while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
-			sleep 0.2
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			log "the broker (pid $pid) ignored SIGTERM for $STOP_TIMEOUT s; killing it"
-			kill -KILL "$pid" 2>/dev/null || true
-			while kill -0 "$pid" 2>/dev/null; do
-				sleep 0.1
-			done
-		fi
+		kill_broker "$pid" TERM
 		log "stopped the broker (pid $pid)"
 	fi
 	# Only ever delete a work dir this script made.
@@ -391,8 +420,29 @@ cmd_stop() {
 	rm -f "$state/pid" "$state/addr" "$state/work"
 }
 
+# cmd_restart stops the broker of STATE_DIR and starts it again on the same
+# ports, with its data: a broker restart as operators do it (or a crash, with
+# --kill).
+cmd_restart() {
+	local state=${1:-$DEFAULT_STATE_DIR} sig=TERM pid work port started=$SECONDS
+	[[ ${2:-} == --kill ]] && sig=KILL
+	[[ -f $state/pid && -f $state/work && -f $state/addr ]] || die "no broker was started for $state"
+	pid=$(cat "$state/pid") work=$(cat "$state/work") port=$(cut -d: -f2 <"$state/addr")
+	is_broker "$pid" "$work" || die "the broker of $state (pid $pid) is not running"
+	kill_broker "$pid" "$sig"
+	pid=$(run_broker "$work")
+	printf '%s\n' "$pid" >"$state/pid"
+	# The old process's port may linger in TIME_WAIT; Kafka sets SO_REUSEADDR.
+	if ! await_ready "$pid" "$port"; then
+		log_tail "$work"
+		die "the restarted broker did not answer on 127.0.0.1:$port within $START_TIMEOUT s (logs above)"
+	fi
+	log "Kafka restarted (SIG$sig) at 127.0.0.1:$port in $((SECONDS - started)) s (pid $pid)"
+	printf '127.0.0.1:%s\n' "$port"
+}
+
 usage() {
-	echo "usage: $0 fetch | start [STATE_DIR] | stop [STATE_DIR]" >&2
+	echo "usage: $0 fetch | start [STATE_DIR] | stop [STATE_DIR] | restart [STATE_DIR] [--kill]" >&2
 	exit 2
 }
 
@@ -400,5 +450,6 @@ case ${1:-} in
 fetch) cmd_fetch ;;
 start) cmd_start "${2:-}" ;;
 stop) cmd_stop "${2:-}" ;;
+restart) cmd_restart "${2:-}" "${3:-}" ;;
 *) usage ;;
 esac

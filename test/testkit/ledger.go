@@ -12,9 +12,15 @@ import (
 
 // Ledger is a handler that records every delivery and judges the guarantees:
 // two records with the same key never run at once (Overlaps), a key's records
-// start in offset order (OrderViolations), and each record is handled once
+// run in offset order (OrderViolations), and each record is handled once
 // (Duplicates, Handled). It also measures the peak number of records running
 // at once.
+//
+// Order is judged so that it holds across restarts and handovers, where a
+// record may legitimately come again: a record breaks its key's order when
+// it starts while an earlier record of the key has started but never
+// finished (failed, cancelled, or its process killed), or when it starts for
+// the first time after a later record of the key already ran.
 type Ledger struct {
 	// Work is how long each record takes (its context cancels it early).
 	Work time.Duration
@@ -26,27 +32,27 @@ type Ledger struct {
 	// without one), as under `ordering: key`.
 	UnitOf func(rec *actors.Record) string
 
-	mu        sync.Mutex
-	running   map[string]bool
-	lastStart map[string]int64 // key → offset of the last record started
-	handled   map[string]int   // "topic/partition@offset" → successful runs
-	inFlight  int
-	peak      int
-	overlaps  int
-	order     int
-	dups      int
-	total     int
-	changed   chan struct{}
+	mu       sync.Mutex
+	running  map[string]bool
+	keys     map[string]*keyOrder
+	handled  map[string]int // "topic/partition@offset" → successful runs
+	inFlight int
+	peak     int
+	overlaps int
+	order    int
+	dups     int
+	total    int
+	changed  chan struct{}
 }
 
 // NewLedger returns a ledger whose records take work each.
 func NewLedger(work time.Duration) *Ledger {
 	return &Ledger{
-		Work:      work,
-		running:   map[string]bool{},
-		lastStart: map[string]int64{},
-		handled:   map[string]int{},
-		changed:   make(chan struct{}, 1),
+		Work:    work,
+		running: map[string]bool{},
+		keys:    map[string]*keyOrder{},
+		handled: map[string]int{},
+		changed: make(chan struct{}, 1),
 	}
 }
 
@@ -71,10 +77,15 @@ func (l *Ledger) Handle(ctx context.Context, rec *actors.Record) error {
 		l.overlaps++
 	}
 	l.running[k] = true
-	if last, ok := l.lastStart[k]; ok && rec.Offset <= last {
+	ko := l.keys[k]
+	if ko == nil {
+		ko = &keyOrder{maxStarted: -1, unfinished: map[int64]bool{}}
+		l.keys[k] = ko
+	}
+	id := fmt.Sprintf("%s@%d", rec.TP(), rec.Offset)
+	if !ko.start(rec.Offset, l.handled[id] > 0 || ko.unfinished[rec.Offset]) {
 		l.order++
 	}
-	l.lastStart[k] = rec.Offset
 	l.inFlight++
 	l.peak = max(l.peak, l.inFlight)
 	l.mu.Unlock()
@@ -85,7 +96,7 @@ func (l *Ledger) Handle(ctx context.Context, rec *actors.Record) error {
 	l.running[k] = false
 	l.inFlight--
 	if err == nil {
-		id := fmt.Sprintf("%s@%d", rec.TP(), rec.Offset)
+		delete(ko.unfinished, rec.Offset)
 		l.handled[id]++
 		if l.handled[id] > 1 {
 			l.dups++
@@ -137,10 +148,20 @@ func (l *Ledger) Handled() map[string]int {
 	return out
 }
 
-// ForgetOrder resets the order bookkeeping: after a restart, records of a key
-// legitimately start again from the committed offset.
-func (l *Ledger) ForgetOrder() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	clear(l.lastStart)
+// keyOrder is what the ledger knows of one key's deliveries.
+type keyOrder struct {
+	maxStarted int64          // highest offset ever started
+	unfinished map[int64]bool // offsets started and never finished
+}
+
+// start records that offset starts (seen: it started before) and reports
+// whether that keeps the key's order.
+func (o *keyOrder) start(offset int64, seen bool) bool {
+	ok := seen || offset > o.maxStarted // a first delivery comes after every earlier one
+	for u := range o.unfinished {
+		ok = ok && u >= offset // nothing earlier may be left unfinished
+	}
+	o.unfinished[offset] = true
+	o.maxStarted = max(o.maxStarted, offset)
+	return ok
 }

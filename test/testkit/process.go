@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -136,6 +137,19 @@ func Dev(t testing.TB, extra ...string) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Cluster returns the address of a broker that turbo processes reach, with
+// topics on it (partitions each): the shared cluster of TURBO_TEST_BROKERS,
+// or else a `turbo dev` of the test's own. Name the topics, and the groups,
+// with TopicName: on a shared cluster they must be unique.
+func Cluster(t testing.TB, partitions int, topics ...string) string {
+	t.Helper()
+	if brokers := SharedBrokers(); brokers != nil {
+		createTopics(t, brokers, partitions, topics)
+		return brokers[0] // enough to bootstrap from
+	}
+	return Dev(t, "--partitions", strconv.Itoa(partitions))
 }
 
 // ProduceWithBinary writes demo records with `turbo produce`.

@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/turbokafka/turbo/test/testkit"
+)
+
+// Each ordering mode through the real binary: the parallelism it reaches
+// with 8 partitions and concurrency 40, and its guarantee (per key, per
+// partition, none), judged by a ledger of every delivery.
+func TestOrderingModes(t *testing.T) {
+	const records, keys, concurrency, partitions = 2000, 100, 40, 8
+	const work = 20 * time.Millisecond
+	for _, mode := range []struct {
+		name        string
+		peak        int  // the in-flight peak to reach
+		judged      bool // the ledger judges overlap and order
+		byPartition bool // the unit is the partition
+	}{
+		{name: "key", peak: concurrency * 9 / 10, judged: true},
+		{name: "partition", peak: partitions, judged: true, byPartition: true},
+		{name: "unordered", peak: concurrency * 9 / 10},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			topic := testkit.TopicName("ordering-" + mode.name)
+			addr := testkit.Cluster(t, partitions, topic)
+			testkit.ProduceWithBinary(t, addr, topic, records, keys)
+			ledger := testkit.NewLedger(work)
+			if mode.byPartition {
+				ledger.UnitOf = testkit.ByPartition
+			}
+			cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+kafka:
+  brokers: [%q]
+consumers:
+  - name: orders
+    group: %s
+    topics: [%s]
+    ordering: %s
+    concurrency: %d
+    handler: {type: http, url: %q, timeout: 5s}
+log: {level: warn, format: json}
+`, addr, topic, topic, mode.name, concurrency, ledgerEndpoint(t, ledger)))
+			started := time.Now()
+			run := testkit.Start(t, nil, "run", "--config", cfg, "--exit-on-idle")
+			if code := run.Wait(t, 2*time.Minute); code != 0 {
+				t.Fatalf("turbo run exited %d", code)
+			}
+			wall := time.Since(started)
+			rep := ledger.Report()
+			if rep.Distinct != records || rep.Duplicates != 0 {
+				t.Errorf("handled %d distinct records with %d duplicates, want %d and 0", rep.Distinct, rep.Duplicates, records)
+			}
+			if mode.judged && (rep.Overlaps != 0 || rep.OrderViolations != 0) {
+				t.Errorf("%d overlaps and %d order violations, want 0", rep.Overlaps, rep.OrderViolations)
+			}
+			if rep.Peak < mode.peak {
+				t.Errorf("peak %d records in flight, want at least %d", rep.Peak, mode.peak)
+			}
+			if mode.byPartition && rep.Peak > partitions {
+				t.Errorf("peak %d records in flight under partition ordering, want at most %d", rep.Peak, partitions)
+			}
+			t.Logf("FIGURES ordering=%s broker=%s records=%d peak=%d/%d overlaps=%d order_violations=%d wall=%s (from process start, joins included)",
+				mode.name, brokerKind(), rep.Distinct, rep.Peak, concurrency, rep.Overlaps, rep.OrderViolations, wall.Round(10*time.Millisecond))
+		})
+	}
+}
+
+// brokerKind names the broker the suite runs on, for the figures it logs.
+func brokerKind() string {
+	if testkit.SharedBrokers() != nil {
+		return "kafka"
+	}
+	return "embedded"
+}
