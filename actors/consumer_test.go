@@ -14,6 +14,7 @@ import (
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/actors/backoff"
 	"github.com/turbokafka/turbo/actors/embedded"
+	"github.com/turbokafka/turbo/actors/handlers"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/test/testkit"
 )
@@ -29,7 +30,7 @@ type run struct {
 
 func newRun(t *testing.T, partitions, records, keys int) *run {
 	t.Helper()
-	topic := "t-" + t.Name()
+	topic := testkit.TopicName("t-" + t.Name())
 	brokers := testkit.Broker(t, partitions, topic)
 	if records > 0 {
 		testkit.Produce(t, brokers, topic, records, keys)
@@ -39,7 +40,7 @@ func newRun(t *testing.T, partitions, records, keys int) *run {
 
 func (r *run) consumer(name string, mod func(*config.Consumer)) config.Consumer {
 	c := config.DefaultConsumer(name)
-	c.Group = "g-" + r.t.Name()
+	c.Group = "g-" + r.topic
 	c.Topics = []string{r.topic}
 	c.CommitInterval = 100 * time.Millisecond
 	if mod != nil {
@@ -273,10 +274,18 @@ func TestRebalanceHandoverKeepsKeysApart(t *testing.T) {
 	// members; each member's own ledger judges the order it started records in.
 	shared := testkit.NewLedger(20 * time.Millisecond)
 	a, b := testkit.NewLedger(0), testkit.NewLedger(0)
+	// Until b holds partitions, records take longer: a join takes a few
+	// heartbeats on real Kafka, and a must not finish everything meanwhile.
+	var joined atomic.Bool
 	both := func(member *testkit.Ledger) actors.Handler {
 		return actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
 			if err := member.Handle(ctx, rec); err != nil {
 				return err
+			}
+			if !joined.Load() {
+				if err := handlers.Sleep(100*time.Millisecond).Handle(ctx, rec); err != nil {
+					return err
+				}
 			}
 			return shared.Handle(ctx, rec)
 		})
@@ -288,6 +297,7 @@ func TestRebalanceHandoverKeepsKeysApart(t *testing.T) {
 	testkit.Eventually(t, 60*time.Second, "both members to hold partitions", func() bool {
 		return cb.Stats().Assigned > 0 && ca.Stats().Assigned > 0 && ca.Stats().Assigned+cb.Stats().Assigned == 8
 	})
+	joined.Store(true)
 	if s := ca.Stats(); s.Moves != 8+(8-s.Assigned) {
 		t.Errorf("member a counted %d partition moves, want 8 gained + %d handed to b", s.Moves, 8-s.Assigned)
 	}
