@@ -43,6 +43,7 @@ type kafkaGroup struct {
 	abortOnce sync.Once
 	done      chan struct{} // closed when run has returned
 
+	released   releasedAt // where this member let partitions go, for when they come back
 	commitReq  chan groupSession
 	commitStop chan struct{}
 	epochs     atomic.Uint64
@@ -319,7 +320,8 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		}
 	}()
 	tp := TopicPartition{Topic: claim.Topic(), Partition: claim.Partition()}
-	finished := g.finishedAbove(tp) // read before any record: the first records may be among them
+	// Read before any record: the first records may be among them.
+	finished := g.released.finished(tp, claim.InitialOffset(), g.finishedAbove(tp))
 	epoch := g.epochs.Add(1)
 	gt := newGate(0) // the proxy sizes it on claimStarted
 	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
@@ -437,7 +439,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 
 // release runs the revocation handshake and commits the final watermark.
 func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, tp TopicPartition, epoch uint64) error {
-	handOver(g.send, g.abort, g.revokeWait, g.log, sess, tp, epoch)
+	g.released.remember(tp, handOver(g.send, g.abort, g.revokeWait, g.log, sess, tp, epoch))
 	return nil
 }
 

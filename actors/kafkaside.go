@@ -60,8 +60,9 @@ var (
 // handOver is a claim's end of the revocation handshake, shared by both
 // sides: it tells the proxy (claimEnding), waits for the partition's final
 // watermark — bounded by wait, and cut short by abort — and commits it
-// before the claim lets the partition go.
-func handOver(send func(any), abort <-chan struct{}, wait time.Duration, log zerolog.Logger, sess groupSession, tp TopicPartition, epoch uint64) {
+// before the claim lets the partition go. It returns that final watermark
+// (ok false when there was none, or no answer).
+func handOver(send func(any), abort <-chan struct{}, wait time.Duration, log zerolog.Logger, sess groupSession, tp TopicPartition, epoch uint64) finalCommit {
 	reply := make(chan finalCommit, 1)
 	send(&claimEnding{tp: tp, epoch: epoch, reply: reply})
 	t := time.NewTimer(wait)
@@ -75,10 +76,12 @@ func handOver(send func(any), abort <-chan struct{}, wait time.Duration, log zer
 			sess.ResetOffset(tp.Topic, tp.Partition, fc.offset, fc.meta)
 		}
 		sess.Commit()
+		return fc
 	case <-abort:
 	case <-t.C:
 		log.Error().Str("partition", tp.String()).Msg("revocation handshake timed out; releasing without a final commit")
 	}
+	return finalCommit{}
 }
 
 // finishedIn returns the offsets above committed that an earlier owner of tp
