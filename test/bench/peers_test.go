@@ -69,14 +69,9 @@ func turboSwarm(nodes int) peer {
 	}}
 }
 
-// turboConfig writes the configuration of one turbo consumer for j.
-//
-// The CPU-bound scenario needs a handler that burns CPU, configured as
-//
-//	handler: {type: hash, bytes: N}   # SHA-256 over N bytes per record
-//
-// turbo does not have it yet (see BenchmarkCPUBound): until it does, loading
-// the file fails with exit code 2 and the row reads n/a.
+// turboConfig writes the configuration of one turbo consumer for j: the
+// built-in noop, sleep (I/O-bound work) or hash (CPU-bound work: SHA-256
+// over N bytes per record) handler.
 func turboConfig(b *testing.B, j job, group string, o config.Ordering, concurrency int) string {
 	b.Helper()
 	handler := "{type: noop}"
