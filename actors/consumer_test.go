@@ -488,3 +488,51 @@ func TestStuckRecordBoundsTheWatermarkWindow(t *testing.T) {
 	r.waitCommitted(c.Group, 60*time.Second)
 	checkClean(t, ledger.Report(), 3000)
 }
+
+// TestReadAheadStaysWithinOneFetch: behind a handler slower than the pause
+// delay, the partition starves, is paused, and gets a credit back over and
+// over. sarama must not fetch ahead at every such cycle: the records it
+// delivered beyond the pipeline's budget (Held) stay within about one fetch
+// response, however large the backlog. (Before claimFlow, each cycle resumed
+// the partition while the previous response still waited, and Held grew by a
+// response per cycle up to the whole backlog: memory grew with the backlog.)
+func TestReadAheadStaysWithinOneFetch(t *testing.T) {
+	// One 256 KiB fetch holds about 5,000 of these records (the producer's
+	// batches are 5,000 records, about 50 bytes each).
+	const records, oneFetch = 40_000, 5_000
+	r := newRun(t, 1, records, 100)
+	h := actors.HandlerFunc(func(ctx context.Context, _ *actors.Record) error {
+		return handlerSleep(ctx, 150*time.Millisecond) // longer than the 100 ms pause delay
+	})
+	c := r.consumer("read-ahead", func(c *config.Consumer) {
+		c.Concurrency = 1
+		c.MaxBuffered = 3
+	})
+	cons := r.start(c, h)
+	var maxHeld int64
+	// Ten records are ten starve–pause–credit cycles: enough for the old
+	// behaviour to have read the whole topic.
+	testkit.Eventually(t, 60*time.Second, "10 records handled", func() bool {
+		s := cons.Stats()
+		maxHeld = max(maxHeld, s.Held)
+		return s.Processed >= 10
+	})
+	if maxHeld > 2*oneFetch {
+		t.Errorf("up to %d records held outside the budget; want at most about one fetch (%d)", maxHeld, oneFetch)
+	}
+	if maxHeld == 0 {
+		t.Error("no record was ever held: the partition was never paused, so this test measured nothing")
+	}
+	t.Logf("at most %d records held", maxHeld)
+}
+
+func handlerSleep(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

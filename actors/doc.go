@@ -39,7 +39,10 @@
 // and not finished), shared evenly among the partitions held. A partition
 // whose share is used up stops being read and is paused in sarama; the others
 // keep flowing. So a key that cannot progress fills only its own partition's
-// share.
+// share. A paused partition is resumed only once the claim has used every
+// record sarama delivered before the pause took effect (claimFlow), so
+// beyond the budget sarama holds at most about one fetch response
+// (Consumer.Fetch.Default) per partition, whatever the backlog.
 //
 // # Revocation (and graceful shutdown, which revokes everything)
 //

@@ -331,27 +331,27 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	// (a full channel) holds the partition, and short waits are the norm
 	// under load. Only a partition starved for pauseAfter is paused in sarama
 	// (so it is not fetched at all); from then on the claim reads what sarama
-	// had buffered into held — a cooperative revocation is announced only by
-	// Messages() closing, so a paused claim must keep reading it, and a paused
-	// partition gets no new data, so held costs no memory not already spent.
+	// had buffered into flow's held records, and resumes the partition only
+	// once they are all used (see claimFlow: that is what bounds memory).
 	// (Pausing at once would not do: sarama naps 100 ms whenever every
 	// partition of a broker is paused.)
-	paused := false
-	var held []*sarama.ConsumerMessage
+	var flow claimFlow[*sarama.ConsumerMessage]
+	defer func() { g.stats.held.Add(-int64(flow.heldLen())) }()
 	starved := time.NewTimer(time.Hour)
 	starved.Stop()
 	defer starved.Stop()
 	for {
 		n := gt.take(g.maxBatch)
 		if n == 0 {
-			if !paused {
+			if !flow.isPaused() {
 				starved.Reset(pauseAfter)
 				select {
 				case <-gt.wake:
 					starved.Stop()
 				case <-starved.C:
-					g.pause(tp)
-					paused = true
+					if flow.starved() {
+						g.pause(tp)
+					}
 				case <-sess.Context().Done():
 					return g.release(sess, tp, epoch)
 				case <-g.abort:
@@ -365,7 +365,8 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 				if !ok {
 					return g.release(sess, tp, epoch)
 				}
-				held = append(held, m)
+				flow.hold(m)
+				g.stats.held.Add(1)
 			case <-sess.Context().Done():
 				return g.release(sess, tp, epoch)
 			case <-g.abort:
@@ -373,14 +374,12 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			}
 			continue
 		}
-		if paused {
+		if flow.resume() {
 			g.resume(tp)
-			paused = false
 		}
-		var first *sarama.ConsumerMessage
-		ok := true
-		if len(held) > 0 {
-			first, held = held[0], held[1:]
+		first, ok := flow.next()
+		if ok {
+			g.stats.held.Add(-1)
 		} else {
 			// A session can end without closing msgs: sarama keeps them
 			// open while it rejoins a cooperative rebalance.
@@ -408,9 +407,13 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			batch = append(batch, rec)
 		}
 		add(first)
-		for len(batch) < n && len(held) > 0 {
-			add(held[0])
-			held = held[1:]
+		for len(batch) < n {
+			m, ok := flow.next()
+			if !ok {
+				break
+			}
+			g.stats.held.Add(-1)
+			add(m)
 		}
 		closed := false
 	drain:

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/turbokafka/turbo/config"
 )
 
 func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
@@ -132,5 +134,28 @@ func TestRunBatchEachRecordRunOrStolenOnce(t *testing.T) {
 		if d := int(b.done.Load()); d != len(ran) {
 			t.Fatalf("done = %d, runner ran %d", d, len(ran))
 		}
+	}
+}
+
+// TestSaramaConfigBoundsWhatWaitsOnTheBroker: sarama holds a broker
+// connection for a whole request, so a commit waits behind a fetch that is
+// waiting for new records; MaxWaitTime bounds that wait (sarama's default,
+// 500 ms, made the last commit of a drained backlog ~350 ms late). The fetch
+// sizes bound what sarama decodes ahead of the budget.
+func TestSaramaConfigBoundsWhatWaitsOnTheBroker(t *testing.T) {
+	k := config.Default().Kafka
+	k.Brokers = []string{"127.0.0.1:1"}
+	cfg := saramaConfig(k, config.DefaultConsumer("c"), 30*time.Second)
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("sarama rejects the config: %v", err)
+	}
+	if got := cfg.Consumer.MaxWaitTime; got > 100*time.Millisecond {
+		t.Errorf("Consumer.MaxWaitTime = %s: a commit may wait that long behind an idle fetch; want <= 100ms", got)
+	}
+	if got := cfg.Consumer.Fetch.Default; got > 256<<10 {
+		t.Errorf("Consumer.Fetch.Default = %d, want <= 256 KiB: one response per partition is what sarama holds beyond the budget", got)
+	}
+	if got := cfg.ChannelBufferSize; got > 64 {
+		t.Errorf("ChannelBufferSize = %d, want <= 64", got)
 	}
 }

@@ -17,6 +17,7 @@ type Stats struct {
 	restarts  atomic.Int64
 	inFlight  atomic.Int64
 	buffered  atomic.Int64
+	held      atomic.Int64
 	lag       atomic.Int64
 	assigned  atomic.Int64
 	lastFetch atomic.Int64 // unix nanoseconds
@@ -84,6 +85,7 @@ type Snapshot struct {
 	Restarts  int64     // actor tree restarts after a failure
 	InFlight  int64     // records running in a handler now
 	Buffered  int64     // records waiting for a runner
+	Held      int64     // records Kafka delivered to a paused partition, waiting outside the budget for its credits (at most about one fetch per partition)
 	Lag       int64     // records behind the partitions' high watermarks, by committed offset
 	Assigned  int64     // partitions held now
 	LastFetch time.Time // when records last arrived from Kafka (zero if never)
@@ -116,6 +118,7 @@ func (s *Stats) Snapshot() Snapshot {
 		Restarts:  s.restarts.Load(),
 		InFlight:  s.inFlight.Load(),
 		Buffered:  s.buffered.Load(),
+		Held:      s.held.Load(),
 		Lag:       s.lag.Load(),
 		Assigned:  s.assigned.Load(),
 		LastFetch: last,
@@ -150,6 +153,7 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		Restarts:  a.Restarts + b.Restarts,
 		InFlight:  a.InFlight + b.InFlight,
 		Buffered:  a.Buffered + b.Buffered,
+		Held:      a.Held + b.Held,
 		Lag:       a.Lag + b.Lag,
 		Assigned:  a.Assigned + b.Assigned,
 		LastFetch: last,

@@ -117,6 +117,10 @@ type Retry struct {
 	MaxBackoff time.Duration `mapstructure:"max_backoff"`
 }
 
+// MaxHashBytes bounds Handler.Bytes: a gibibyte per record is already
+// minutes of CPU; more is a typo.
+const MaxHashBytes = 1 << 30
+
 // Handler says what is done with each record.
 type Handler struct {
 	// Type selects the handler implementation.
@@ -127,6 +131,8 @@ type Handler struct {
 	Timeout time.Duration `mapstructure:"timeout"`
 	// Duration is the simulated work per record (HandlerSleep only).
 	Duration time.Duration `mapstructure:"duration"`
+	// Bytes is how many bytes are hashed per record (HandlerHash only).
+	Bytes int `mapstructure:"bytes"`
 }
 
 // Log configures the process logger.
@@ -191,6 +197,9 @@ const (
 	HandlerLog HandlerType = "log"
 	// HandlerSleep simulates work by sleeping Handler.Duration per record.
 	HandlerSleep HandlerType = "sleep"
+	// HandlerHash simulates CPU-bound work: SHA-256 over Handler.Bytes bytes
+	// per record.
+	HandlerHash HandlerType = "hash"
 )
 
 // LogLevel is the minimum log level written.

@@ -25,10 +25,11 @@
 //	    max_buffered: 1000          # >= 0
 //	    commit_interval: 1s         # > 0
 //	    handler:
-//	      type: noop                # http | noop | log | sleep
+//	      type: noop                # http | noop | log | sleep | hash
 //	      url: ""                   # http: required absolute http(s) URL
 //	      timeout: 10s              # http: > 0
 //	      duration: 0s              # sleep: simulated work per record, >= 0
+//	      bytes: 0                  # hash: bytes SHA-256 hashes per record, 1..2^30
 //	    retry:                      # keys left out keep their defaults
 //	      max_attempts: 3           # attempts in all, >= 1; 1 means no retry
 //	      initial_backoff: 100ms    # > 0; doubles per attempt, with jitter

@@ -60,7 +60,7 @@ func TestLoadInvalid(t *testing.T) {
 		// Enums.
 		{"bad ordering", oneConsumer([]string{"ordering: random"}), "consumers[0].ordering", []string{"must be one of key, partition, unordered", `"random"`}},
 		{"bad initial_offset", oneConsumer([]string{"initial_offset: latest"}), "consumers[0].initial_offset", []string{"oldest, newest"}},
-		{"bad handler type", oneConsumer([]string{"handler: {type: grpc}"}), "consumers[0].handler.type", []string{"http, noop, log, sleep"}},
+		{"bad handler type", oneConsumer([]string{"handler: {type: grpc}"}), "consumers[0].handler.type", []string{"http, noop, log, sleep, hash"}},
 		{"bad log level", withConsumer("log: {level: trace}"), "log.level", []string{"debug, info, warn, error"}},
 		{"bad log format", withConsumer("log: {format: xml}"), "log.format", []string{"console, json"}},
 
@@ -99,6 +99,9 @@ func TestLoadInvalid(t *testing.T) {
 		{"http non-http url", oneConsumer([]string{"handler: {type: http, url: \"ftp://h/x\"}"}), "consumers[0].handler.url", []string{"absolute"}},
 		{"http url without host", oneConsumer([]string{"handler: {type: http, url: \"http:///x\"}"}), "consumers[0].handler.url", []string{"absolute"}},
 		{"http timeout 0", oneConsumer([]string{"handler: {type: http, url: \"http://h/x\", timeout: 0s}"}), "consumers[0].handler.timeout", []string{"must be > 0"}},
+		{"hash without bytes", oneConsumer([]string{"handler: {type: hash}"}), "consumers[0].handler.bytes", []string{"must be between 1 and 1073741824", "handler type hash", "got 0"}},
+		{"hash negative bytes", oneConsumer([]string{"handler: {type: hash, bytes: -5}"}), "consumers[0].handler.bytes", []string{"got -5"}},
+		{"hash bytes too large", oneConsumer([]string{"handler: {type: hash, bytes: 2000000000}"}), "consumers[0].handler.bytes", []string{"got 2000000000"}},
 		{"sleep negative duration", oneConsumer([]string{"handler: {type: sleep, duration: -1s}"}), "consumers[0].handler.duration", []string{"must be >= 0"}},
 
 		// Top level.

@@ -176,7 +176,7 @@ func validTopic(t string) bool {
 }
 
 func (h *Handler) validate(key string) error {
-	if err := oneOf(key+".type", h.Type, HandlerHTTP, HandlerNoop, HandlerLog, HandlerSleep); err != nil {
+	if err := oneOf(key+".type", h.Type, HandlerHTTP, HandlerNoop, HandlerLog, HandlerSleep, HandlerHash); err != nil {
 		return err
 	}
 	switch h.Type {
@@ -196,6 +196,10 @@ func (h *Handler) validate(key string) error {
 	case HandlerSleep:
 		if h.Duration < 0 {
 			return fieldErr(key+".duration", fmt.Sprintf("must be >= 0 (got %s)", h.Duration))
+		}
+	case HandlerHash:
+		if h.Bytes <= 0 || h.Bytes > MaxHashBytes {
+			return fieldErr(key+".bytes", fmt.Sprintf("must be between 1 and %d for handler type hash (got %d)", MaxHashBytes, h.Bytes))
 		}
 	}
 	return nil

@@ -1,5 +1,5 @@
 // Package handlers holds turbo's built-in record handlers, chosen by
-// `handler.type` in the configuration: http, noop, log and sleep.
+// `handler.type` in the configuration: http, noop, log, sleep and hash.
 package handlers
 
 import (
@@ -27,6 +27,8 @@ func New(h config.Handler, concurrency int, out io.Writer) (actors.Handler, erro
 		return Sleep(h.Duration), nil
 	case config.HandlerHTTP:
 		return NewHTTP(h.URL, h.Timeout, concurrency), nil
+	case config.HandlerHash:
+		return Hash(h.Bytes), nil
 	default:
 		return nil, fmt.Errorf("%w: handler.type: unknown %q", config.ErrInvalid, h.Type)
 	}

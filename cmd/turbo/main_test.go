@@ -199,6 +199,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "concurrency 0", content: withConsumer("concurrency: 0"), want: []string{"consumers[0].concurrency", "got 0"}},
 		{name: "concurrency -3", content: withConsumer("concurrency: -3"), want: []string{"consumers[0].concurrency", "got -3"}},
 		{name: "shutdown_timeout 0s", content: withTop("shutdown_timeout: 0s"), want: []string{"shutdown_timeout", "must be > 0"}},
+		{name: "hash handler without bytes", content: withConsumer("handler: {type: hash}"), want: []string{"consumers[0].handler.bytes", "got 0"}},
+		{name: "hash handler with bytes abc", content: withConsumer("handler: {type: hash, bytes: abc}"), want: []string{"consumers[0].handler.bytes", `"abc"`}},
 		{name: "http handler without url", content: withConsumer("handler: {type: http}"), want: []string{"consumers[0].handler.url"}},
 		{name: "http handler with relative url", content: withConsumer("handler: {type: http, url: /hook}"), want: []string{"consumers[0].handler.url", `"/hook"`}},
 		{name: "on_failure dlq without dlq_topic", content: withConsumer("on_failure: dlq"), want: []string{"consumers[0].dlq_topic", "required when on_failure is dlq"}},

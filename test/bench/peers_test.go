@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/test/testkit"
+)
+
+// The peers. Each is a real implementation run as its own process:
+//
+//   - turbo: the turbo binary, `turbo run --config FILE` (and `turbo swarm
+//     --nodes N --config FILE`), with the built-in `sleep` or `noop` handler;
+//   - plain sarama: ./plainsarama, a sarama consumer group with one
+//     goroutine per partition, mark + auto-commit;
+//   - the Confluent Parallel Consumer: ./parallelconsumer, a Java program
+//     around its ParallelStreamProcessor (see pcJar).
+//
+// Every peer commits every commitInterval (turbo's commit_interval, sarama's
+// auto-commit interval, the Parallel Consumer's commitInterval): the wall
+// time runs to the last commit, so their defaults (1 s, 1 s and 5 s) would
+// measure the defaults rather than the consumers.
+const commitInterval = 100 * time.Millisecond
+
+// job is what every peer of a scenario is asked to do.
+type job struct {
+	brokers     []string
+	topic       string
+	ends        map[int32]int64 // the topic's end offsets (it starts at 0)
+	records     int             // how many records the topic holds
+	concurrency int             // turbo's concurrency, the Parallel Consumer's maxConcurrency
+	work        time.Duration   // simulated work per record (a sleep); 0: none
+	hashBytes   int             // CPU-bound work: bytes hashed per record (see turboConfig)
+}
+
+// peer is one consumer implementation.
+type peer struct {
+	name string
+	// command returns the process that runs j in consumer group group, or an
+	// error saying why this peer is not available here.
+	command func(b *testing.B, j job, group string) (*exec.Cmd, error)
+}
+
+// turbo is `turbo run` with the given ordering.
+func turbo(o config.Ordering) peer {
+	return peer{name: "turbo " + string(o), command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
+		return exec.Command(testkit.Binary(b), "run", "--config", turboConfig(b, j, group, o, j.concurrency)), nil
+	}}
+}
+
+// turboSwarm is `turbo swarm --nodes nodes`, key ordering, the job's
+// concurrency split among the nodes (each node is a `turbo run` of the same
+// file, so a node's concurrency is the file's).
+func turboSwarm(nodes int) peer {
+	return peer{name: fmt.Sprintf("turbo swarm --nodes %d", nodes), command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
+		if err := swarmAvailable(b); err != nil {
+			return nil, err
+		}
+		cfg := turboConfig(b, j, group, config.OrderingKey, max(1, j.concurrency/nodes))
+		return exec.Command(testkit.Binary(b), "swarm", "--nodes", fmt.Sprint(nodes), "--config", cfg), nil
+	}}
+}
+
+// turboConfig writes the configuration of one turbo consumer for j: the
+// built-in noop, sleep (I/O-bound work) or hash (CPU-bound work: SHA-256
+// over N bytes per record) handler.
+func turboConfig(b *testing.B, j job, group string, o config.Ordering, concurrency int) string {
+	b.Helper()
+	handler := "{type: noop}"
+	switch {
+	case j.hashBytes > 0:
+		handler = fmt.Sprintf("{type: hash, bytes: %d}", j.hashBytes)
+	case j.work > 0:
+		handler = fmt.Sprintf("{type: sleep, duration: %s}", j.work)
+	}
+	yaml := fmt.Sprintf(`kafka:
+  brokers: [%s]
+consumers:
+  - name: bench
+    group: %s
+    topics: [%s]
+    ordering: %s
+    concurrency: %d
+    commit_interval: %s
+    handler: %s
+shutdown_timeout: 30s
+log:
+  level: warn
+`, strings.Join(j.brokers, ", "), group, j.topic, o, concurrency, commitInterval, handler)
+	path := filepath.Join(b.TempDir(), "app.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+var (
+	swarmOnce sync.Once
+	swarmErr  error
+)
+
+// swarmAvailable tells whether this turbo has the swarm command (its usage
+// lists it).
+func swarmAvailable(b *testing.B) error {
+	swarmOnce.Do(func() {
+		out, _ := exec.Command(testkit.Binary(b), "help").CombinedOutput()
+		if !strings.Contains(string(out), "swarm") {
+			swarmErr = errors.New("swarm not available")
+		}
+	})
+	return swarmErr
+}
+
+// plainSarama is ./plainsarama. It has no ordering or concurrency setting:
+// one record at a time per partition is what it is.
+func plainSarama() peer {
+	return peer{name: "plain sarama", command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
+		bin, err := goBinary(b, "plainsarama")
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command(bin, "--brokers", strings.Join(j.brokers, ","), "--topic", j.topic, "--group", group,
+			"--work", j.work.String(), "--commit-interval", commitInterval.String()), nil
+	}}
+}
+
+// parallelConsumer is the Confluent Parallel Consumer with the given
+// ordering. It commits with PERIODIC_CONSUMER_ASYNCHRONOUS (its default and
+// fastest mode) and exits by itself once everything is committed.
+func parallelConsumer(o config.Ordering) peer {
+	return peer{name: "parallel consumer " + string(o), command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
+		jar, err := pcJar(b)
+		if err != nil {
+			return nil, err
+		}
+		if j.hashBytes > 0 {
+			return nil, errors.New("no CPU-bound handler")
+		}
+		return exec.Command("java", "-jar", jar, "--brokers", strings.Join(j.brokers, ","), "--topic", j.topic,
+			"--group", group, "--records", fmt.Sprint(j.records), "--ordering", strings.ToUpper(string(o)),
+			"--concurrency", fmt.Sprint(j.concurrency), "--work-ms", fmt.Sprint(j.work.Milliseconds()),
+			"--commit-interval-ms", fmt.Sprint(commitInterval.Milliseconds())), nil
+	}}
+}
+
+var (
+	goBinMu   sync.Mutex
+	goBinDir  string
+	goBinPath = map[string]string{}
+)
+
+// goBinary builds the Go program in the given subdirectory of test/bench
+// once per run, into a temporary directory removeBinaries deletes.
+func goBinary(b *testing.B, name string) (string, error) {
+	goBinMu.Lock()
+	defer goBinMu.Unlock()
+	if p, ok := goBinPath[name]; ok {
+		return p, nil
+	}
+	if goBinDir == "" {
+		dir, err := os.MkdirTemp("", "turbo-bench-")
+		if err != nil {
+			return "", err
+		}
+		goBinDir = dir
+	}
+	path := filepath.Join(goBinDir, name)
+	if out, err := exec.Command("go", "build", "-o", path, "./"+name).CombinedOutput(); err != nil {
+		b.Fatalf("go build ./test/bench/%s: %v\n%s", name, err, out)
+	}
+	goBinPath[name] = path
+	return path, nil
+}
+
+// removeBinaries deletes what goBinary and testkit.Binary built.
+func removeBinaries() {
+	if goBinDir != "" {
+		_ = os.RemoveAll(goBinDir)
+	}
+	testkit.RemoveBinary()
+}
