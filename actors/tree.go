@@ -109,6 +109,12 @@ func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Durati
 	// A revoked partition waits for its running records (up to
 	// shutdown_timeout) before it is released; the broker must wait longer.
 	cfg.Consumer.Group.Rebalance.Timeout = max(cfg.Consumer.Group.Rebalance.Timeout, shutdownTimeout+10*time.Second)
+	// Members learn of a rebalance from a heartbeat's answer, and a
+	// cooperative one takes two rounds: sarama's 3 s interval made every
+	// join cost several seconds of a member idling. A tenth of the session
+	// timeout, as far as the broker goes, is cheap (one small request a
+	// second per member).
+	cfg.Consumer.Group.Heartbeat.Interval = time.Second
 	// What sarama holds beyond turbo's own budget: per partition, one decoded
 	// fetch response and a channel of messages. Keep both modest, so memory
 	// follows concurrency + max_buffered rather than the broker's defaults.
