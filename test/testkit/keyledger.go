@@ -141,6 +141,7 @@ type KeyReport struct {
 type Progress struct {
 	Produced, Finished, Pending int
 	Running                     map[string]int // label → deliveries running now
+	Done                        map[string]int // label → successful deliveries so far
 }
 
 // NewKeyLedger returns an empty ledger.
@@ -378,11 +379,14 @@ func (l *KeyLedger) Changed() <-chan struct{} {
 func (l *KeyLedger) Progress() Progress {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p := Progress{Produced: l.acked, Finished: l.finished, Pending: l.sent - l.acked - l.notProduced, Running: map[string]int{}}
+	p := Progress{Produced: l.acked, Finished: l.finished, Pending: l.sent - l.acked - l.notProduced, Running: map[string]int{}, Done: map[string]int{}}
 	for k, v := range l.running {
 		if v > 0 {
 			p.Running[k] = v
 		}
+	}
+	for k, v := range l.byLabel {
+		p.Done[k] = v
 	}
 	return p
 }
