@@ -326,6 +326,11 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	gt := newGate(0) // the proxy sizes it on claimStarted
 	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
 
+	// sarama keeps a partition's pause across its reassignment: a claim
+	// revoked while paused would leave the partition paused for this
+	// member's next claim of it, which would then never get a record.
+	g.resume(tp)
+
 	msgs := claim.Messages()
 	// Out of credits, the claim first just waits: sarama's own back-pressure
 	// (a full channel) holds the partition, and short waits are the norm
