@@ -341,7 +341,12 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	// (Pausing at once would not do: sarama naps 100 ms whenever every
 	// partition of a broker is paused.)
 	var flow claimFlow[*sarama.ConsumerMessage]
-	defer func() { g.stats.held.Add(-int64(flow.heldLen())) }()
+	defer func() {
+		g.stats.held.Add(-int64(flow.heldLen()))
+		if flow.isPaused() {
+			g.stats.paused.Add(-1)
+		}
+	}()
 	starved := time.NewTimer(time.Hour)
 	starved.Stop()
 	defer starved.Stop()
@@ -356,6 +361,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 				case <-starved.C:
 					if flow.starved() {
 						g.pause(tp)
+						g.stats.paused.Add(1)
 					}
 				case <-sess.Context().Done():
 					return g.release(sess, tp, epoch)
@@ -381,6 +387,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		}
 		if flow.resume() {
 			g.resume(tp)
+			g.stats.paused.Add(-1)
 		}
 		first, ok := flow.next()
 		if ok {

@@ -38,7 +38,7 @@ func TestPartitionPausedWhenRevokedIsReadWhenItComesBack(t *testing.T) {
 		s := a.Stats()
 		return s.Assigned == 4 && s.Fetched >= 44
 	})
-	time.Sleep(300 * time.Millisecond) // past pauseAfter: no event tells that the claims paused
+	testkit.Eventually(t, 30*time.Second, "member a to pause its 4 starved partitions", func() bool { return a.Stats().Paused == 4 })
 	// b takes two partitions (revoked from a while paused), then leaves:
 	// they come back to a.
 	b := r.start(c, slow)

@@ -18,6 +18,7 @@ type Stats struct {
 	inFlight  atomic.Int64
 	buffered  atomic.Int64
 	held      atomic.Int64
+	paused    atomic.Int64
 	lag       atomic.Int64
 	assigned  atomic.Int64
 	lastFetch atomic.Int64 // unix nanoseconds
@@ -86,6 +87,7 @@ type Snapshot struct {
 	InFlight  int64     // records running in a handler now
 	Buffered  int64     // records waiting for a runner
 	Held      int64     // records Kafka delivered to a paused partition, waiting outside the budget for its credits (at most about one fetch per partition)
+	Paused    int64     // partitions not read now: their share of the budget is used up
 	Lag       int64     // records behind the partitions' high watermarks, by committed offset
 	Assigned  int64     // partitions held now
 	LastFetch time.Time // when records last arrived from Kafka (zero if never)
@@ -119,6 +121,7 @@ func (s *Stats) Snapshot() Snapshot {
 		InFlight:  s.inFlight.Load(),
 		Buffered:  s.buffered.Load(),
 		Held:      s.held.Load(),
+		Paused:    s.paused.Load(),
 		Lag:       s.lag.Load(),
 		Assigned:  s.assigned.Load(),
 		LastFetch: last,
