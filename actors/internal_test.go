@@ -159,3 +159,23 @@ func TestSaramaConfigBoundsWhatWaitsOnTheBroker(t *testing.T) {
 		t.Errorf("ChannelBufferSize = %d, want <= 64", got)
 	}
 }
+
+// A JoinGroup may wait on the broker for the whole rebalance timeout (a
+// peer draining its revoked partitions); sarama must not give up first.
+func TestSaramaConfigWaitsOutARebalance(t *testing.T) {
+	k := config.Default().Kafka
+	k.Brokers = []string{"127.0.0.1:1"}
+	for _, shutdown := range []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute} {
+		cfg := saramaConfig(k, config.DefaultConsumer("c"), shutdown)
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("sarama rejects the config: %v", err)
+		}
+		rebalance := cfg.Consumer.Group.Rebalance.Timeout
+		if rebalance <= shutdown {
+			t.Errorf("shutdown_timeout %s: rebalance timeout %s, want more than the drain may take", shutdown, rebalance)
+		}
+		if got := cfg.Net.ReadTimeout; got <= rebalance {
+			t.Errorf("shutdown_timeout %s: Net.ReadTimeout %s, want more than the rebalance timeout %s", shutdown, got, rebalance)
+		}
+	}
+}

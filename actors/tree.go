@@ -115,6 +115,17 @@ func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Durati
 	// timeout, as far as the broker goes, is cheap (one small request a
 	// second per member).
 	cfg.Consumer.Group.Heartbeat.Interval = time.Second
+	// A JoinGroup waits on the broker until every member has rejoined, up
+	// to the rebalance timeout — and a member rejoins only once its revoked
+	// partitions drained (up to shutdown_timeout). sarama reads every
+	// answer within Net.ReadTimeout (30 s): a member waiting longer for a
+	// draining peer gave up, lost its connection and with it its session,
+	// and so released every partition it held, turning a cooperative
+	// rebalance into a stop of the whole member. As Kafka's Java client does
+	// for JoinGroup, wait the rebalance timeout and 5 s more. (sarama has a
+	// single read timeout, so other requests to an unresponsive broker wait
+	// as long; a broker that is down fails them at once.)
+	cfg.Net.ReadTimeout = max(cfg.Net.ReadTimeout, cfg.Consumer.Group.Rebalance.Timeout+5*time.Second)
 	// What sarama holds beyond turbo's own budget: per partition, one decoded
 	// fetch response and a channel of messages. Keep both modest, so memory
 	// follows concurrency + max_buffered rather than the broker's defaults.
