@@ -64,7 +64,9 @@ func turboSwarm(nodes int) peer {
 		if err := swarmAvailable(b); err != nil {
 			return nil, err
 		}
-		cfg := turboConfig(b, j, group, config.OrderingKey, max(1, j.concurrency/nodes))
+		// The very configuration `turbo run` gets: a swarm is that same
+		// app.yaml run by several processes, each with its own runners.
+		cfg := turboConfig(b, j, group, config.OrderingKey, j.concurrency)
 		return exec.Command(testkit.Binary(b), "swarm", "--nodes", fmt.Sprint(nodes), "--config", cfg), nil
 	}}
 }
