@@ -157,6 +157,7 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		InFlight:  a.InFlight + b.InFlight,
 		Buffered:  a.Buffered + b.Buffered,
 		Held:      a.Held + b.Held,
+		Paused:    a.Paused + b.Paused,
 		Lag:       a.Lag + b.Lag,
 		Assigned:  a.Assigned + b.Assigned,
 		LastFetch: last,
