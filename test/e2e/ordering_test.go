@@ -43,7 +43,7 @@ consumers:
     concurrency: %d
     handler: {type: http, url: %q, timeout: 5s}
 log: {level: warn, format: json}
-`, addr, topic, topic, mode.name, concurrency, ledgerEndpoint(t, ledger)))
+`, addr, topic, topic, mode.name, concurrency, ledger.Endpoint(t)))
 			started := time.Now()
 			run := testkit.Start(t, nil, "run", "--config", cfg, "--exit-on-idle")
 			if code := run.Wait(t, 2*time.Minute); code != 0 {

@@ -4,11 +4,9 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -16,28 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/supervisor"
 	"github.com/turbokafka/turbo/test/testkit"
 )
-
-// ledgerEndpoint feeds the records that turbo's http handler posts (from any
-// node) into one ledger, which judges overlap, order and loss across nodes.
-func ledgerEndpoint(t *testing.T, l *testkit.Ledger) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		p, _ := strconv.Atoi(req.Header.Get("Kafka-Partition"))
-		off, _ := strconv.ParseInt(req.Header.Get("Kafka-Offset"), 10, 64)
-		key, _ := base64.StdEncoding.DecodeString(req.Header.Get("Kafka-Key"))
-		rec := &actors.Record{Topic: req.Header.Get("Kafka-Topic"), Partition: int32(p), Offset: off, Key: key}
-		if err := l.Handle(req.Context(), rec); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
 
 type swarmStatus struct {
 	Healthy bool                    `json:"healthy"`
@@ -100,7 +79,7 @@ func TestSwarmSharesPartitionsAndStopsCleanly(t *testing.T) {
 	testkit.ProduceWithBinary(t, addr, topic, records, keys)
 	ledger := testkit.NewLedger(10 * time.Millisecond) // 7.5 s of work for one node: the second joins meanwhile
 	live := testkit.FreeAddr(t)
-	sw := testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledgerEndpoint(t, ledger), live, ""))
+	sw := testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), live, ""))
 
 	testkit.Eventually(t, 90*time.Second, "every record handled", func() bool { return ledger.Report().Distinct == records })
 	st := readStatus(t, live)
@@ -158,7 +137,7 @@ func TestSwarmReplacesAKilledNodeWithoutMovingTheOther(t *testing.T) {
 	testkit.ProduceWithBinary(t, addr, topic, 100, 10)
 	ledger := testkit.NewLedger(0)
 	live := testkit.FreeAddr(t)
-	testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledgerEndpoint(t, ledger), live, "  group_instance_id: orders-app"))
+	testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), live, "  group_instance_id: orders-app"))
 
 	var before swarmStatus
 	testkit.Eventually(t, 60*time.Second, "both nodes holding 4 partitions", func() bool {
@@ -208,7 +187,7 @@ func TestSwarmNodesDieWithTheirSupervisor(t *testing.T) {
 	testkit.ProduceWithBinary(t, addr, topic, 100, 10)
 	ledger := testkit.NewLedger(0)
 	live := testkit.FreeAddr(t)
-	sw := testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledgerEndpoint(t, ledger), live, ""))
+	sw := testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), live, ""))
 	var st swarmStatus
 	testkit.Eventually(t, 60*time.Second, "both nodes running", func() bool {
 		st = readStatus(t, live)
@@ -242,7 +221,7 @@ func TestSwarmReplacesAHungNode(t *testing.T) {
 	addr := testkit.Cluster(t, 8, topic)
 	ledger := testkit.NewLedger(0)
 	live := testkit.FreeAddr(t)
-	testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledgerEndpoint(t, ledger), live, "  group_instance_id: orders-app"))
+	testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), live, "  group_instance_id: orders-app"))
 
 	var before swarmStatus
 	testkit.Eventually(t, 60*time.Second, "both nodes holding 4 partitions", func() bool {

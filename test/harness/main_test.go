@@ -1,7 +1,6 @@
 package harness_test
 
 import (
-	"fmt"
 	"go/doc"
 	"go/parser"
 	"go/token"
@@ -10,18 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/test/testkit"
 )
 
 // TestMain fails the run if any actor received a message it does not handle
 // (a wiring mistake the harness's tree would otherwise hide).
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if n := actors.UnexpectedMessages(); n != 0 && code == 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: actors received %d unexpected messages\n", n)
-		code = 1
-	}
-	os.Exit(code)
+	os.Exit(testkit.CheckActorMessages(m.Run()))
 }
 
 // examples are the package's examples, run again by

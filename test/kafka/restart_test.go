@@ -5,18 +5,13 @@ package kafka_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/test/testkit"
 )
 
@@ -65,18 +60,6 @@ func TestBrokerRestartMidRun(t *testing.T) {
 	testkit.ProduceWithBinary(t, b.addr, topic, batch, keys)
 
 	ledger := testkit.NewLedger(20 * time.Millisecond) // a batch takes 16 runners about 4 s
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		p, _ := strconv.Atoi(req.Header.Get("Kafka-Partition"))
-		off, _ := strconv.ParseInt(req.Header.Get("Kafka-Offset"), 10, 64)
-		key, _ := base64.StdEncoding.DecodeString(req.Header.Get("Kafka-Key"))
-		rec := &actors.Record{Topic: req.Header.Get("Kafka-Topic"), Partition: int32(p), Offset: off, Key: key}
-		if err := ledger.Handle(req.Context(), rec); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer srv.Close()
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 kafka:
   brokers: [%q]
@@ -89,7 +72,7 @@ consumers:
     handler: {type: http, url: %q, timeout: 5s}
 shutdown_timeout: 10s
 log: {level: warn, format: json}
-`, b.addr, topic, topic, srv.URL))
+`, b.addr, topic, topic, ledger.Endpoint(t)))
 	run := testkit.Start(t, nil, "run", "--config", cfg)
 
 	produced := batch

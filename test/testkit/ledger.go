@@ -2,8 +2,13 @@ package testkit
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
@@ -164,4 +169,25 @@ func (o *keyOrder) start(offset int64, seen bool) bool {
 	o.unfinished[offset] = true
 	o.maxStarted = max(o.maxStarted, offset)
 	return ok
+}
+
+// Endpoint serves the ledger over HTTP for the test, as the target of
+// turbo's http handler: every record any turbo process posts there is
+// handled (and judged) by the ledger, so one ledger judges across processes.
+// A request whose client vanished (a killed process) ends the record's run
+// unfinished. It returns the URL.
+func (l *Ledger) Endpoint(t testing.TB) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		p, _ := strconv.Atoi(req.Header.Get("Kafka-Partition"))
+		off, _ := strconv.ParseInt(req.Header.Get("Kafka-Offset"), 10, 64)
+		key, _ := base64.StdEncoding.DecodeString(req.Header.Get("Kafka-Key"))
+		rec := &actors.Record{Topic: req.Header.Get("Kafka-Topic"), Partition: int32(p), Offset: off, Key: key}
+		if err := l.Handle(req.Context(), rec); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
