@@ -403,14 +403,14 @@ func uniformKeys(keys int) func(int) string {
 func newTopic(b *testing.B, brokers []string, name string, n int, keyOf func(int) string) job {
 	b.Helper()
 	topic := fmt.Sprintf("bench-%s-%d", name, time.Now().UnixNano())
-	client, admin := adminFor(b, brokers)
+	admin, client := testkit.Admin(b, brokers)
 	defer admin.Close()
 	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
 		b.Fatalf("creating %s: %v", topic, err)
 	}
 	if os.Getenv("TURBO_TEST_BROKERS") != "" {
 		b.Cleanup(func() {
-			_, admin := adminFor(b, brokers)
+			admin, _ := testkit.Admin(b, brokers)
 			defer admin.Close()
 			if err := admin.DeleteTopic(topic); err != nil {
 				b.Logf("deleting %s: %v", topic, err)

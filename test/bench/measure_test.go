@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/turbokafka/turbo/test/testkit"
 )
 
 // Every peer runs as its own process and is measured from outside, the same
@@ -207,7 +208,7 @@ type groupWatch struct {
 
 func watchGroup(b *testing.B, brokers []string, group, topic string, ends map[int32]int64) *groupWatch {
 	b.Helper()
-	client, admin := adminFor(b, brokers)
+	admin, client := testkit.Admin(b, brokers)
 	return &groupWatch{client: client, admin: admin, group: group, topic: topic, ends: ends}
 }
 
@@ -249,22 +250,6 @@ func (w *groupWatch) stable(b *testing.B) bool {
 		b.Fatalf("describing group %s: %v", w.group, err)
 	}
 	return len(ds) == 1 && ds[0].State == "Stable"
-}
-
-func adminFor(b *testing.B, brokers []string) (sarama.Client, sarama.ClusterAdmin) {
-	b.Helper()
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_6_0_0
-	client, err := sarama.NewClient(brokers, cfg)
-	if err != nil {
-		b.Fatalf("connecting to %v: %v", brokers, err)
-	}
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		client.Close()
-		b.Fatalf("admin for %v: %v", brokers, err)
-	}
-	return client, admin
 }
 
 // usage is what /proc says about a process tree at one moment.

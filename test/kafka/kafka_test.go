@@ -70,13 +70,8 @@ func TestTopicName(t *testing.T) {
 // group session (generation -1, as a standalone consumer does).
 func commit(t *testing.T, brokers []string, group, topic string, partition int32, offset int64) {
 	t.Helper()
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_6_0_0
-	client, err := sarama.NewClient(brokers, cfg)
-	if err != nil {
-		t.Fatalf("connecting to %v: %v", brokers, err)
-	}
-	defer client.Close()
+	admin, client := testkit.Admin(t, brokers)
+	defer admin.Close() // and the client
 	coordinator, err := client.Coordinator(group)
 	if err != nil {
 		t.Fatalf("coordinator of %s: %v", group, err)

@@ -82,7 +82,7 @@ func createTopics(t testing.TB, brokers []string, partitions int, topics []strin
 	if len(topics) == 0 {
 		return
 	}
-	admin, client := adminFor(t, brokers)
+	admin, client := Admin(t, brokers)
 	defer admin.Close()
 	for _, topic := range topics {
 		err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: int32(partitions), ReplicationFactor: 1}, false)

@@ -102,7 +102,7 @@ func CommittedMetadata(t testing.TB, brokers []string, group, topic string, part
 // of them when nil); a partition without a commit has offset -1.
 func committed(t testing.TB, brokers []string, group, topic string, parts []int32) map[int32]*sarama.OffsetFetchResponseBlock {
 	t.Helper()
-	admin, client := adminFor(t, brokers)
+	admin, client := Admin(t, brokers)
 	defer admin.Close()
 	if parts == nil {
 		var err error
@@ -129,7 +129,7 @@ func committed(t testing.TB, brokers []string, group, topic string, parts []int3
 // EndOffsets returns the high watermark of every partition of topic.
 func EndOffsets(t testing.TB, brokers []string, topic string) map[int32]int64 {
 	t.Helper()
-	admin, client := adminFor(t, brokers)
+	admin, client := Admin(t, brokers)
 	defer admin.Close()
 	parts, err := client.Partitions(topic)
 	if err != nil {
@@ -146,7 +146,9 @@ func EndOffsets(t testing.TB, brokers []string, topic string) map[int32]int64 {
 	return out
 }
 
-func adminFor(t testing.TB, brokers []string) (sarama.ClusterAdmin, sarama.Client) {
+// Admin connects an admin client to brokers and fails the test if it
+// cannot; close both when done.
+func Admin(t testing.TB, brokers []string) (sarama.ClusterAdmin, sarama.Client) {
 	t.Helper()
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V3_6_0_0
