@@ -63,6 +63,32 @@ swarm:
 `, addr, extra, topic, topic, url, live))
 }
 
+// staticSwarm is a running two-node swarm with static membership.
+type staticSwarm struct {
+	addr, topic string
+	ledger      *testkit.Ledger // every record goes through it
+	live        string          // the liveness listener: /status
+	before      swarmStatus     // once each node held 4 of the 8 partitions
+}
+
+// startStaticSwarm produces records to a fresh 8-partition topic, starts a
+// two-node swarm with group_instance_id on it, and waits until each node
+// holds 4 partitions.
+func startStaticSwarm(t *testing.T, records int) staticSwarm {
+	t.Helper()
+	sw := staticSwarm{topic: testkit.TopicName("orders"), ledger: testkit.NewLedger(0), live: testkit.FreeAddr(t)}
+	sw.addr = testkit.Cluster(t, 8, sw.topic)
+	if records > 0 {
+		testkit.ProduceWithBinary(t, sw.addr, sw.topic, records, 10)
+	}
+	testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, sw.addr, sw.topic, sw.ledger.Endpoint(t), sw.live, "  group_instance_id: orders-app"))
+	testkit.Eventually(t, 60*time.Second, "both nodes holding 4 partitions", func() bool {
+		sw.before = readStatus(t, sw.live)
+		return len(sw.before.Nodes) == 2 && sw.before.Nodes[0].Assigned == 4 && sw.before.Nodes[1].Assigned == 4
+	})
+	return sw
+}
+
 func alive(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	return err == nil && !strings.Contains(string(b), ") Z ")
@@ -132,18 +158,8 @@ func TestSwarmSharesPartitionsAndStopsCleanly(t *testing.T) {
 // node_restart_timeout; with static membership the other node keeps its
 // partitions (no partition moves).
 func TestSwarmReplacesAKilledNodeWithoutMovingTheOther(t *testing.T) {
-	topic := testkit.TopicName("orders")
-	addr := testkit.Cluster(t, 8, topic)
-	testkit.ProduceWithBinary(t, addr, topic, 100, 10)
-	ledger := testkit.NewLedger(0)
-	live := testkit.FreeAddr(t)
-	testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), live, "  group_instance_id: orders-app"))
-
-	var before swarmStatus
-	testkit.Eventually(t, 60*time.Second, "both nodes holding 4 partitions", func() bool {
-		before = readStatus(t, live)
-		return len(before.Nodes) == 2 && before.Nodes[0].Assigned == 4 && before.Nodes[1].Assigned == 4
-	})
+	sw := startStaticSwarm(t, 100)
+	live, before := sw.live, sw.before
 	victim, other := before.Nodes[1], before.Nodes[0]
 	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -217,18 +233,9 @@ func TestSwarmNodesDieWithTheirSupervisor(t *testing.T) {
 // silent after node_report_timeout, stops it (SIGTERM with SIGCONT) and
 // starts a replacement, which takes its partitions back; no record is lost.
 func TestSwarmReplacesAHungNode(t *testing.T) {
-	topic := testkit.TopicName("orders")
-	addr := testkit.Cluster(t, 8, topic)
-	ledger := testkit.NewLedger(0)
-	live := testkit.FreeAddr(t)
-	testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), live, "  group_instance_id: orders-app"))
-
-	var before swarmStatus
-	testkit.Eventually(t, 60*time.Second, "both nodes holding 4 partitions", func() bool {
-		before = readStatus(t, live)
-		return len(before.Nodes) == 2 && before.Nodes[0].Assigned == 4 && before.Nodes[1].Assigned == 4
-	})
-	victim := before.Nodes[1]
+	sw := startStaticSwarm(t, 0)
+	addr, topic, ledger, live := sw.addr, sw.topic, sw.ledger, sw.live
+	victim := sw.before.Nodes[1]
 	if err := syscall.Kill(victim.PID, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
