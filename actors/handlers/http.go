@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,8 +19,11 @@ import (
 // HTTP posts each record to a URL: the body is the record's value as is, and
 // the record's coordinates travel in headers (Kafka-Topic, Kafka-Partition,
 // Kafka-Offset, Kafka-Timestamp, Kafka-Key in base64, Kafka-Header-<name>).
-// A 2xx answer is success; 408, 429, 5xx, timeouts and connection errors are
-// retryable failures; any other status is permanent (wraps
+//
+// A 2xx answer whose body arrives whole (or is longer than maxDrain) is
+// success; 408, 429, 5xx, timeouts, connection errors and answers that break
+// off are retryable failures — with the answer's Retry-After, if any, as an
+// actors.RetryAfterError; any other status is permanent (wraps
 // actors.ErrPermanent).
 type HTTP struct {
 	url     string
@@ -95,15 +99,62 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 	if err != nil {
 		return fmt.Errorf("handlers: http post %s: %w", h.url, err)
 	}
+	// Closing a body before its end drops the connection instead of
+	// reading on: that is what bounds the reads below.
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		// Drain so the connection goes back to the pool.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		// Read the answer to its end, so the connection goes back to the
+		// pool, and to know it arrived: a body that breaks off (the
+		// connection closed before Content-Length bytes, a chunked body
+		// without its last chunk) means the endpoint did not finish
+		// answering — it may have crashed while handling the record.
+		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain)); err != nil {
+			return fmt.Errorf("handlers: http post %s: status %d, but the answer broke off: %w", h.url, resp.StatusCode, err)
+		}
 		return nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	return &StatusError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
+	serr := &StatusError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
+	if Retryable(resp.StatusCode) {
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return actors.RetryAfter(d, serr)
+		}
+	}
+	return serr
+}
+
+// maxDrain is the most of an answer's body the handler reads: beyond it, the
+// connection is dropped rather than read for ever.
+const maxDrain = 1 << 20
+
+// maxRetryAfter is what a Retry-After too large for a time.Duration (about
+// 292 years) becomes; max_backoff caps it anyway.
+const maxRetryAfter = time.Duration(math.MaxInt64)
+
+// parseRetryAfter reads a Retry-After field value (RFC 9110, 10.2.3):
+// delay-seconds (ASCII digits only) or an HTTP-date, which is turned into a
+// wait from now (0 when it has passed). Values too large saturate at
+// maxRetryAfter. ok is false for anything else — empty, negative,
+// fractional, garbage — which the handler ignores, as if no Retry-After had
+// been sent.
+func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if strings.Trim(v, "0123456789") == "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n > uint64(maxRetryAfter/time.Second) { // only a range error is possible here
+			return maxRetryAfter, true
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true // Sub saturates instead of overflowing
 }
 
 // validHeaderName reports whether s is an HTTP token (RFC 9110, 5.6.2).
