@@ -18,7 +18,8 @@ import (
 
 // HTTP posts each record to a URL: the body is the record's value as is, and
 // the record's coordinates travel in headers (Kafka-Topic, Kafka-Partition,
-// Kafka-Offset, Kafka-Timestamp, Kafka-Key in base64, Kafka-Header-<name>).
+// Kafka-Offset, Kafka-Timestamp, Kafka-Key in base64, and the record's
+// headers as described at addRecordHeader).
 //
 // A 2xx answer whose body arrives whole (or is longer than maxDrain) is
 // success; 408, 429, 5xx, timeouts, connection errors and answers that break
@@ -88,12 +89,7 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 		req.Header.Set("Kafka-Key", base64.StdEncoding.EncodeToString(rec.Key))
 	}
 	for _, hd := range rec.Headers {
-		// Kafka headers are arbitrary bytes; HTTP headers are not. A record
-		// whose header cannot travel fails permanently: retrying cannot help.
-		if !validHeaderName(hd.Key) || !validHeaderValue(hd.Value) {
-			return fmt.Errorf("handlers: http: record header %q cannot be sent as an HTTP header: %w", hd.Key, actors.ErrPermanent)
-		}
-		req.Header.Add("Kafka-Header-"+hd.Key, string(hd.Value))
+		addRecordHeader(req.Header, hd)
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
@@ -157,6 +153,37 @@ func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	return max(t.Sub(now), 0), true // Sub saturates instead of overflowing
 }
 
+// addRecordHeader adds one record header to an HTTP request. Kafka headers
+// are any string and any bytes, HTTP fields are not, and a record must not
+// fail for good over a header (under on_failure: fail that is a restart
+// loop), so a header travels in one of three unambiguous forms:
+//
+//   - Kafka-Header-<name>: <value>, when name is an HTTP token and the value
+//     a field value that arrives byte for byte: no control character but
+//     HTAB (so no CR, LF, NUL, DEL), no leading or trailing space or tab
+//     (parsers trim them); UTF-8 and any byte from 0x80 up (obs-text) are
+//     sent as they are, as Go's client and server allow.
+//   - Kafka-Base64-Header-<name>: <value in standard base64>, when name is a
+//     token but the value is not such a field value.
+//   - Kafka-Base64-Header: <name in base64>:<value in base64>, when the name
+//     is not a token (empty, spaces, colons, control characters, non-ASCII).
+//
+// Nothing of a record header is ever written raw unless it is a valid token
+// or field value, so a header cannot inject another one. Repeated names
+// arrive in the record's order; HTTP names are case-insensitive (Go's client
+// sends them canonicalized: trace-id becomes Trace-Id), so record headers
+// differing only in case arrive as repeated values of one field.
+func addRecordHeader(h http.Header, hd actors.Header) {
+	switch {
+	case !validHeaderName(hd.Key):
+		h.Add("Kafka-Base64-Header", base64.StdEncoding.EncodeToString([]byte(hd.Key))+":"+base64.StdEncoding.EncodeToString(hd.Value))
+	case !exactHeaderValue(hd.Value):
+		h.Add("Kafka-Base64-Header-"+hd.Key, base64.StdEncoding.EncodeToString(hd.Value))
+	default:
+		h.Add("Kafka-Header-"+hd.Key, string(hd.Value))
+	}
+}
+
 // validHeaderName reports whether s is an HTTP token (RFC 9110, 5.6.2).
 func validHeaderName(s string) bool {
 	if s == "" {
@@ -174,14 +201,19 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-// validHeaderValue reports whether v can be an HTTP field value: visible
-// ASCII, spaces and tabs (obsolete non-ASCII text is refused too, since Go's
-// client refuses it).
-func validHeaderValue(v []byte) bool {
+// exactHeaderValue reports whether v can be sent as an HTTP field value and
+// arrive unchanged (RFC 9110, 5.5): visible ASCII, obs-text (0x80–0xFF),
+// and spaces and tabs between them, not at either end.
+func exactHeaderValue(v []byte) bool {
 	for _, c := range v {
-		if (c < 0x20 && c != '\t') || c >= 0x7f {
+		if (c < 0x20 && c != '\t') || c == 0x7f {
 			return false
 		}
 	}
+	if n := len(v); n > 0 && (isBlank(v[0]) || isBlank(v[n-1])) {
+		return false
+	}
 	return true
 }
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }
