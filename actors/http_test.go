@@ -12,6 +12,8 @@ import (
 	"github.com/turbokafka/turbo/test/harness"
 )
 
+// The http handler through the real tree (test/harness).
+
 // An endpoint answering 429 or 503 with Retry-After is retried no sooner
 // than it asked (capped by max_backoff), through the whole tree: the http
 // handler reads the header, the failure policy delays the parked record.
@@ -88,5 +90,60 @@ func TestHTTPRetryAfterDelaysTheRetry(t *testing.T) {
 				t.Errorf("stats %+v: want 1 retry (Retry-After consumes an attempt) and no restart", s)
 			}
 		})
+	}
+}
+
+// Records whose headers HTTP cannot carry as they are — UTF-8, a line break,
+// a name with a space — are delivered, each once, under on_failure: fail
+// (the default). Refusing them made a permanent failure, and so a restart
+// loop on perfectly normal records.
+func TestHTTPRecordHeadersNeverFailTheTree(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		received = map[string][]string{} // offset → what arrived of its header
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		off := r.Header.Get("Kafka-Offset")
+		for _, name := range []string{"Kafka-Header-Greeting", "Kafka-Base64-Header-Note", "Kafka-Base64-Header"} {
+			for _, v := range r.Header.Values(name) {
+				received[off] = append(received[off], name+": "+v)
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	h := harness.New(t, consumer(func(c *config.Consumer) {
+		c.Retry.MaxAttempts = 2
+		c.OnFailure = config.OnFailureFail
+	}), handlers.NewHTTP(srv.URL, 5*time.Second, 2))
+	h.Feed(
+		harness.Rec(topic, 0, 0, "k", "v0", harness.Header{Key: "greeting", Value: []byte("héllo")}),
+		harness.Rec(topic, 0, 1, "k", "v1", harness.Header{Key: "note", Value: []byte("a\r\nX-Evil: 1")}),
+		harness.Rec(topic, 0, 2, "k", "v2", harness.Header{Key: "trace id", Value: []byte("x")}),
+	)
+	h.Assign(topic, 0)
+	h.AwaitAllCommitted()
+
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string][]string{
+		"0": {"Kafka-Header-Greeting: héllo"},
+		"1": {"Kafka-Base64-Header-Note: YQ0KWC1FdmlsOiAx"},
+		"2": {"Kafka-Base64-Header: dHJhY2UgaWQ=:eA=="},
+	}
+	for off, w := range want {
+		if g := received[off]; len(g) != 1 || g[0] != w[0] {
+			t.Errorf("offset %s arrived with %q, want %q", off, g, w)
+		}
+	}
+	for off := range int64(3) {
+		if n := h.TimesHandled(topic, 0, off); n != 1 {
+			t.Errorf("offset %d handled %d times, want once", off, n)
+		}
+	}
+	if s := h.Stats(); s.Restarts != 0 || s.Failed != 0 {
+		t.Errorf("stats %+v: want no failed attempt and no restart", s)
 	}
 }
