@@ -15,7 +15,7 @@ func (co *coordinator) failed(c actor.Context, rec *Record, err error) verdict {
 	v := co.policy.judge(err, rec.attempts, co.ctx.Err() != nil)
 	switch v {
 	case verdictRetry:
-		delay := co.policy.retryDelay(rec.attempts, rand.Float64())
+		delay := co.policy.retryDelay(rec.attempts, rand.Float64(), err)
 		co.hold(rec)
 		co.parked[rec] = co.timers.SendOnce(delay, c.Self(), &retryDue{rec: rec})
 		co.stats.retries.Add(1)

@@ -63,7 +63,8 @@
 // # Failure
 //
 // A failed attempt (error, panic, or max_handler_time exceeded) is judged by
-// failurePolicy: retried after a backoff while the record is parked in the
+// failurePolicy: retried after a backoff (no shorter than a RetryAfterError
+// in the failure asks, up to max_backoff) while the record is parked in the
 // coordinator — holding its unit, so no later record of its key runs first,
 // but no runner — or, once attempts run out (at once for ErrPermanent),
 // skipped, dead-lettered (the proxy produces it; the key stays held until the

@@ -54,7 +54,15 @@ func (p failurePolicy) judge(err error, attempts int, tearingDown bool) verdict 
 	}
 }
 
-// retryDelay is the backoff before attempt attempts+1; u is uniform in [0,1).
-func (p failurePolicy) retryDelay(attempts int, u float64) time.Duration {
-	return p.backoff.Delay(attempts, u)
+// retryDelay is the wait before attempt attempts+1 after a failure with err;
+// u is uniform in [0,1). It is the backoff, or longer when err asks for it
+// (a RetryAfterError: an endpoint's Retry-After), but never longer than
+// max_backoff on that account: the larger of the two, capped.
+func (p failurePolicy) retryDelay(attempts int, u float64, err error) time.Duration {
+	d := p.backoff.Delay(attempts, u)
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		d = max(d, min(ra.Delay, p.backoff.Max))
+	}
+	return d
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,9 +18,13 @@ import (
 
 // HTTP posts each record to a URL: the body is the record's value as is, and
 // the record's coordinates travel in headers (Kafka-Topic, Kafka-Partition,
-// Kafka-Offset, Kafka-Timestamp, Kafka-Key in base64, Kafka-Header-<name>).
-// A 2xx answer is success; 408, 429, 5xx, timeouts and connection errors are
-// retryable failures; any other status is permanent (wraps
+// Kafka-Offset, Kafka-Timestamp, Kafka-Key in base64, and the record's
+// headers as described at addRecordHeader).
+//
+// A 2xx answer whose body arrives whole (or is longer than maxDrain) is
+// success; 408, 429, 5xx, timeouts, connection errors and answers that break
+// off are retryable failures — with the answer's Retry-After, if any, as an
+// actors.RetryAfterError; any other status is permanent (wraps
 // actors.ErrPermanent).
 type HTTP struct {
 	url     string
@@ -84,26 +89,99 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 		req.Header.Set("Kafka-Key", base64.StdEncoding.EncodeToString(rec.Key))
 	}
 	for _, hd := range rec.Headers {
-		// Kafka headers are arbitrary bytes; HTTP headers are not. A record
-		// whose header cannot travel fails permanently: retrying cannot help.
-		if !validHeaderName(hd.Key) || !validHeaderValue(hd.Value) {
-			return fmt.Errorf("handlers: http: record header %q cannot be sent as an HTTP header: %w", hd.Key, actors.ErrPermanent)
-		}
-		req.Header.Add("Kafka-Header-"+hd.Key, string(hd.Value))
+		addRecordHeader(req.Header, hd)
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("handlers: http post %s: %w", h.url, err)
 	}
+	// Closing a body before its end drops the connection instead of
+	// reading on: that is what bounds the reads below.
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		// Drain so the connection goes back to the pool.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		// Read the answer to its end, so the connection goes back to the
+		// pool, and to know it arrived: a body that breaks off (the
+		// connection closed before Content-Length bytes, a chunked body
+		// without its last chunk) means the endpoint did not finish
+		// answering — it may have crashed while handling the record.
+		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain)); err != nil {
+			return fmt.Errorf("handlers: http post %s: status %d, but the answer broke off: %w", h.url, resp.StatusCode, err)
+		}
 		return nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	return &StatusError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
+	serr := &StatusError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
+	if Retryable(resp.StatusCode) {
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return actors.RetryAfter(d, serr)
+		}
+	}
+	return serr
+}
+
+// maxDrain is the most of an answer's body the handler reads: beyond it, the
+// connection is dropped rather than read for ever.
+const maxDrain = 1 << 20
+
+// maxRetryAfter is what a Retry-After too large for a time.Duration (about
+// 292 years) becomes; max_backoff caps it anyway.
+const maxRetryAfter = time.Duration(math.MaxInt64)
+
+// parseRetryAfter reads a Retry-After field value (RFC 9110, 10.2.3):
+// delay-seconds (ASCII digits only) or an HTTP-date, which is turned into a
+// wait from now (0 when it has passed). Values too large saturate at
+// maxRetryAfter. ok is false for anything else — empty, negative,
+// fractional, garbage — which the handler ignores, as if no Retry-After had
+// been sent.
+func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if strings.Trim(v, "0123456789") == "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n > uint64(maxRetryAfter/time.Second) { // only a range error is possible here
+			return maxRetryAfter, true
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true // Sub saturates instead of overflowing
+}
+
+// addRecordHeader adds one record header to an HTTP request. Kafka headers
+// are any string and any bytes, HTTP fields are not, and a record must not
+// fail for good over a header (under on_failure: fail that is a restart
+// loop), so a header travels in one of three unambiguous forms:
+//
+//   - Kafka-Header-<name>: <value>, when name is an HTTP token and the value
+//     a field value that arrives byte for byte: no control character but
+//     HTAB (so no CR, LF, NUL, DEL), no leading or trailing space or tab
+//     (parsers trim them); UTF-8 and any byte from 0x80 up (obs-text) are
+//     sent as they are, as Go's client and server allow.
+//   - Kafka-Base64-Header-<name>: <value in standard base64>, when name is a
+//     token but the value is not such a field value.
+//   - Kafka-Base64-Header: <name in base64>:<value in base64>, when the name
+//     is not a token (empty, spaces, colons, control characters, non-ASCII).
+//
+// Nothing of a record header is ever written raw unless it is a valid token
+// or field value, so a header cannot inject another one. Repeated names
+// arrive in the record's order; HTTP names are case-insensitive (Go's client
+// sends them canonicalized: trace-id becomes Trace-Id), so record headers
+// differing only in case arrive as repeated values of one field.
+func addRecordHeader(h http.Header, hd actors.Header) {
+	switch {
+	case !validHeaderName(hd.Key):
+		h.Add("Kafka-Base64-Header", base64.StdEncoding.EncodeToString([]byte(hd.Key))+":"+base64.StdEncoding.EncodeToString(hd.Value))
+	case !exactHeaderValue(hd.Value):
+		h.Add("Kafka-Base64-Header-"+hd.Key, base64.StdEncoding.EncodeToString(hd.Value))
+	default:
+		h.Add("Kafka-Header-"+hd.Key, string(hd.Value))
+	}
 }
 
 // validHeaderName reports whether s is an HTTP token (RFC 9110, 5.6.2).
@@ -123,14 +201,19 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-// validHeaderValue reports whether v can be an HTTP field value: visible
-// ASCII, spaces and tabs (obsolete non-ASCII text is refused too, since Go's
-// client refuses it).
-func validHeaderValue(v []byte) bool {
+// exactHeaderValue reports whether v can be sent as an HTTP field value and
+// arrive unchanged (RFC 9110, 5.5): visible ASCII, obs-text (0x80–0xFF),
+// and spaces and tabs between them, not at either end.
+func exactHeaderValue(v []byte) bool {
 	for _, c := range v {
-		if (c < 0x20 && c != '\t') || c >= 0x7f {
+		if (c < 0x20 && c != '\t') || c == 0x7f {
 			return false
 		}
 	}
+	if n := len(v); n > 0 && (isBlank(v[0]) || isBlank(v[n-1])) {
+		return false
+	}
 	return true
 }
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }
