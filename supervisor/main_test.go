@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envFakeNode); mode != "" {
 		os.Exit(fakeNode(mode))
 	}
+	if mode := os.Getenv(envHelperSupervisor); mode != "" {
+		os.Exit(helperSupervisor(mode))
+	}
 	os.Exit(m.Run())
 }
 

@@ -42,6 +42,7 @@ type run struct {
 	log      zerolog.Logger
 	slots    []*slot
 	budget   restartBudget
+	pause    pauseDetector
 	events   chan event
 	quit     chan struct{}
 	health   *healthServer
@@ -63,6 +64,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		cfg:        s.o.Swarm,
 		log:        s.o.Log,
 		budget:     restartBudget{max: s.o.Swarm.MaxRestarts, window: s.o.Swarm.RestartWindow},
+		pause:      pauseDetector{interval: s.o.Swarm.SupervisionInterval},
 		events:     make(chan event, 4*s.o.Swarm.Nodes),
 		quit:       make(chan struct{}),
 	}
@@ -111,6 +113,9 @@ func (r *run) loop(ctx context.Context) {
 			return
 		}
 		wake.Reset(r.nextWake(now))
+		// Observed before and after every wait, so that the loop's own
+		// work (a fork) and its waits are both measured.
+		r.noticePause(time.Now())
 		select {
 		case <-done:
 			done = nil
@@ -120,11 +125,29 @@ func (r *run) loop(ctx context.Context) {
 			r.kill = nil
 			r.killAll()
 		case e := <-r.events:
+			r.noticePause(time.Now())
 			r.handle(time.Now(), e)
 		case <-tick.C:
+			r.noticePause(time.Now())
 			r.supervise(time.Now())
 		case <-wake.C:
 		}
+	}
+}
+
+// noticePause runs on every wake of the loop, before anything is judged: a
+// gap in which the supervisor itself did not run is not the nodes' silence
+// (their reports wait unread on the socket meanwhile), so every node is
+// forgiven it.
+func (r *run) noticePause(now time.Time) {
+	missed := r.pause.wake(now)
+	if missed <= 0 {
+		return
+	}
+	r.log.Warn().Str("event", "swarm.manager.paused").Dur("missed", missed).Dur("supervision_interval", r.cfg.SupervisionInterval).
+		Msg("the supervisor did not run for a while (stopped, frozen or starved): that time does not count as node silence")
+	for _, sl := range r.slots {
+		sl.forgive(missed)
 	}
 }
 
@@ -186,6 +209,7 @@ func (r *run) start(now time.Time, sl *slot) {
 		return
 	}
 	sl.proc, sl.pid, sl.state, sl.started = p, p.pid, slotStarting, now
+	sl.missed = 0
 	sl.lastSeen, sl.report, sl.status, sl.detail, sl.memOver, sl.killed = time.Time{}, nil, swarmpb.Status_STATUS_OK, "", 0, false
 	r.waiters.Add(1)
 	go func() {
@@ -229,13 +253,14 @@ func (r *run) handle(now time.Time, e event) {
 		lvl.Int("node", sl.index).Int("pid", e.pid).Str("exit", sl.lastExit).Msg("node exited")
 		r.exited(now, sl)
 	case evHello:
-		sl.lastSeen = now
+		sl.heard(now)
 		if sl.state == slotStarting {
 			sl.state = slotRunning
 		}
 		r.log.Info().Int("node", sl.index).Int("pid", e.pid).Str("version", e.version).Msg("node joined")
 	case evReport:
-		sl.lastSeen, sl.report = now, e.report
+		sl.heard(now)
+		sl.report = e.report
 		if sl.state == slotStarting {
 			sl.state = slotRunning
 		}

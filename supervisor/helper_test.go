@@ -1,0 +1,327 @@
+//go:build linux
+
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/proto/swarmpb"
+)
+
+// envHelperSupervisor makes the test binary a supervisor process of its own
+// (TestMain), for tests that must act on the supervisor as a process:
+// SIGSTOP it, lower its file limit. Its nodes are fake nodes (envFakeNode).
+// It writes one JSON line per hook call and its log to stdout, and exits 0
+// (clean stop), 1 (restart budget exhausted) or 3 (unclean stop).
+const envHelperSupervisor = "TURBO_TEST_HELPER_SUPERVISOR"
+
+// helperSwarm is the helper supervisor's configuration.
+func helperSwarm() config.Swarm {
+	cfg := fastSwarm(2)
+	cfg.MaxRestarts = 1
+	return cfg
+}
+
+// helperSupervisor modes:
+//
+//	plain    two "ok" nodes, max_restarts 1
+//	rlimit   one "ok" node, max_restarts 1; SIGUSR1 sets the soft
+//	         RLIMIT_NOFILE to 3 (no descriptor can be created: 0–2 are open),
+//	         SIGUSR2 restores it
+func helperSupervisor(mode string) int {
+	out := &lockedWriter{w: os.Stdout}
+	log := zerolog.New(out).With().Timestamp().Logger()
+	emit := func(fields map[string]any) {
+		b, _ := json.Marshal(fields)
+		out.Write(append(b, '\n'))
+	}
+	cfg := helperSwarm()
+	if mode == "rlimit" {
+		cfg.Nodes = 1
+	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envHelperSupervisor+"=") })
+	sup, err := New(Options{
+		Swarm:           cfg,
+		ShutdownTimeout: 2 * time.Second,
+		Path:            os.Args[0],
+		Args:            []string{"-test.run=^$"},
+		Env:             append(env, envFakeNode+"=ok"),
+		Log:             log,
+		Hooks: Hooks{
+			AfterFork: func(index, pid int) { emit(map[string]any{"hook": "fork", "node": index, "pid": pid}) },
+			Stopping: func(index, pid int, st swarmpb.Status, detail string) {
+				emit(map[string]any{"hook": "stopping", "node": index, "pid": pid, "status": st.String(), "detail": detail})
+			},
+			Control: func(nodes []NodeStatus) {
+				n := 0
+				for _, s := range nodes {
+					if s.State == "running" {
+						n++
+					}
+				}
+				emit(map[string]any{"hook": "control", "running": n})
+			},
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 4
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer cancel()
+	if mode == "rlimit" {
+		var orig syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &orig); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 4
+		}
+		usr := make(chan os.Signal, 2)
+		signal.Notify(usr, syscall.SIGUSR1, syscall.SIGUSR2)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case s := <-usr:
+					lim := orig
+					if s == syscall.SIGUSR1 {
+						lim.Cur = 3
+					}
+					err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+					emit(map[string]any{"hook": "rlimit", "soft": lim.Cur, "error": fmt.Sprint(err)})
+				case <-stop:
+					return
+				}
+			}
+		}()
+		defer wg.Wait()
+		defer close(stop)
+	}
+	switch err := sup.Run(ctx); {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrRestartBudget):
+		return 1
+	default:
+		return 3
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *os.File
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// helperProc is a running helper supervisor as the test sees it.
+type helperProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	code int
+
+	mu    sync.Mutex
+	lines []map[string]any
+	cond  chan struct{} // closed and replaced on every new line
+}
+
+func startHelper(t *testing.T, mode string) *helperProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envFakeNode+"=") }),
+		envHelperSupervisor+"="+mode)
+	cmd.Stderr = logWriterT{t, "helper stderr"}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &helperProc{cmd: cmd, done: make(chan struct{}), cond: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				m = map[string]any{"raw": sc.Text()}
+			}
+			if m["hook"] != "control" && m["event"] != "swarm.manager.control" {
+				t.Logf("helper: %s", sc.Text())
+			}
+			h.mu.Lock()
+			h.lines = append(h.lines, m)
+			close(h.cond)
+			h.cond = make(chan struct{})
+			h.mu.Unlock()
+		}
+		_ = cmd.Wait()
+		h.code = cmd.ProcessState.ExitCode()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-h.done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-h.done
+			t.Error("the helper supervisor did not stop within 10 s of SIGTERM")
+		}
+	})
+	return h
+}
+
+type logWriterT struct {
+	t      *testing.T
+	prefix string
+}
+
+func (w logWriterT) Write(p []byte) (int, error) {
+	for line := range strings.Lines(string(p)) {
+		w.t.Logf("%s: %s", w.prefix, strings.TrimRight(line, "\n"))
+	}
+	return len(p), nil
+}
+
+// count returns how many lines so far match.
+func (h *helperProc) count(match func(map[string]any) bool) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, m := range h.lines {
+		if match(m) {
+			n++
+		}
+	}
+	return n
+}
+
+// await waits until cond holds over the lines so far, or timeout; it fails
+// the test naming what it waited for, also when the helper exits first.
+func (h *helperProc) await(t *testing.T, timeout time.Duration, what string, cond func(lines []map[string]any) bool) {
+	t.Helper()
+	if !h.awaitOrExit(t, timeout, what, cond) {
+		t.Fatalf("the helper supervisor exited (code %d) while waiting for %s", h.code, what)
+	}
+}
+
+// awaitOrExit is await that returns false, instead of failing, when the
+// helper exits before cond holds.
+func (h *helperProc) awaitOrExit(t *testing.T, timeout time.Duration, what string, cond func(lines []map[string]any) bool) bool {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		h.mu.Lock()
+		ok, changed := cond(h.lines), h.cond
+		h.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-h.done:
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return cond(h.lines)
+		case <-deadline:
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+	}
+}
+
+// exit sends SIGTERM and returns the helper's exit code.
+func (h *helperProc) exit(t *testing.T) int {
+	t.Helper()
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.done:
+		return h.code
+	case <-time.After(10 * time.Second):
+		t.Fatal("the helper supervisor did not exit within 10 s of SIGTERM")
+		return -1
+	}
+}
+
+func hook(name string) func(map[string]any) bool {
+	return func(m map[string]any) bool { return m["hook"] == name }
+}
+
+func message(sub string) func(map[string]any) bool {
+	return func(m map[string]any) bool { s, _ := m["message"].(string); return strings.Contains(s, sub) }
+}
+
+// controlsWithRunning counts supervision ticks after line `from` that saw
+// n nodes running.
+func controlsWithRunning(lines []map[string]any, from, n int) int {
+	c := 0
+	for _, m := range lines[min(from, len(lines)):] {
+		if m["hook"] == "control" && m["running"] == float64(n) {
+			c++
+		}
+	}
+	return c
+}
+
+// Issue 11 point 3: a supervisor stopped (SIGSTOP) for longer than
+// node_report_timeout and then continued must not judge its healthy nodes
+// silent: their reports wait unread on the socket, and the gap is the
+// supervisor's own, not theirs.
+func TestStoppedSupervisorKeepsHealthyNodes(t *testing.T) {
+	h := startHelper(t, "plain")
+	cfg := helperSwarm()
+	h.await(t, 20*time.Second, "2 nodes running", func(l []map[string]any) bool { return controlsWithRunning(l, 0, 2) >= 3 })
+	forks := h.count(hook("fork"))
+	pause := 3 * cfg.NodeReportTimeout // well past node_report_timeout (1 s)
+	if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The pause is what is under test, not a wait for a condition.
+	time.Sleep(pause)
+	if err := h.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	resumed := len(h.lines)
+	h.mu.Unlock()
+	// 20 ticks (2 s) after the resume with both nodes running: time enough
+	// for any silence verdict to have been reached and acted on.
+	kept := h.awaitOrExit(t, 30*time.Second, "20 supervision ticks with 2 nodes running after SIGCONT", func(l []map[string]any) bool {
+		return controlsWithRunning(l, resumed, 2) >= 20
+	})
+	stopped := h.count(hook("stopping"))
+	restarted := h.count(hook("fork")) - forks
+	t.Logf("after a %s SIGSTOP of the supervisor (node_report_timeout %s): %d nodes stopped, %d restarted", pause, cfg.NodeReportTimeout, stopped, restarted)
+	if stopped != 0 || restarted != 0 {
+		t.Errorf("%d healthy nodes were stopped and %d restarted after the supervisor itself was stopped", stopped, restarted)
+	}
+	if !kept {
+		t.Fatalf("the helper supervisor exited %d after SIGCONT", h.code)
+	}
+	if code := h.exit(t); code != 0 {
+		t.Errorf("the helper supervisor exited %d, want 0", code)
+	}
+}
