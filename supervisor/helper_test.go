@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -23,12 +25,7 @@ import (
 	"github.com/turbokafka/turbo/proto/swarmpb"
 )
 
-// envHelperSupervisor makes the test binary a supervisor process of its own
-// (TestMain), for tests that must act on the supervisor as a process:
-// SIGSTOP it, lower its file limit. Its nodes are fake nodes (envFakeNode).
-// It writes one JSON line per hook call and its log to stdout, and exits 0
-// (clean stop), 1 (restart budget exhausted) or 3 (unclean stop).
-const envHelperSupervisor = "TURBO_TEST_HELPER_SUPERVISOR"
+func init() { helperSupervisor = runHelperSupervisor }
 
 // helperSwarm is the helper supervisor's configuration.
 func helperSwarm() config.Swarm {
@@ -37,13 +34,15 @@ func helperSwarm() config.Swarm {
 	return cfg
 }
 
-// helperSupervisor modes:
+// runHelperSupervisor is the helper supervisor (envHelperSupervisor). It
+// writes one JSON line per hook call and its log to stdout, and exits 0
+// (clean stop), 1 (restart budget exhausted) or 3 (unclean stop). Modes:
 //
 //	plain    two "ok" nodes, max_restarts 1
 //	rlimit   one "ok" node, max_restarts 1; SIGUSR1 sets the soft
 //	         RLIMIT_NOFILE to 3 (no descriptor can be created: 0–2 are open),
 //	         SIGUSR2 restores it
-func helperSupervisor(mode string) int {
+func runHelperSupervisor(mode string) int {
 	out := &lockedWriter{w: os.Stdout}
 	log := zerolog.New(out).With().Timestamp().Logger()
 	emit := func(fields map[string]any) {
@@ -324,4 +323,81 @@ func TestStoppedSupervisorKeepsHealthyNodes(t *testing.T) {
 	if code := h.exit(t); code != 0 {
 		t.Errorf("the helper supervisor exited %d, want 0", code)
 	}
+}
+
+// Issue 11 point 11 (b): a node that cannot be started because the
+// supervisor itself is out of descriptors (EMFILE) is retried, and the
+// failures do not consume max_restarts; the health socket keeps accepting
+// through the shortage.
+func TestSupervisorOutOfDescriptorsKeepsRestartBudget(t *testing.T) {
+	h := startHelper(t, "rlimit") // one node, max_restarts 1
+	h.await(t, 20*time.Second, "the node running", func(l []map[string]any) bool { return controlsWithRunning(l, 0, 1) >= 1 })
+	var socket string
+	var pid int
+	h.mu.Lock()
+	for _, m := range h.lines {
+		if s, ok := m["socket"].(string); ok && m["message"] == "swarm starting" {
+			socket = s
+		}
+		if m["hook"] == "fork" {
+			pid = int(m["pid"].(float64))
+		}
+	}
+	h.mu.Unlock()
+	if socket == "" || pid == 0 {
+		t.Fatalf("no socket (%q) or node pid (%d) in the helper's output", socket, pid)
+	}
+
+	if err := h.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	h.await(t, 10*time.Second, "the soft RLIMIT_NOFILE lowered to 3", func(l []map[string]any) bool {
+		return slices.ContainsFunc(l, func(m map[string]any) bool { return m["hook"] == "rlimit" && m["soft"] == float64(3) })
+	})
+	// A connection the supervisor cannot accept now (EMFILE on accept).
+	stranger, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	// The node dies: its restart is the one max_restarts allows, and it
+	// cannot start (no descriptor for fork's pipe).
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	notStarted := message("did not start")
+	ok := h.awaitOrExit(t, 20*time.Second, "3 failed starts", func(l []map[string]any) bool {
+		return h.countIn(l, notStarted) >= 3
+	})
+	failed := h.count(notStarted)
+	if !ok {
+		t.Fatalf("the swarm stopped (exit %d) after %d failed starts of a node for want of the supervisor's own descriptors: they used up max_restarts 1", h.code, failed)
+	}
+	if err := h.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	h.await(t, 20*time.Second, "the node started again and reporting", func(l []map[string]any) bool {
+		return h.countIn(l, hook("fork")) == 2 && controlsWithRunning(l, len(l)-5, 1) >= 1
+	})
+	t.Logf("%d failed starts for want of descriptors, then the node ran again; the swarm kept going with max_restarts 1", failed)
+	// The stranger's connection was accepted (and refused) once descriptors
+	// were back: the health socket did not stop accepting.
+	stranger.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := stranger.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("the stranger's connection was not accepted and closed after the shortage: %v", err)
+	}
+	if code := h.exit(t); code != 0 {
+		t.Errorf("the helper supervisor exited %d, want 0", code)
+	}
+}
+
+// countIn is count over a slice the caller holds (inside await).
+func (h *helperProc) countIn(lines []map[string]any, match func(map[string]any) bool) int {
+	n := 0
+	for _, m := range lines {
+		if match(m) {
+			n++
+		}
+	}
+	return n
 }

@@ -46,9 +46,12 @@ type slot struct {
 	killAt   time.Time // when stopping: when to KILL
 	killed   bool      // SIGKILL sent: only the exit is awaited
 	restarts int       // processes started after the first
-	rss      uint64    // last resident size measured from /proc
-	memOver  int       // consecutive samples over the memory limit
-	lastExit string
+	// startFails counts consecutive starts that failed for want of the
+	// supervisor's own resources (retried, never counted as restarts).
+	startFails int
+	rss        uint64 // last resident size measured from /proc
+	memOver    int    // consecutive samples over the memory limit
+	lastExit   string
 }
 
 // judge returns the status a running or starting node has now, as the

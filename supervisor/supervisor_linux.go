@@ -77,7 +77,15 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	s.socket.Store(r.health.path)
-	live, err := startLiveness(r.cfg.LivenessListen, s, r.log)
+	lim := defaultLivenessLimits
+	if soft, open := fdUsage(); open >= 0 {
+		lim.MaxConns = livenessConnCap(soft, open, r.cfg.Nodes)
+		if r.cfg.LivenessListen != "" && lim.MaxConns < maxLivenessConns {
+			r.log.Warn().Uint64("open_files_limit", soft).Int("open_files", open).Int("nodes", r.cfg.Nodes).Int("max_connections", lim.MaxConns).
+				Msg("the open-files limit is tight: the liveness endpoint holds fewer connections, to keep descriptors for node restarts")
+		}
+	}
+	live, err := startLiveness(r.cfg.LivenessListen, s, lim, r.log)
 	if err != nil {
 		r.health.close()
 		return err
@@ -202,12 +210,17 @@ func (r *run) start(now time.Time, sl *slot) {
 	}
 	files := []uintptr{r.devnull.Fd(), r.o.Stdout.Fd(), r.o.Stderr.Fd()}
 	p, err := r.spawner.start(r.o.Path, append([]string{r.o.Path}, r.o.Args...), env, files, func(pid int) { r.health.admit(pid, sl.index) })
+	if err != nil && ownResourceErr(err) {
+		r.startLater(now, sl, err)
+		return
+	}
 	if err != nil {
 		r.log.Error().Err(err).Int("node", sl.index).Msg("node did not start")
 		sl.lastExit = "did not start: " + err.Error()
 		r.exited(now, sl)
 		return
 	}
+	sl.startFails = 0
 	sl.proc, sl.pid, sl.state, sl.started = p, p.pid, slotStarting, now
 	sl.missed = 0
 	sl.lastSeen, sl.report, sl.status, sl.detail, sl.memOver, sl.killed = time.Time{}, nil, swarmpb.Status_STATUS_OK, "", 0, false
@@ -223,6 +236,24 @@ func (r *run) start(now time.Time, sl *slot) {
 	if h := r.o.Hooks.AfterFork; h != nil {
 		h(sl.index, p.pid)
 	}
+}
+
+// startLater handles a start that failed for want of the supervisor's own
+// resources (ownResourceErr): the node is not to blame, so it does not count
+// against max_restarts — measured before, a crowd of idle liveness
+// connections plus one node kill made every restart fail with EMFILE, used
+// up max_restarts and stopped the whole swarm. The slot keeps waiting and
+// is tried again with a growing delay; each failure is logged loudly with
+// the descriptor figures, since an operator must fix the cause.
+func (r *run) startLater(now time.Time, sl *slot, err error) {
+	sl.startFails++
+	delay := startRetryDelay(sl.startFails)
+	sl.startAt = now.Add(delay)
+	sl.lastExit = "did not start (the supervisor is out of resources; retrying): " + err.Error()
+	r.log.Error().Err(err).Str("event", "swarm.manager.start_failed").Int("node", sl.index).Int("attempt", sl.startFails).
+		Dur("retry_in", delay).Func(fdFields).
+		Msg("node did not start: the supervisor itself is out of resources (open files, processes or memory); " +
+			"retrying, not counted against max_restarts; raise `ulimit -n` or find what holds the supervisor's descriptors")
 }
 
 func hasEnv(env []string, name string) bool {
