@@ -42,6 +42,8 @@ func helperSwarm() config.Swarm {
 //	rlimit   one "ok" node, max_restarts 1; SIGUSR1 sets the soft
 //	         RLIMIT_NOFILE to 3 (no descriptor can be created: 0–2 are open),
 //	         SIGUSR2 restores it
+//	flood    two "ok" nodes, max_restarts 1, the liveness endpoint on a
+//	         random port, and a soft RLIMIT_NOFILE of floodFileLimit
 func runHelperSupervisor(mode string) int {
 	out := &lockedWriter{w: os.Stdout}
 	log := zerolog.New(out).With().Timestamp().Logger()
@@ -50,8 +52,20 @@ func runHelperSupervisor(mode string) int {
 		out.Write(append(b, '\n'))
 	}
 	cfg := helperSwarm()
-	if mode == "rlimit" {
+	switch mode {
+	case "rlimit":
 		cfg.Nodes = 1
+	case "flood":
+		cfg.LivenessListen = "127.0.0.1:0"
+		lim := syscall.Rlimit{Cur: floodFileLimit, Max: floodFileLimit}
+		var cur syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur); err == nil {
+			lim.Max = cur.Max
+		}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 4
+		}
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envHelperSupervisor+"=") })
 	sup, err := New(Options{
@@ -385,6 +399,80 @@ func TestSupervisorOutOfDescriptorsKeepsRestartBudget(t *testing.T) {
 	stranger.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := stranger.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Errorf("the stranger's connection was not accepted and closed after the shortage: %v", err)
+	}
+	if code := h.exit(t); code != 0 {
+		t.Errorf("the helper supervisor exited %d, want 0", code)
+	}
+}
+
+// floodFileLimit is the helper's soft RLIMIT_NOFILE in mode flood: the
+// issue's 1,024 scaled down.
+const floodFileLimit = 128
+
+// Issue 11 point 11, as reported: idle keep-alive connections to the
+// liveness endpoint, then one node killed, under a tight descriptor limit.
+// The restart must work and the swarm must keep running.
+func TestLivenessFloodDoesNotStopTheSwarm(t *testing.T) {
+	h := startHelper(t, "flood") // two nodes, max_restarts 1, soft limit 128
+	h.await(t, 20*time.Second, "2 nodes running", func(l []map[string]any) bool { return controlsWithRunning(l, 0, 2) >= 1 })
+	var addr string
+	var pid int
+	h.mu.Lock()
+	for _, m := range h.lines {
+		if a, ok := m["addr"].(string); ok && m["message"] == "liveness endpoint listening" {
+			addr = a
+		}
+		if m["hook"] == "fork" && pid == 0 {
+			pid = int(m["pid"].(float64))
+		}
+	}
+	h.mu.Unlock()
+	if addr == "" || pid == 0 {
+		t.Fatalf("no liveness address (%q) or node pid (%d) in the helper's output", addr, pid)
+	}
+	helperFDs := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", h.cmd.Process.Pid))
+		if err != nil {
+			return -1
+		}
+		return len(ents)
+	}
+	base := helperFDs()
+	const clients = 2 * floodFileLimit
+	for range clients {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: probe\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The helper takes what it will (all it can before the fix, up to its
+	// connection cap after): wait until it holds 50 more descriptors.
+	deadline := time.Now().Add(20 * time.Second)
+	for helperFDs() < base+50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the helper holds %d descriptors (%d before the clients), want %d or more within 20 s", helperFDs(), base, base+50)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	held := helperFDs()
+	forks := h.count(hook("fork"))
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ok := h.awaitOrExit(t, 20*time.Second, "the killed node restarted and 2 nodes running", func(l []map[string]any) bool {
+		return h.countIn(l, hook("fork")) == forks+1 && controlsWithRunning(l, len(l)-3, 2) >= 1
+	})
+	t.Logf("%d idle clients; the supervisor held %d descriptors (%d before, soft limit %d); start failures: %d; swarm kept running: %v",
+		clients, held, base, floodFileLimit, h.count(message("did not start")), ok)
+	if !ok {
+		t.Fatalf("the swarm stopped (exit %d) after a node kill while the liveness endpoint was flooded", h.code)
+	}
+	if held > floodFileLimit-fdReserve {
+		t.Errorf("the supervisor held %d descriptors with a soft limit of %d: not the reserve of %d", held, floodFileLimit, fdReserve)
 	}
 	if code := h.exit(t); code != 0 {
 		t.Errorf("the helper supervisor exited %d, want 0", code)
