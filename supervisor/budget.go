@@ -24,3 +24,23 @@ func (b *restartBudget) allow(now time.Time) bool {
 	b.times = append(b.times, now)
 	return true
 }
+
+// Retry delays of a node start that failed for want of the supervisor's own
+// resources: short at first (a descriptor is often back at once), never so
+// long that a node stays down for minutes once they are back.
+const (
+	startRetryMin = 100 * time.Millisecond
+	startRetryMax = 5 * time.Second
+)
+
+// startRetryDelay is the wait before the next start after failures
+// consecutive starts that failed for want of the supervisor's own
+// resources: doubling from startRetryMin, capped at startRetryMax. Such
+// failures are not the node's, so they never count against max_restarts.
+func startRetryDelay(failures int) time.Duration {
+	d := startRetryMin
+	for i := 1; i < failures && d < startRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, startRetryMax)
+}

@@ -51,3 +51,16 @@ func TestRestartBudgetModel(t *testing.T) {
 		}
 	}
 }
+
+func TestStartRetryDelay(t *testing.T) {
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
+		1600 * time.Millisecond, 3200 * time.Millisecond, 5 * time.Second, 5 * time.Second}
+	for i, w := range want {
+		if got := startRetryDelay(i + 1); got != w {
+			t.Errorf("after %d failures: %s, want %s", i+1, got, w)
+		}
+	}
+	if got := startRetryDelay(1 << 30); got != startRetryMax {
+		t.Errorf("after very many failures: %s, want %s", got, startRetryMax)
+	}
+}

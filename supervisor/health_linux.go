@@ -90,13 +90,32 @@ func (h *healthServer) close() {
 
 func (h *healthServer) accept() {
 	defer h.wg.Done()
+	failures := 0
 	for {
 		c, err := h.ln.AcceptUnix()
+		if err != nil && !errors.Is(err, net.ErrClosed) && ownResourceErr(err) {
+			// Out of descriptors (or memory) for a moment: the connection
+			// waits in the queue. Giving up here would leave every node
+			// started later without a way to report, hence judged silent.
+			failures++
+			if failures == 1 {
+				h.log.Error().Err(err).Func(fdFields).
+					Msg("health socket cannot accept: the supervisor is out of descriptors; retrying")
+			}
+			if !h.pause(acceptRetryDelay(failures)) {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				h.log.Error().Err(err).Msg("health socket accept failed; no more reports")
 			}
 			return
+		}
+		if failures > 0 {
+			h.log.Info().Int("failures", failures).Msg("health socket accepting again")
+			failures = 0
 		}
 		pid, err := peerPID(c)
 		if err != nil {
@@ -119,6 +138,24 @@ func (h *healthServer) accept() {
 		}
 		h.wg.Add(1)
 		go h.serve(c, pid, index)
+	}
+}
+
+// acceptRetryDelay doubles from 5 ms to 1 s, as net/http's Serve does
+// after a temporary accept error.
+func acceptRetryDelay(failures int) time.Duration {
+	return min(5*time.Millisecond<<min(failures-1, 8), time.Second)
+}
+
+// pause waits d, or until the control loop stops (false).
+func (h *healthServer) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-h.quit:
+		return false
 	}
 }
 

@@ -19,9 +19,20 @@ import (
 // speaking the real protocol through Join, behaving as the mode says.
 const envFakeNode = "TURBO_TEST_FAKE_NODE"
 
+// envHelperSupervisor makes the test binary a supervisor process of its own
+// (TestMain), for tests that must act on the supervisor as a process:
+// SIGSTOP it, lower its file limit. Its nodes are fake nodes (envFakeNode).
+const envHelperSupervisor = "TURBO_TEST_HELPER_SUPERVISOR"
+
+// helperSupervisor runs the helper supervisor (set where it exists: Linux).
+var helperSupervisor func(mode string) int
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(envFakeNode); mode != "" {
 		os.Exit(fakeNode(mode))
+	}
+	if mode := os.Getenv(envHelperSupervisor); mode != "" && helperSupervisor != nil {
+		os.Exit(helperSupervisor(mode))
 	}
 	os.Exit(m.Run())
 }

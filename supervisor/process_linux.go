@@ -28,6 +28,19 @@ func Supported() error {
 	return nil
 }
 
+// ownResourceErr reports whether err means the supervisor ran out of its
+// own resources — descriptors (EMFILE, ENFILE), processes or threads
+// (EAGAIN from fork), memory (ENOMEM) — rather than anything about the
+// node: a later start may work, and the node is not to blame for it.
+func ownResourceErr(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.EAGAIN, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // process is a node process held through its pidfd: the supervisor waits on
 // it (through the runtime's poller, so an exit wakes it at once), signals
 // through it (no PID-reuse race), and reaps through it. Exactly one goroutine
@@ -47,7 +60,7 @@ func (e exitStatus) clean() bool { return e.code == 0 }
 
 func (e exitStatus) String() string {
 	if e.signal != 0 {
-		return "killed by " + e.signal.String()
+		return "killed by " + unix.SignalName(e.signal) // "SIGKILL", not "killed"
 	}
 	return fmt.Sprintf("exit code %d", e.code)
 }

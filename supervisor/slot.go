@@ -36,6 +36,9 @@ type slot struct {
 	pid      int
 	started  time.Time // when the current process started
 	lastSeen time.Time // last hello or report from the current process
+	// missed is how much of the time since lastSeen (or started) the
+	// supervisor itself did not run (pauseDetector): not the node's silence.
+	missed   time.Duration
 	report   *swarmpb.Report
 	status   swarmpb.Status // last status: from a report, or set by the supervisor
 	detail   string
@@ -43,20 +46,19 @@ type slot struct {
 	killAt   time.Time // when stopping: when to KILL
 	killed   bool      // SIGKILL sent: only the exit is awaited
 	restarts int       // processes started after the first
-	rss      uint64    // last resident size measured from /proc
-	memOver  int       // consecutive samples over the memory limit
-	lastExit string
+	// startFails counts consecutive starts that failed for want of the
+	// supervisor's own resources (retried, never counted as restarts).
+	startFails int
+	rss        uint64 // last resident size measured from /proc
+	memOver    int    // consecutive samples over the memory limit
+	lastExit   string
 }
 
 // judge returns the status a running or starting node has now, as the
 // supervisor sees it: silence beats what the node last said about itself,
 // and memory is measured from outside (a hung node is judged too).
 func (s *slot) judge(now time.Time, cfg config.Swarm) (swarmpb.Status, string) {
-	since := s.lastSeen
-	if since.IsZero() {
-		since = s.started
-	}
-	if silent := now.Sub(since); silent > cfg.NodeReportTimeout {
+	if silent := s.silence(now); silent > cfg.NodeReportTimeout {
 		return swarmpb.Status_STATUS_SILENT, fmt.Sprintf("no report for %s (node_report_timeout %s)", silent.Round(time.Millisecond), cfg.NodeReportTimeout)
 	}
 	if cfg.MemoryLimit > 0 && s.memOver >= memorySamples {
@@ -84,9 +86,25 @@ func (s *slot) overdue(now time.Time, cfg config.Swarm) bool {
 	if s.state != slotRunning && s.state != slotStarting {
 		return false
 	}
+	return s.silence(now) > cfg.NodeReportTimeout
+}
+
+// silence is how long the node has said nothing while the supervisor ran.
+func (s *slot) silence(now time.Time) time.Duration {
 	since := s.lastSeen
 	if since.IsZero() {
 		since = s.started
 	}
-	return now.Sub(since) > cfg.NodeReportTimeout
+	return max(now.Sub(since)-s.missed, 0)
+}
+
+// heard records a hello or report: silence starts again.
+func (s *slot) heard(now time.Time) {
+	s.lastSeen, s.missed = now, 0
+}
+
+// forgive records that the supervisor did not run for d (a pause of its
+// control loop), which the node's silence must not include.
+func (s *slot) forgive(d time.Duration) {
+	s.missed += d
 }

@@ -42,6 +42,7 @@ type run struct {
 	log      zerolog.Logger
 	slots    []*slot
 	budget   restartBudget
+	pause    pauseDetector
 	events   chan event
 	quit     chan struct{}
 	health   *healthServer
@@ -63,6 +64,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		cfg:        s.o.Swarm,
 		log:        s.o.Log,
 		budget:     restartBudget{max: s.o.Swarm.MaxRestarts, window: s.o.Swarm.RestartWindow},
+		pause:      pauseDetector{interval: s.o.Swarm.SupervisionInterval},
 		events:     make(chan event, 4*s.o.Swarm.Nodes),
 		quit:       make(chan struct{}),
 	}
@@ -75,7 +77,15 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	s.socket.Store(r.health.path)
-	live, err := startLiveness(r.cfg.LivenessListen, s, r.log)
+	lim := defaultLivenessLimits
+	if soft, open := fdUsage(); open >= 0 {
+		lim.MaxConns = livenessConnCap(soft, open, r.cfg.Nodes)
+		if r.cfg.LivenessListen != "" && lim.MaxConns < maxLivenessConns {
+			r.log.Warn().Uint64("open_files_limit", soft).Int("open_files", open).Int("nodes", r.cfg.Nodes).Int("max_connections", lim.MaxConns).
+				Msg("the open-files limit is tight: the liveness endpoint holds fewer connections, to keep descriptors for node restarts")
+		}
+	}
+	live, err := startLiveness(r.cfg.LivenessListen, s, lim, r.log)
 	if err != nil {
 		r.health.close()
 		return err
@@ -111,6 +121,9 @@ func (r *run) loop(ctx context.Context) {
 			return
 		}
 		wake.Reset(r.nextWake(now))
+		// Observed before and after every wait, so that the loop's own
+		// work (a fork) and its waits are both measured.
+		r.noticePause(time.Now())
 		select {
 		case <-done:
 			done = nil
@@ -120,11 +133,29 @@ func (r *run) loop(ctx context.Context) {
 			r.kill = nil
 			r.killAll()
 		case e := <-r.events:
+			r.noticePause(time.Now())
 			r.handle(time.Now(), e)
 		case <-tick.C:
+			r.noticePause(time.Now())
 			r.supervise(time.Now())
 		case <-wake.C:
 		}
+	}
+}
+
+// noticePause runs on every wake of the loop, before anything is judged: a
+// gap in which the supervisor itself did not run is not the nodes' silence
+// (their reports wait unread on the socket meanwhile), so every node is
+// forgiven it.
+func (r *run) noticePause(now time.Time) {
+	missed := r.pause.wake(now)
+	if missed <= 0 {
+		return
+	}
+	r.log.Warn().Str("event", "swarm.manager.paused").Dur("missed", missed).Dur("supervision_interval", r.cfg.SupervisionInterval).
+		Msg("the supervisor did not run for a while (stopped, frozen or starved): that time does not count as node silence")
+	for _, sl := range r.slots {
+		sl.forgive(missed)
 	}
 }
 
@@ -179,13 +210,19 @@ func (r *run) start(now time.Time, sl *slot) {
 	}
 	files := []uintptr{r.devnull.Fd(), r.o.Stdout.Fd(), r.o.Stderr.Fd()}
 	p, err := r.spawner.start(r.o.Path, append([]string{r.o.Path}, r.o.Args...), env, files, func(pid int) { r.health.admit(pid, sl.index) })
+	if err != nil && ownResourceErr(err) {
+		r.startLater(now, sl, err)
+		return
+	}
 	if err != nil {
 		r.log.Error().Err(err).Int("node", sl.index).Msg("node did not start")
 		sl.lastExit = "did not start: " + err.Error()
 		r.exited(now, sl)
 		return
 	}
+	sl.startFails = 0
 	sl.proc, sl.pid, sl.state, sl.started = p, p.pid, slotStarting, now
+	sl.missed = 0
 	sl.lastSeen, sl.report, sl.status, sl.detail, sl.memOver, sl.killed = time.Time{}, nil, swarmpb.Status_STATUS_OK, "", 0, false
 	r.waiters.Add(1)
 	go func() {
@@ -199,6 +236,24 @@ func (r *run) start(now time.Time, sl *slot) {
 	if h := r.o.Hooks.AfterFork; h != nil {
 		h(sl.index, p.pid)
 	}
+}
+
+// startLater handles a start that failed for want of the supervisor's own
+// resources (ownResourceErr): the node is not to blame, so it does not count
+// against max_restarts — measured before, a crowd of idle liveness
+// connections plus one node kill made every restart fail with EMFILE, used
+// up max_restarts and stopped the whole swarm. The slot keeps waiting and
+// is tried again with a growing delay; each failure is logged loudly with
+// the descriptor figures, since an operator must fix the cause.
+func (r *run) startLater(now time.Time, sl *slot, err error) {
+	sl.startFails++
+	delay := startRetryDelay(sl.startFails)
+	sl.startAt = now.Add(delay)
+	sl.lastExit = "did not start (the supervisor is out of resources; retrying): " + err.Error()
+	r.log.Error().Err(err).Str("event", "swarm.manager.start_failed").Int("node", sl.index).Int("attempt", sl.startFails).
+		Dur("retry_in", delay).Func(fdFields).
+		Msg("node did not start: the supervisor itself is out of resources (open files, processes or memory); " +
+			"retrying, not counted against max_restarts; raise `ulimit -n` or find what holds the supervisor's descriptors")
 }
 
 func hasEnv(env []string, name string) bool {
@@ -229,13 +284,14 @@ func (r *run) handle(now time.Time, e event) {
 		lvl.Int("node", sl.index).Int("pid", e.pid).Str("exit", sl.lastExit).Msg("node exited")
 		r.exited(now, sl)
 	case evHello:
-		sl.lastSeen = now
+		sl.heard(now)
 		if sl.state == slotStarting {
 			sl.state = slotRunning
 		}
 		r.log.Info().Int("node", sl.index).Int("pid", e.pid).Str("version", e.version).Msg("node joined")
 	case evReport:
-		sl.lastSeen, sl.report = now, e.report
+		sl.heard(now)
+		sl.report = e.report
 		if sl.state == slotStarting {
 			sl.state = slotRunning
 		}

@@ -1,0 +1,150 @@
+//go:build linux
+
+package supervisor
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// serverConns counts this process's descriptors that are established TCP
+// connections whose local port is port: the server's side of its
+// connections (/proc/self/fd matched against /proc/net/tcp{,6}).
+func serverConns(t *testing.T, port int) int {
+	t.Helper()
+	inodes := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			fs := strings.Fields(line)
+			if len(fs) < 10 || fs[3] != "01" { // 01: ESTABLISHED
+				continue
+			}
+			_, lport, ok := strings.Cut(fs[1], ":")
+			if p, err := strconv.ParseInt(lport, 16, 32); ok && err == nil && int(p) == port {
+				inodes[fs[9]] = true
+			}
+		}
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if ino, ok := strings.CutPrefix(target, "socket:["); ok && inodes[strings.TrimSuffix(ino, "]")] {
+			n++
+		}
+	}
+	return n
+}
+
+// Issue 11 point 11 (a): idle keep-alive connections to the liveness
+// endpoint are closed after the idle timeout, and no more than MaxConns are
+// held at once — the others wait in the kernel's accept queue, holding no
+// descriptor of the supervisor, and are served in turn.
+func TestLivenessBoundsConnections(t *testing.T) {
+	const clients = 100
+	lim := livenessLimits{ReadHeader: time.Second, Read: time.Second, Write: time.Second, Idle: 200 * time.Millisecond, MaxConns: 10}
+	live, err := startLiveness("127.0.0.1:0", fakeSource{healthy: true}, lim, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.stop()
+	_, portStr, _ := net.SplitHostPort(live.addr())
+	port, _ := strconv.Atoi(portStr)
+
+	var served, closed atomic.Int64
+	var mu sync.Mutex
+	var failures []error
+	fail := func(err error) { mu.Lock(); failures = append(failures, err); mu.Unlock() }
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", live.addr())
+			if err != nil {
+				fail(err)
+				return
+			}
+			defer c.Close()
+			// Keep-alive: one request, then the connection stays idle.
+			if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: probe\r\n\r\n"); err != nil {
+				fail(err)
+				return
+			}
+			c.SetReadDeadline(time.Now().Add(30 * time.Second)) // queued behind the others: up to 10 rounds
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				fail(fmt.Errorf("no response: %w", err))
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			served.Add(1)
+			// The server must close the idle connection after lim.Idle.
+			c.SetReadDeadline(time.Now().Add(lim.Idle + 2*time.Second))
+			if _, err := br.ReadByte(); errors.Is(err, io.EOF) {
+				closed.Add(1)
+			} else {
+				fail(fmt.Errorf("an idle connection was not closed within idle timeout + 2 s: %v", err))
+			}
+		}()
+	}
+	// Sample the supervisor's side while the clients run.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	peak := 0
+	deadline := time.After(60 * time.Second)
+sampling:
+	for {
+		peak = max(peak, serverConns(t, port))
+		select {
+		case <-done:
+			break sampling
+		case <-deadline:
+			t.Fatalf("timed out after 60 s waiting for %d clients to be served and closed (%d served, %d closed)", clients, served.Load(), closed.Load())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	t.Logf("%d clients: %d served, %d closed by the server after idling; at most %d connections held by the server at once (cap %d)",
+		clients, served.Load(), closed.Load(), peak, lim.MaxConns)
+	mu.Lock()
+	for i, err := range failures {
+		if i < 5 {
+			t.Error(err)
+		}
+	}
+	if len(failures) > 5 {
+		t.Errorf("… and %d more failures", len(failures)-5)
+	}
+	mu.Unlock()
+	if served.Load() != clients || closed.Load() != clients {
+		t.Errorf("%d of %d served, %d of %d closed when idle; want all", served.Load(), clients, closed.Load(), clients)
+	}
+	if peak > lim.MaxConns {
+		t.Errorf("the server held %d connections at once, want at most %d", peak, lim.MaxConns)
+	}
+}
