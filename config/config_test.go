@@ -52,6 +52,7 @@ consumers:
     ordering: partition
     concurrency: 4
     max_buffered: 0
+    max_buffered_bytes: 32MiB
     commit_interval: 250ms
     handler:
       type: http
@@ -94,15 +95,16 @@ func fullWant() *Config {
 		},
 		Consumers: []Consumer{
 			{
-				Name:           "orders",
-				Group:          "orders-group",
-				Topics:         []string{"orders", "orders-retry"},
-				InitialOffset:  OffsetNewest,
-				Ordering:       OrderingPartition,
-				Concurrency:    4,
-				MaxBuffered:    0,
-				CommitInterval: 250 * time.Millisecond,
-				Handler:        Handler{Type: HandlerHTTP, URL: "https://svc.example/hook", Timeout: 2 * time.Second},
+				Name:             "orders",
+				Group:            "orders-group",
+				Topics:           []string{"orders", "orders-retry"},
+				InitialOffset:    OffsetNewest,
+				Ordering:         OrderingPartition,
+				Concurrency:      4,
+				MaxBuffered:      0,
+				MaxBufferedBytes: 32 * MiB,
+				CommitInterval:   250 * time.Millisecond,
+				Handler:          Handler{Type: HandlerHTTP, URL: "https://svc.example/hook", Timeout: 2 * time.Second},
 				Retry: Retry{
 					MaxAttempts:    5,
 					InitialBackoff: 50 * time.Millisecond,
@@ -133,7 +135,7 @@ const fullJSON = `{
     {
       "name": "orders", "group": "orders-group", "topics": ["orders", "orders-retry"],
       "initial_offset": "newest", "ordering": "partition", "concurrency": 4,
-      "max_buffered": 0, "commit_interval": "250ms",
+      "max_buffered": 0, "max_buffered_bytes": "32MiB", "commit_interval": "250ms",
       "handler": {"type": "http", "url": "https://svc.example/hook", "timeout": "2s"},
       "retry": {"max_attempts": 5, "initial_backoff": "50ms", "max_backoff": "2s"},
       "on_failure": "dlq", "dlq_topic": "orders.DLQ", "max_handler_time": "30s",
@@ -171,6 +173,7 @@ initial_offset = "newest"
 ordering = "partition"
 concurrency = 4
 max_buffered = 0
+max_buffered_bytes = "32MiB"
 commit_interval = "250ms"
 on_failure = "dlq"
 dlq_topic = "orders.DLQ"
