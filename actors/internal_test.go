@@ -9,7 +9,7 @@ import (
 )
 
 func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
-	g := newGate(10)
+	g := newGate(10, 1<<30)
 	if n := g.take(4); n != 4 {
 		t.Fatalf("take(4) = %d, want 4", n)
 	}
@@ -19,13 +19,13 @@ func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
 	if n := g.take(1); n != 0 {
 		t.Fatalf("take(1) on an empty gate = %d, want 0", n)
 	}
-	g.give(1)
+	g.give(1, 0)
 	select {
 	case <-g.wake:
 		t.Fatal("woke for 1 credit of 10; it should wait for a quarter")
 	default:
 	}
-	g.give(2)
+	g.give(2, 0)
 	select {
 	case <-g.wake:
 	default:
@@ -34,24 +34,24 @@ func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
 }
 
 func TestGateShrinksBelowZeroAndRecovers(t *testing.T) {
-	g := newGate(8)
+	g := newGate(8, 1<<30)
 	g.take(8)
-	g.resize(2) // two more partitions arrived: 6 records over the new share
+	g.resize(2, 1<<30) // two more partitions arrived: 6 records over the new share
 	if a := g.available(); a != -6 {
 		t.Fatalf("available after shrinking = %d, want -6", a)
 	}
-	g.give(6)
+	g.give(6, 0)
 	if n := g.take(5); n != 0 {
 		t.Fatalf("take after returning the excess = %d, want 0", n)
 	}
-	g.give(2)
+	g.give(2, 0)
 	if n := g.take(5); n != 2 {
 		t.Fatalf("take = %d, want the 2 credits of the new share", n)
 	}
 }
 
 func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
-	g := newGate(100)
+	g := newGate(100, 1<<30)
 	var wg sync.WaitGroup
 	taken := make(chan int, 1000)
 	for range 4 {
@@ -65,7 +65,7 @@ func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
 	}
 	wg.Go(func() {
 		for range 1000 {
-			g.give(1)
+			g.give(1, 0)
 		}
 	})
 	wg.Wait()
