@@ -5,11 +5,13 @@ import "sync"
 // gate holds a partition's fetch credits: how many more of its records, and
 // how many more bytes of them (keys, values, headers), may enter the
 // pipeline (buffered or running). The claim goroutine takes record credits
-// before it reads records from sarama, charges each record's bytes as it
-// reads it, and stops reading (and pauses the partition) when either runs
+// before it reads a batch from sarama, reads while the batch's bytes stay
+// below the byte credits it saw, settles (unused records back, bytes
+// charged), and stops reading (and pauses the partition) when either runs
 // out; the coordinator returns both as records finish, and the proxy resizes
 // the gates as partitions come and go. That is what bounds memory per
-// partition without stalling the others.
+// partition without stalling the others. Two calls per batch, not one per
+// record: the mutex is on the claim's hot path.
 //
 // Bytes are known only once a record is read, so they are charged after the
 // fact: a record may be read while any byte credit is left, whatever its
@@ -35,25 +37,29 @@ func newGate(capacity int, capBytes int64) *gate {
 }
 
 // take removes up to max record credits and returns how many it took (0 if
-// none, or if no byte credit is left).
-func (g *gate) take(max int) int {
+// none, or if no byte credit is left), with the byte credits left: the
+// batch may read another record while the bytes it read are below room.
+// Credits only grow until settle (the proxy may shrink them, as it may the
+// records'), so room is never more than the batch may use.
+func (g *gate) take(max int) (n int, room int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := min(g.avail, max)
+	n = min(g.avail, max)
 	if n <= 0 || g.availBytes <= 0 || g.held {
-		return 0
+		return 0, 0
 	}
 	g.avail -= n
-	return n
+	return n, g.availBytes
 }
 
-// charge accounts for the bytes of a record just read, and reports whether
-// byte credits remain for another record of the same batch.
-func (g *gate) charge(bytes int64) bool {
+// settle ends a batch: it returns the unused record credits and charges
+// the bytes of the records the batch read (and keeps).
+func (g *gate) settle(unused int, bytes int64) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.avail += unused
 	g.availBytes -= bytes
-	return g.availBytes > 0
+	g.signalLocked()
+	g.mu.Unlock()
 }
 
 // outOfBytes reports whether reading stops for lack of byte credits (rather

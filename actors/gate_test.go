@@ -5,73 +5,77 @@ import (
 	"testing"
 )
 
+// readBatch reads records of the given sizes the way the claim loops do: it
+// takes up to max record credits, reads while the batch's bytes are below
+// the room it saw, and settles. It returns how many records it read.
+func readBatch(g *gate, max int, sizes []int64) int {
+	n, room := g.take(max)
+	var used int64
+	read := 0
+	for read < n && read < len(sizes) && used < room {
+		used += sizes[read]
+		read++
+	}
+	g.settle(n-read, used)
+	return read
+}
+
 // The byte budget step by step: a share of 1,000 bytes and a record budget
 // far larger, so only the bytes stop the reading.
 func TestGateByteBudget(t *testing.T) {
 	type step struct {
-		op    string // take, charge, give
-		n     int
-		bytes int64
-		want  int   // take: credits taken; charge: 1 if more may be read
-		avail int64 // byte credits after the step
+		read   []int64 // sizes offered to a batch (nil: a record finishes)
+		finish int64   // size of the record that finishes
+		want   int     // records the batch reads
+		avail  int64   // byte credits after the step
 	}
 	cases := []struct {
 		name  string
 		steps []step
 	}{
 		{"small records until the share is used", []step{
-			{op: "take", n: 100, want: 100, avail: 1000},
-			{op: "charge", bytes: 400, want: 1, avail: 600},
-			{op: "charge", bytes: 400, want: 1, avail: 200},
-			// The last record overshoots: read, then nothing more.
-			{op: "charge", bytes: 400, want: 0, avail: -200},
-			{op: "give", n: 97, avail: -200}, // unused record credits back
-			{op: "take", n: 100, want: 0, avail: -200},
-			{op: "give", n: 1, bytes: 400, avail: 200},
-			{op: "take", n: 100, want: 100, avail: 200},
+			// The third record overshoots: read, then nothing more.
+			{read: []int64{400, 400, 400, 400}, want: 3, avail: -200},
+			{read: []int64{400}, want: 0, avail: -200},
+			{finish: 400, avail: 200},
+			{read: []int64{400, 400}, want: 1, avail: -200},
 		}},
 		{"a share used to the byte stops the batch", []step{
-			{op: "take", n: 10, want: 10, avail: 1000},
-			{op: "charge", bytes: 1000, want: 0, avail: 0},
-			{op: "give", n: 9, avail: 0},
-			{op: "take", n: 10, want: 0, avail: 0},
+			{read: []int64{1000, 1}, want: 1, avail: 0},
+			{read: []int64{1}, want: 0, avail: 0},
 		}},
 		{"a record larger than the whole share is read, alone", []step{
-			{op: "take", n: 10, want: 10, avail: 1000},
-			{op: "charge", bytes: 5000, want: 0, avail: -4000},
-			{op: "give", n: 9, avail: -4000},
-			{op: "take", n: 10, want: 0, avail: -4000},
+			{read: []int64{5000, 1}, want: 1, avail: -4000},
+			{read: []int64{1}, want: 0, avail: -4000},
 			// Once it finished the whole share is back.
-			{op: "give", n: 1, bytes: 5000, avail: 1000},
-			{op: "take", n: 10, want: 10, avail: 1000},
+			{finish: 5000, avail: 1000},
+			{read: []int64{10, 10, 10}, want: 3, avail: 970},
+		}},
+		{"after small ones, an oversize record is read while any credit is left", []step{
+			{read: []int64{999}, want: 1, avail: 1},
+			{read: []int64{5000, 1}, want: 1, avail: -4999},
+			{finish: 999, avail: -4000},
+			{read: []int64{1}, want: 0, avail: -4000},
+			{finish: 5000, avail: 1000},
 		}},
 		{"empty records cost no bytes", []step{
-			{op: "take", n: 3, want: 3, avail: 1000},
-			{op: "charge", bytes: 0, want: 1, avail: 1000},
-			{op: "charge", bytes: 0, want: 1, avail: 1000},
-			{op: "charge", bytes: 0, want: 1, avail: 1000},
-			{op: "take", n: 3, want: 3, avail: 1000},
+			{read: []int64{0, 0, 0}, want: 3, avail: 1000},
+			{read: []int64{0, 0, 0}, want: 3, avail: 1000},
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := newGate(1000, 1000)
 			for i, s := range c.steps {
-				switch s.op {
-				case "take":
-					if got := g.take(s.n); got != s.want {
-						t.Fatalf("step %d: take(%d) = %d, want %d", i, s.n, got, s.want)
+				if s.read != nil {
+					if got := readBatch(g, 100, s.read); got != s.want {
+						t.Fatalf("step %d: read %d of %v, want %d", i, got, s.read, s.want)
 					}
-				case "charge":
-					more := g.charge(s.bytes)
-					if more != (s.want == 1) {
-						t.Fatalf("step %d: charge(%d) = %v, want %v", i, s.bytes, more, s.want == 1)
-					}
-				case "give":
-					g.give(s.n, s.bytes)
+				} else {
+					g.give(1, s.finish)
 				}
 				if got := g.availableBytes(); got != s.avail {
-					t.Fatalf("step %d (%s): %d byte credits, want %d", i, s.op, got, s.avail)
+					t.Fatalf("step %d: %d byte credits, want %d", i, got, s.avail)
 				}
 			}
 		})
@@ -86,8 +90,7 @@ func TestGateOutOfBytes(t *testing.T) {
 	if g.outOfBytes() {
 		t.Fatal("out of bytes with 100 byte credits")
 	}
-	g.charge(150)
-	g.give(9, 0)
+	g.settle(9, 150)
 	if !g.outOfBytes() {
 		t.Fatal("not out of bytes with -50 byte credits and 9 record credits")
 	}
@@ -106,7 +109,7 @@ func TestGateOutOfBytes(t *testing.T) {
 func TestGateWakesOnAQuarterOfBothBudgets(t *testing.T) {
 	g := newGate(100, 1000)
 	g.take(100)
-	g.charge(1000)
+	g.settle(0, 1000)
 	g.give(50, 100) // half the records, a tenth of the bytes
 	select {
 	case <-g.wake:
@@ -123,8 +126,8 @@ func TestGateWakesOnAQuarterOfBothBudgets(t *testing.T) {
 
 // TestGateModel drives a gate as a claim and the coordinator do — the claim
 // takes record credits, reads records of random sizes (some larger than the
-// whole share) charging each, returns the credits it did not use and waits
-// for the wake signal when it gets none; the coordinator finishes records in
+// whole share) within the byte room it saw, settles, and waits for the wake
+// signal when it gets none; the coordinator finishes records in
 // any order; the proxy resizes the shares — and checks it against a naive
 // model (the list of records in flight) at every step:
 //   - credits are conserved: available = share − in flight, for records and bytes;
@@ -166,7 +169,7 @@ func TestGateModel(t *testing.T) {
 						continue // still waiting
 					}
 				}
-				n := g.take(1 + rng.IntN(8))
+				n, room := g.take(1 + rng.IntN(8))
 				if n == 0 {
 					if len(inFlight) == 0 {
 						t.Fatalf("seed %d step %d: no credits with nothing in flight (share %d, %d bytes)", seed, step, share, shareBytes)
@@ -174,20 +177,22 @@ func TestGateModel(t *testing.T) {
 					waiting = true
 					continue
 				}
+				if room != shareBytes-bytesInFlight {
+					t.Fatalf("seed %d step %d: room %d, want %d", seed, step, room, shareBytes-bytesInFlight)
+				}
 				read := 0
-				for read < n {
-					if bytesInFlight >= shareBytes {
-						t.Fatalf("seed %d step %d: reading a record with %d bytes in flight, share %d", seed, step, bytesInFlight, shareBytes)
-					}
+				var used int64
+				for read < n && used < room {
 					s := size()
 					inFlight = append(inFlight, s)
 					bytesInFlight += s
+					used += s
 					read++
-					if !g.charge(s) {
-						break
-					}
 				}
-				g.give(n-read, 0)
+				if bytesInFlight-inFlight[len(inFlight)-1] >= shareBytes {
+					t.Fatalf("seed %d step %d: read a record with %d bytes in flight, share %d", seed, step, bytesInFlight-inFlight[len(inFlight)-1], shareBytes)
+				}
+				g.settle(n-read, used)
 				check(step, "read")
 			case op < 9: // a record finishes
 				if len(inFlight) == 0 {
@@ -216,7 +221,7 @@ func TestGateModel(t *testing.T) {
 				t.Fatalf("seed %d: a claim waiting for credits got no wake signal once everything finished", seed)
 			}
 		}
-		if n := g.take(1); n != 1 {
+		if n, _ := g.take(1); n != 1 {
 			t.Fatalf("seed %d: take(1) = %d with nothing in flight", seed, n)
 		}
 	}

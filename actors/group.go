@@ -351,7 +351,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	starved.Stop()
 	defer starved.Stop()
 	for {
-		n := gt.take(g.maxBatch)
+		n, room := gt.take(g.maxBatch)
 		if n == 0 {
 			if !flow.isPaused() && gt.outOfBytes() {
 				// Out of bytes, pause at once: each record sarama reads
@@ -419,17 +419,18 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		slab := make([]Record, n)
 		batch := make([]*Record, 0, n)
 		inherited := 0
-		var inheritedBytes int64
-		more := true // byte credits left for another record
+		var used int64 // bytes of the batch's records that will run
+		more := true   // byte credits left for another record
 		add := func(m *sarama.ConsumerMessage) {
 			rec := fillRecord(&slab[len(batch)], m, epoch, gt)
 			if finished = skipBelow(finished, m.Offset); len(finished) > 0 && m.Offset >= finished[0].From {
 				rec.inherited = true
 				inherited++
-				inheritedBytes += rec.size
+			} else {
+				used += rec.size
 			}
 			batch = append(batch, rec)
-			more = gt.charge(rec.size)
+			more = used < room
 		}
 		add(first)
 		for more && len(batch) < n {
@@ -455,9 +456,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			}
 		}
 		// Inherited records never run: their credits come back at once.
-		if unused := n - len(batch) + inherited; unused > 0 {
-			gt.give(unused, inheritedBytes)
-		}
+		gt.settle(n-len(batch)+inherited, used)
 		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: claim.HighWaterMarkOffset()})
 		if closed {
 			return g.release(sess, tp, epoch)

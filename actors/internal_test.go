@@ -10,13 +10,13 @@ import (
 
 func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
 	g := newGate(10, 1<<30)
-	if n := g.take(4); n != 4 {
+	if n, _ := g.take(4); n != 4 {
 		t.Fatalf("take(4) = %d, want 4", n)
 	}
-	if n := g.take(100); n != 6 {
+	if n, _ := g.take(100); n != 6 {
 		t.Fatalf("take(100) with 6 left = %d, want 6", n)
 	}
-	if n := g.take(1); n != 0 {
+	if n, _ := g.take(1); n != 0 {
 		t.Fatalf("take(1) on an empty gate = %d, want 0", n)
 	}
 	g.give(1, 0)
@@ -41,11 +41,11 @@ func TestGateShrinksBelowZeroAndRecovers(t *testing.T) {
 		t.Fatalf("available after shrinking = %d, want -6", a)
 	}
 	g.give(6, 0)
-	if n := g.take(5); n != 0 {
+	if n, _ := g.take(5); n != 0 {
 		t.Fatalf("take after returning the excess = %d, want 0", n)
 	}
 	g.give(2, 0)
-	if n := g.take(5); n != 2 {
+	if n, _ := g.take(5); n != 2 {
 		t.Fatalf("take = %d, want the 2 credits of the new share", n)
 	}
 }
@@ -57,7 +57,7 @@ func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 250 {
-				if n := g.take(3); n > 0 {
+				if n, _ := g.take(3); n > 0 {
 					taken <- n
 				}
 			}

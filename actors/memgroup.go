@@ -180,7 +180,7 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 	gt := newGate(0, 0) // the proxy sizes it on claimStarted
 	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
 	for {
-		n := gt.take(g.maxBatch)
+		n, room := gt.take(g.maxBatch)
 		if n == 0 {
 			select {
 			case <-gt.wake:
@@ -213,24 +213,23 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 		slab := make([]Record, len(recs))
 		batch := make([]*Record, 0, len(recs))
 		inherited := 0
-		var inheritedBytes int64
+		var used int64 // bytes of the batch's records that will run
 		for i := range recs {
 			rec := fillMemRecord(&slab[i], &recs[i], epoch, gt)
 			if finished = skipBelow(finished, rec.Offset); len(finished) > 0 && rec.Offset >= finished[0].From {
 				rec.inherited = true
 				inherited++
-				inheritedBytes += rec.size
+			} else {
+				used += rec.size
 			}
 			batch = append(batch, rec)
-			if !gt.charge(rec.size) {
+			if used >= room {
 				break // out of bytes: the rest is read again later
 			}
 		}
 		pos = batch[len(batch)-1].Offset + 1
 		// Inherited records never run: their credits come back at once.
-		if unused := n - len(batch) + inherited; unused > 0 {
-			gt.give(unused, inheritedBytes)
-		}
+		gt.settle(n-len(batch)+inherited, used)
 		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: end})
 	}
 }
