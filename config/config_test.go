@@ -279,6 +279,27 @@ func TestLoadNilLookupEnv(t *testing.T) {
 	}
 }
 
+// Byte sizes are a number of bytes or a number with a unit in every format;
+// a JSON number is a float64 to the parser, and a whole one is a size too.
+func TestLoadByteSizes(t *testing.T) {
+	for _, tt := range []struct{ name, content string }{
+		{"app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": 33554432}]}`},
+		{"app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": "32MiB"}]}`},
+		{"app.yaml", "consumers: [{name: a, topics: [t], max_buffered_bytes: 33554432}]"},
+		{"app.toml", "[[consumers]]\nname = \"a\"\ntopics = [\"t\"]\nmax_buffered_bytes = 33554432\n"},
+	} {
+		c, err := Load(writeConfig(t, tt.name, tt.content), nil)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tt.name, tt.content, err)
+		}
+		if got := c.Consumers[0].MaxBufferedBytes; got != 32*MiB {
+			t.Errorf("%s %s: max_buffered_bytes = %s, want 32MiB", tt.name, tt.content, got)
+		}
+	}
+	_, err := Load(writeConfig(t, "app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": 1.5}]}`), nil)
+	checkInvalid(t, err, "consumers[0].max_buffered_bytes", "expected a size such as 512MiB, got 1.5")
+}
+
 func TestDefaults(t *testing.T) {
 	c := Default()
 	if len(c.Consumers) != 0 {
