@@ -499,16 +499,19 @@ func (co *coordinator) armStealCheck(c actor.Context) {
 	}
 }
 
-// returnCredits gives the fetch credits of finished records back to their
-// partitions' gates, one call per run of records sharing a gate.
+// returnCredits gives the fetch credits of finished records (one each, and
+// their bytes) back to their partitions' gates, one call per run of records
+// sharing a gate.
 func returnCredits(recs []*Record) {
 	for i := 0; i < len(recs); {
+		bytes := recs[i].size
 		j := i + 1
 		for j < len(recs) && recs[j].gate == recs[i].gate {
+			bytes += recs[j].size
 			j++
 		}
 		if g := recs[i].gate; g != nil {
-			g.give(j - i)
+			g.give(j-i, bytes)
 		}
 		i = j
 	}

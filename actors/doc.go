@@ -16,7 +16,8 @@
 // # Message flow (every arrow carries a batch, not a record)
 //
 //  1. A claim goroutine of kafkaGroup takes credits from its partition's gate
-//     and reads at most that many records from sarama → claimFetched → proxy.
+//     and reads at most that many records from sarama, charging their bytes,
+//     while byte credits last → claimFetched → proxy.
 //  2. proxy → orchestrator: recordsFetched → offsetController (trackRecords)
 //     and coordinator (scheduleRecords).
 //  3. coordinator: Scheduler.Add, then gives runnable records to idle runners
@@ -28,7 +29,7 @@
 //  5. orchestrator → offsetController: markDone; every commit_interval (or at
 //     once after a large move) it publishes committable watermarks with their
 //     metadata → orchestrator → proxy: commitOffsets (marked and committed).
-//  6. The coordinator returns each finished record's credit to its
+//  6. The coordinator returns each finished record's credit (and bytes) to its
 //     partition's gate directly (the gate is the one object shared across
 //     goroutines on this path), so the claim goroutine reads again without
 //     waiting for the completion to travel through the tree.
@@ -36,13 +37,21 @@
 // # Back-pressure
 //
 // The budget is concurrency + max_buffered records in the pipeline (fetched
-// and not finished), shared evenly among the partitions held. A partition
-// whose share is used up stops being read and is paused in sarama; the others
-// keep flowing. So a key that cannot progress fills only its own partition's
-// share. A paused partition is resumed only once the claim has used every
-// record sarama delivered before the pause took effect (claimFlow), so
-// beyond the budget sarama holds at most about one fetch response
-// (Consumer.Fetch.Default) per partition, whatever the backlog.
+// and not finished), and max_buffered_bytes of their keys, values and
+// headers, both shared evenly among the partitions held. A partition whose
+// share of either is used up stops being read and is paused in sarama; the
+// others keep flowing. So a key that cannot progress fills only its own
+// partition's share. Bytes are charged as records are read, so a record is
+// read while any byte credit is left: a partition overshoots its byte share
+// by at most one record, and a record larger than the whole share is read
+// alone once the records before it finished — never stuck (gate). A
+// partition out of records is paused after pauseAfter (short waits are the
+// norm under load); one out of bytes at once (what sarama reads ahead costs
+// a record's size each). A paused partition is resumed only once the claim
+// has used every record sarama delivered before the pause took effect
+// (claimFlow), so beyond the budget sarama holds at most about one fetch
+// response (Consumer.Fetch.Default) and its channel per partition, whatever
+// the backlog — with large records, the one or two read before the pause.
 //
 // # Revocation (and graceful shutdown, which revokes everything)
 //

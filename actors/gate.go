@@ -2,53 +2,92 @@ package actors
 
 import "sync"
 
-// gate holds a partition's fetch credits: how many more of its records may
-// enter the pipeline (buffered or running). The claim goroutine takes credits
-// before it reads records from sarama and stops reading (and pauses the
-// partition) when none are left; the coordinator returns credits as records
-// finish, and the proxy resizes the gates as partitions come and go.
-// That is what bounds memory per partition without stalling the others.
+// gate holds a partition's fetch credits: how many more of its records, and
+// how many more bytes of them (keys, values, headers), may enter the
+// pipeline (buffered or running). The claim goroutine takes record credits
+// before it reads a batch from sarama, reads while the batch's bytes stay
+// below the byte credits it saw, settles (unused records back, bytes
+// charged), and stops reading (and pauses the partition) when either runs
+// out; the coordinator returns both as records finish, and the proxy resizes
+// the gates as partitions come and go. That is what bounds memory per
+// partition without stalling the others. Two calls per batch, not one per
+// record: the mutex is on the claim's hot path.
+//
+// Bytes are known only once a record is read, so they are charged after the
+// fact: a record may be read while any byte credit is left, whatever its
+// size. A partition therefore holds less than its byte share plus one
+// record, and a record larger than the whole share still enters, alone,
+// once everything before it has finished: the byte budget can slow a
+// partition down but never stall it.
 //
 // It is shared between one claim goroutine, the proxy, the coordinator and
 // the offset controller, hence the mutex.
 type gate struct {
-	mu    sync.Mutex
-	avail int // may go negative after the capacity shrinks
-	cap   int
-	held  bool          // the offset controller stopped reading: the watermark window is too wide
-	wake  chan struct{} // 1-buffered: "enough credits to be worth reading again"
+	mu         sync.Mutex
+	avail      int // may go negative after the capacity shrinks
+	cap        int
+	availBytes int64 // may go negative: the last record read may overshoot
+	capBytes   int64
+	held       bool          // the offset controller stopped reading: the watermark window is too wide
+	wake       chan struct{} // 1-buffered: "enough credits to be worth reading again"
 }
 
-func newGate(capacity int) *gate {
-	return &gate{avail: capacity, cap: capacity, wake: make(chan struct{}, 1)}
+func newGate(capacity int, capBytes int64) *gate {
+	return &gate{avail: capacity, cap: capacity, availBytes: capBytes, capBytes: capBytes, wake: make(chan struct{}, 1)}
 }
 
-// take removes up to max credits and returns how many it took (0 if none).
-func (g *gate) take(max int) int {
+// take removes up to max record credits and returns how many it took (0 if
+// none, or if no byte credit is left), with the byte credits left: the
+// batch may read another record while the bytes it read are below room.
+// Credits only grow until settle (the proxy may shrink them, as it may the
+// records'), so room is never more than the batch may use.
+func (g *gate) take(max int) (n int, room int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := min(g.avail, max)
-	if n <= 0 || g.held {
-		return 0
+	n = min(g.avail, max)
+	if n <= 0 || g.availBytes <= 0 || g.held {
+		return 0, 0
 	}
 	g.avail -= n
-	return n
+	return n, g.availBytes
 }
 
-// give returns n credits.
-func (g *gate) give(n int) {
+// settle ends a batch: it returns the unused record credits and charges
+// the bytes of the records the batch read (and keeps).
+func (g *gate) settle(unused int, bytes int64) {
 	g.mu.Lock()
-	g.avail += n
+	g.avail += unused
+	g.availBytes -= bytes
 	g.signalLocked()
 	g.mu.Unlock()
 }
 
-// resize changes the capacity (the proxy shares the budget among the
-// partitions it holds, so it changes on every assignment).
-func (g *gate) resize(capacity int) {
+// outOfBytes reports whether reading stops for lack of byte credits (rather
+// than of record credits): the claim then pauses its partition at once,
+// because what sarama reads ahead meanwhile costs a record's size each.
+func (g *gate) outOfBytes() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.availBytes <= 0 && g.avail > 0 && !g.held
+}
+
+// give returns n record credits and bytes byte credits.
+func (g *gate) give(n int, bytes int64) {
+	g.mu.Lock()
+	g.avail += n
+	g.availBytes += bytes
+	g.signalLocked()
+	g.mu.Unlock()
+}
+
+// resize changes the capacities (the proxy shares the budgets among the
+// partitions it holds, so they change on every assignment).
+func (g *gate) resize(capacity int, capBytes int64) {
 	g.mu.Lock()
 	g.avail += capacity - g.cap
 	g.cap = capacity
+	g.availBytes += capBytes - g.capBytes
+	g.capBytes = capBytes
 	g.signalLocked()
 	g.mu.Unlock()
 }
@@ -68,11 +107,12 @@ func (g *gate) hold(on bool) {
 	g.mu.Unlock()
 }
 
-// signalLocked wakes the claim goroutine once a quarter of the capacity is
-// free again: resuming for a single credit would pause and resume the
-// partition on every record.
+// signalLocked wakes the claim goroutine once a quarter of both capacities
+// is free again: resuming for a single credit would pause and resume the
+// partition on every record. Once everything has finished both are whole,
+// so a claim waiting for a quarter is always woken eventually.
 func (g *gate) signalLocked() {
-	if g.avail >= max(1, g.cap/4) {
+	if g.avail >= max(1, g.cap/4) && g.availBytes >= max(1, g.capBytes/4) {
 		select {
 		case g.wake <- struct{}{}:
 		default:
@@ -84,4 +124,11 @@ func (g *gate) available() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.avail
+}
+
+// availableBytes is the byte credit left (negative after an overshoot).
+func (g *gate) availableBytes() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.availBytes
 }

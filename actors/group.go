@@ -323,7 +323,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	// Read before any record: the first records may be among them.
 	finished := g.released.finished(tp, claim.InitialOffset(), g.finishedAbove(tp))
 	epoch := g.epochs.Add(1)
-	gt := newGate(0) // the proxy sizes it on claimStarted
+	gt := newGate(0, 0) // the proxy sizes it on claimStarted
 	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
 
 	// sarama keeps a partition's pause across its reassignment: a claim
@@ -351,8 +351,17 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	starved.Stop()
 	defer starved.Stop()
 	for {
-		n := gt.take(g.maxBatch)
+		n, room := gt.take(g.maxBatch)
 		if n == 0 {
+			if !flow.isPaused() && gt.outOfBytes() {
+				// Out of bytes, pause at once: each record sarama reads
+				// ahead meanwhile costs a record's size, and pauseAfter is
+				// ample time to fill its channel with large records.
+				flow.starved()
+				g.pause(tp)
+				g.stats.paused.Add(1)
+				continue
+			}
 			if !flow.isPaused() {
 				starved.Reset(pauseAfter)
 				select {
@@ -410,16 +419,21 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		slab := make([]Record, n)
 		batch := make([]*Record, 0, n)
 		inherited := 0
+		var used int64 // bytes of the batch's records that will run
+		more := true   // byte credits left for another record
 		add := func(m *sarama.ConsumerMessage) {
 			rec := fillRecord(&slab[len(batch)], m, epoch, gt)
 			if finished = skipBelow(finished, m.Offset); len(finished) > 0 && m.Offset >= finished[0].From {
 				rec.inherited = true
 				inherited++
+			} else {
+				used += rec.size
 			}
 			batch = append(batch, rec)
+			more = used < room
 		}
 		add(first)
-		for len(batch) < n {
+		for more && len(batch) < n {
 			m, ok := flow.next()
 			if !ok {
 				break
@@ -429,7 +443,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		}
 		closed := false
 	drain:
-		for len(batch) < n {
+		for more && len(batch) < n {
 			select {
 			case m, ok := <-msgs:
 				if !ok {
@@ -442,9 +456,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			}
 		}
 		// Inherited records never run: their credits come back at once.
-		if unused := n - len(batch) + inherited; unused > 0 {
-			gt.give(unused)
-		}
+		gt.settle(n-len(batch)+inherited, used)
 		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: claim.HighWaterMarkOffset()})
 		if closed {
 			return g.release(sess, tp, epoch)
@@ -475,6 +487,7 @@ func fillRecord(rec *Record, m *sarama.ConsumerMessage, epoch uint64, gt *gate) 
 			rec.Headers[i] = Header{Key: string(h.Key), Value: h.Value}
 		}
 	}
+	rec.size = recordSize(rec)
 	return rec
 }
 

@@ -9,23 +9,23 @@ import (
 )
 
 func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
-	g := newGate(10)
-	if n := g.take(4); n != 4 {
+	g := newGate(10, 1<<30)
+	if n, _ := g.take(4); n != 4 {
 		t.Fatalf("take(4) = %d, want 4", n)
 	}
-	if n := g.take(100); n != 6 {
+	if n, _ := g.take(100); n != 6 {
 		t.Fatalf("take(100) with 6 left = %d, want 6", n)
 	}
-	if n := g.take(1); n != 0 {
+	if n, _ := g.take(1); n != 0 {
 		t.Fatalf("take(1) on an empty gate = %d, want 0", n)
 	}
-	g.give(1)
+	g.give(1, 0)
 	select {
 	case <-g.wake:
 		t.Fatal("woke for 1 credit of 10; it should wait for a quarter")
 	default:
 	}
-	g.give(2)
+	g.give(2, 0)
 	select {
 	case <-g.wake:
 	default:
@@ -34,30 +34,30 @@ func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
 }
 
 func TestGateShrinksBelowZeroAndRecovers(t *testing.T) {
-	g := newGate(8)
+	g := newGate(8, 1<<30)
 	g.take(8)
-	g.resize(2) // two more partitions arrived: 6 records over the new share
+	g.resize(2, 1<<30) // two more partitions arrived: 6 records over the new share
 	if a := g.available(); a != -6 {
 		t.Fatalf("available after shrinking = %d, want -6", a)
 	}
-	g.give(6)
-	if n := g.take(5); n != 0 {
+	g.give(6, 0)
+	if n, _ := g.take(5); n != 0 {
 		t.Fatalf("take after returning the excess = %d, want 0", n)
 	}
-	g.give(2)
-	if n := g.take(5); n != 2 {
+	g.give(2, 0)
+	if n, _ := g.take(5); n != 2 {
 		t.Fatalf("take = %d, want the 2 credits of the new share", n)
 	}
 }
 
 func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
-	g := newGate(100)
+	g := newGate(100, 1<<30)
 	var wg sync.WaitGroup
 	taken := make(chan int, 1000)
 	for range 4 {
 		wg.Go(func() {
 			for range 250 {
-				if n := g.take(3); n > 0 {
+				if n, _ := g.take(3); n > 0 {
 					taken <- n
 				}
 			}
@@ -65,7 +65,7 @@ func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
 	}
 	wg.Go(func() {
 		for range 1000 {
-			g.give(1)
+			g.give(1, 0)
 		}
 	})
 	wg.Wait()

@@ -177,10 +177,10 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 	sess.open(cl.tp, committed, meta)
 	defer sess.close(cl.tp)
 	epoch := g.epochs.Add(1)
-	gt := newGate(0) // the proxy sizes it on claimStarted
+	gt := newGate(0, 0) // the proxy sizes it on claimStarted
 	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
 	for {
-		n := gt.take(g.maxBatch)
+		n, room := gt.take(g.maxBatch)
 		if n == 0 {
 			select {
 			case <-gt.wake:
@@ -211,21 +211,25 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 			}
 		}
 		slab := make([]Record, len(recs))
-		batch := make([]*Record, len(recs))
+		batch := make([]*Record, 0, len(recs))
 		inherited := 0
+		var used int64 // bytes of the batch's records that will run
 		for i := range recs {
 			rec := fillMemRecord(&slab[i], &recs[i], epoch, gt)
 			if finished = skipBelow(finished, rec.Offset); len(finished) > 0 && rec.Offset >= finished[0].From {
 				rec.inherited = true
 				inherited++
+			} else {
+				used += rec.size
 			}
-			batch[i] = rec
+			batch = append(batch, rec)
+			if used >= room {
+				break // out of bytes: the rest is read again later
+			}
 		}
-		pos = recs[len(recs)-1].Offset + 1
+		pos = batch[len(batch)-1].Offset + 1
 		// Inherited records never run: their credits come back at once.
-		if unused := n - len(batch) + inherited; unused > 0 {
-			gt.give(unused)
-		}
+		gt.settle(n-len(batch)+inherited, used)
 		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: end})
 	}
 }
@@ -264,6 +268,7 @@ func fillMemRecord(rec *Record, m *memkafka.Record, epoch uint64, gt *gate) *Rec
 			rec.Headers[i] = Header{Key: h.Key, Value: h.Value}
 		}
 	}
+	rec.size = recordSize(rec)
 	return rec
 }
 

@@ -16,7 +16,8 @@ import (
 // revocations into a handshake with the rest of the tree.
 type clientProxy struct {
 	group         kafkaSide
-	budget        int // records allowed in the pipeline: concurrency + max_buffered
+	budget        int   // records allowed in the pipeline: concurrency + max_buffered
+	budgetBytes   int64 // their bytes allowed: max_buffered_bytes
 	revokeTimeout time.Duration
 	stats         *Stats
 	log           zerolog.Logger
@@ -149,16 +150,18 @@ func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
 	c.Send(c.Parent(), &partitionAssigned{tp: m.tp, epoch: m.epoch})
 }
 
-// resizeGates shares the budget evenly among the held partitions, so that a
-// partition whose records cannot run (one hot key, say) fills only its own
-// share and gets paused, while the others keep flowing.
+// resizeGates shares the budgets (records and bytes) evenly among the held
+// partitions, so that a partition whose records cannot run (one hot key, say)
+// fills only its own share and gets paused, while the others keep flowing.
 func (p *clientProxy) resizeGates() {
 	if len(p.parts) == 0 {
 		return
 	}
-	share := max(1, (p.budget+len(p.parts)-1)/len(p.parts))
+	n := len(p.parts)
+	share := max(1, (p.budget+n-1)/n)
+	shareBytes := max(1, (p.budgetBytes+int64(n)-1)/int64(n))
 	for _, hp := range p.parts {
-		hp.gate.resize(share)
+		hp.gate.resize(share, shareBytes)
 	}
 }
 

@@ -33,6 +33,8 @@ type Record struct {
 	// the coordinator returns the record's credit to it the moment the
 	// record finishes, without a round trip through the tree.
 	gate *gate
+	// size is what the record counts against max_buffered_bytes (recordSize).
+	size int64
 	// ctx is the context of the record's assignment in the coordinator: it
 	// is cancelled when the partition is gone (a revocation that expired).
 	ctx context.Context
@@ -42,6 +44,16 @@ type Record struct {
 	// already finished (read from the commit metadata): it is tracked for
 	// the watermark but never run again.
 	inherited bool
+}
+
+// recordSize is the bytes of a record that count against
+// max_buffered_bytes: its key, value and headers.
+func recordSize(rec *Record) int64 {
+	n := len(rec.Key) + len(rec.Value)
+	for _, h := range rec.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return int64(n)
 }
 
 // Header is one record header.

@@ -42,6 +42,7 @@ func (s *treeSpec) newProxy() *clientProxy {
 	return &clientProxy{
 		group:         s.newKafkaSide(budget),
 		budget:        budget,
+		budgetBytes:   int64(s.consumer.MaxBufferedBytes),
 		revokeTimeout: s.shutdownTimeout,
 		stats:         s.stats,
 		log:           s.log,
@@ -129,8 +130,17 @@ func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Durati
 	// What sarama holds beyond turbo's own budget: per partition, one decoded
 	// fetch response and a channel of messages. Keep both modest, so memory
 	// follows concurrency + max_buffered rather than the broker's defaults.
+	// A record larger than Fetch.Default is still read: the broker returns
+	// at least one whole batch (KIP-74), or sarama asks again for the
+	// batch's size, and goes back to the default after it.
 	cfg.Consumer.Fetch.Default = 256 << 10
 	cfg.ChannelBufferSize = 64
+	// A record's key and value point into the fetch response they came in
+	// (sarama decodes without copying), so a record that waits keeps its
+	// whole response alive: bound a response by a quarter of the byte
+	// budget (sarama's 50 MiB otherwise), never below 1 MiB. The broker
+	// still returns one batch larger than that, so nothing gets stuck.
+	cfg.Consumer.Fetch.MaxBytes = int32(min(max(c.MaxBufferedBytes/4, config.MiB), 50*config.MiB))
 	// sarama holds a broker connection's lock for a whole request, and a
 	// fetch with nothing new to return waits MaxWaitTime on the broker: a
 	// commit (or heartbeat) to the same broker waits behind it. sarama's

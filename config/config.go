@@ -82,6 +82,12 @@ type Consumer struct {
 	// MaxBuffered is how many fetched records may wait for a worker before
 	// fetching pauses (back-pressure).
 	MaxBuffered int `mapstructure:"max_buffered"`
+	// MaxBufferedBytes bounds the bytes (keys, values and headers) of the
+	// records fetched and not yet finished, running ones included: the byte
+	// counterpart of Concurrency + MaxBuffered, shared among the partitions
+	// held the same way. A partition whose share is used up is paused; a
+	// single record larger than its share is still read, alone.
+	MaxBufferedBytes ByteSize `mapstructure:"max_buffered_bytes"`
 	// CommitInterval is how often completed offsets are committed.
 	CommitInterval time.Duration `mapstructure:"commit_interval"`
 	// Handler is what is done with each record.
@@ -116,6 +122,16 @@ type Retry struct {
 	// MaxBackoff caps the wait between attempts; at least InitialBackoff.
 	MaxBackoff time.Duration `mapstructure:"max_backoff"`
 }
+
+// Bounds of Consumer.MaxBufferedBytes. Below the minimum a share per
+// partition would hold hardly one typical large record (and a bare number is
+// easily meant as MiB); above the maximum the budget bounds nothing a
+// machine has.
+const (
+	DefaultMaxBufferedBytes = 64 * MiB
+	MinMaxBufferedBytes     = 1 * MiB
+	MaxMaxBufferedBytes     = 16 * GiB
+)
 
 // MaxHashBytes bounds Handler.Bytes: a gibibyte per record is already
 // minutes of CPU; more is a typo.
@@ -247,13 +263,16 @@ func Default() Config {
 // (Group is name). Topics is nil: the caller must set it.
 func DefaultConsumer(name string) Consumer {
 	return Consumer{
-		Name:           name,
-		Group:          name,
-		InitialOffset:  OffsetOldest,
-		Ordering:       OrderingKey,
-		Concurrency:    16,
-		MaxBuffered:    1000,
-		CommitInterval: time.Second,
+		Name:          name,
+		Group:         name,
+		InitialOffset: OffsetOldest,
+		Ordering:      OrderingKey,
+		Concurrency:   16,
+		MaxBuffered:   1000,
+		// 64 MiB: far above what small records need (1,016 records of a few
+		// KiB), and what bounds memory once records are large.
+		MaxBufferedBytes: DefaultMaxBufferedBytes,
+		CommitInterval:   time.Second,
 		Handler: Handler{
 			Type:    HandlerNoop,
 			Timeout: 10 * time.Second,

@@ -52,6 +52,7 @@ consumers:
     ordering: partition
     concurrency: 4
     max_buffered: 0
+    max_buffered_bytes: 32MiB
     commit_interval: 250ms
     handler:
       type: http
@@ -94,15 +95,16 @@ func fullWant() *Config {
 		},
 		Consumers: []Consumer{
 			{
-				Name:           "orders",
-				Group:          "orders-group",
-				Topics:         []string{"orders", "orders-retry"},
-				InitialOffset:  OffsetNewest,
-				Ordering:       OrderingPartition,
-				Concurrency:    4,
-				MaxBuffered:    0,
-				CommitInterval: 250 * time.Millisecond,
-				Handler:        Handler{Type: HandlerHTTP, URL: "https://svc.example/hook", Timeout: 2 * time.Second},
+				Name:             "orders",
+				Group:            "orders-group",
+				Topics:           []string{"orders", "orders-retry"},
+				InitialOffset:    OffsetNewest,
+				Ordering:         OrderingPartition,
+				Concurrency:      4,
+				MaxBuffered:      0,
+				MaxBufferedBytes: 32 * MiB,
+				CommitInterval:   250 * time.Millisecond,
+				Handler:          Handler{Type: HandlerHTTP, URL: "https://svc.example/hook", Timeout: 2 * time.Second},
 				Retry: Retry{
 					MaxAttempts:    5,
 					InitialBackoff: 50 * time.Millisecond,
@@ -133,7 +135,7 @@ const fullJSON = `{
     {
       "name": "orders", "group": "orders-group", "topics": ["orders", "orders-retry"],
       "initial_offset": "newest", "ordering": "partition", "concurrency": 4,
-      "max_buffered": 0, "commit_interval": "250ms",
+      "max_buffered": 0, "max_buffered_bytes": "32MiB", "commit_interval": "250ms",
       "handler": {"type": "http", "url": "https://svc.example/hook", "timeout": "2s"},
       "retry": {"max_attempts": 5, "initial_backoff": "50ms", "max_backoff": "2s"},
       "on_failure": "dlq", "dlq_topic": "orders.DLQ", "max_handler_time": "30s",
@@ -171,6 +173,7 @@ initial_offset = "newest"
 ordering = "partition"
 concurrency = 4
 max_buffered = 0
+max_buffered_bytes = "32MiB"
 commit_interval = "250ms"
 on_failure = "dlq"
 dlq_topic = "orders.DLQ"
@@ -274,6 +277,27 @@ func TestLoadNilLookupEnv(t *testing.T) {
 	if c.Consumers[0].Group != "a" {
 		t.Errorf("group = %q, want %q", c.Consumers[0].Group, "a")
 	}
+}
+
+// Byte sizes are a number of bytes or a number with a unit in every format;
+// a JSON number is a float64 to the parser, and a whole one is a size too.
+func TestLoadByteSizes(t *testing.T) {
+	for _, tt := range []struct{ name, content string }{
+		{"app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": 33554432}]}`},
+		{"app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": "32MiB"}]}`},
+		{"app.yaml", "consumers: [{name: a, topics: [t], max_buffered_bytes: 33554432}]"},
+		{"app.toml", "[[consumers]]\nname = \"a\"\ntopics = [\"t\"]\nmax_buffered_bytes = 33554432\n"},
+	} {
+		c, err := Load(writeConfig(t, tt.name, tt.content), nil)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tt.name, tt.content, err)
+		}
+		if got := c.Consumers[0].MaxBufferedBytes; got != 32*MiB {
+			t.Errorf("%s %s: max_buffered_bytes = %s, want 32MiB", tt.name, tt.content, got)
+		}
+	}
+	_, err := Load(writeConfig(t, "app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": 1.5}]}`), nil)
+	checkInvalid(t, err, "consumers[0].max_buffered_bytes", "expected a size such as 512MiB, got 1.5")
 }
 
 func TestDefaults(t *testing.T) {

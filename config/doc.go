@@ -23,6 +23,8 @@
 //	    ordering: key               # key | partition | unordered
 //	    concurrency: 16             # > 0
 //	    max_buffered: 1000          # >= 0
+//	    max_buffered_bytes: 64MiB   # bytes of the records fetched and not finished
+//	                                # (keys, values, headers), 1MiB..16GiB
 //	    commit_interval: 1s         # > 0
 //	    handler:
 //	      type: noop                # http | noop | log | sleep | hash

@@ -79,6 +79,14 @@ func TestEnvOverrides(t *testing.T) {
 			},
 		},
 		{
+			name: "byte size with a unit",
+			env:  map[string]string{"TURBO_CONSUMERS_0_MAX_BUFFERED_BYTES": "256MiB"},
+			check: func(t *testing.T, c *Config) {
+				eq(t, "consumers[0].max_buffered_bytes", c.Consumers[0].MaxBufferedBytes, 256*MiB)
+				eq(t, "consumers[1].max_buffered_bytes", c.Consumers[1].MaxBufferedBytes, DefaultMaxBufferedBytes)
+			},
+		},
+		{
 			name: "renamed consumer gets the new name as group",
 			env:  map[string]string{"TURBO_CONSUMERS_0_NAME": "orders-v2"},
 			check: func(t *testing.T, c *Config) {
@@ -138,6 +146,7 @@ func TestEnvOverrideErrors(t *testing.T) {
 		{"invalid enum", map[string]string{"TURBO_LOG_LEVEL": "loud"}, "log.level", "TURBO_LOG_LEVEL", "must be one of"},
 		{"invalid after decode", map[string]string{"TURBO_CONSUMERS_1_CONCURRENCY": "0"}, "consumers[1].concurrency", "TURBO_CONSUMERS_1_CONCURRENCY", "must be > 0"},
 		{"list element", map[string]string{"TURBO_KAFKA_BROKERS": "a:1,,b:2"}, "kafka.brokers[1]", "TURBO_KAFKA_BROKERS", "must not be empty"},
+		{"byte size out of range", map[string]string{"TURBO_CONSUMERS_0_MAX_BUFFERED_BYTES": "512KiB"}, "consumers[0].max_buffered_bytes", "TURBO_CONSUMERS_0_MAX_BUFFERED_BYTES", "must be between 1MiB and 16GiB (got 512KiB)"},
 		{"nested url", map[string]string{"TURBO_CONSUMERS_0_HANDLER_TYPE": "http", "TURBO_CONSUMERS_0_HANDLER_URL": "nope"}, "consumers[0].handler.url", "TURBO_CONSUMERS_0_HANDLER_URL", "absolute"},
 	}
 	for _, tt := range tests {

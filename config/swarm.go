@@ -150,7 +150,7 @@ func toByteSize(raw any) (ByteSize, error) {
 	switch v := raw.(type) {
 	case string:
 		return ParseByteSize(v)
-	case int, int64, uint64:
+	case int, int64, uint64, float64: // JSON numbers are float64: whole ones are sizes too
 		n, err := toInt(v)
 		if err != nil || n < 0 {
 			return 0, fmt.Errorf("expected a size such as 512MiB, got %v", v)

@@ -129,6 +129,9 @@ func (c *Consumer) validate(key string) error {
 	if c.MaxBuffered < 0 {
 		return fieldErr(key+".max_buffered", fmt.Sprintf("must be >= 0 (got %d)", c.MaxBuffered))
 	}
+	if b := c.MaxBufferedBytes; b < MinMaxBufferedBytes || b > MaxMaxBufferedBytes {
+		return fieldErr(key+".max_buffered_bytes", fmt.Sprintf("must be between %s and %s (got %s)", MinMaxBufferedBytes, MaxMaxBufferedBytes, b))
+	}
 	if err := positive(key+".commit_interval", c.CommitInterval); err != nil {
 		return err
 	}

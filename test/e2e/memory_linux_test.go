@@ -33,10 +33,11 @@ func rssKiB(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// peakRSS runs `turbo run` against a topic holding backlog records with a
-// handler that never finishes, waits until every runner is busy and the
-// buffer had time to fill, and returns the RSS samples taken then.
-func blockedRunRSS(t *testing.T, addr, topic string) []int64 {
+// blockedRunRSS runs `turbo run` against a topic holding backlog records
+// with a handler that never finishes, waits until every runner is busy and
+// the buffer had time to fill, and returns the RSS samples taken then.
+// extra is added to the consumer's configuration (indented YAML lines).
+func blockedRunRSS(t *testing.T, addr, topic, extra string) []int64 {
 	t.Helper()
 	var inFlight atomic.Int64
 	release := make(chan struct{})
@@ -57,9 +58,10 @@ consumers:
     concurrency: 16
     max_buffered: 1000
     handler: {type: http, url: %q, timeout: 10m}
+%s
 shutdown_timeout: 1s
 log: {level: warn, format: json}
-`, addr, topic, topic, srv.URL))
+`, addr, topic, topic, srv.URL, extra))
 	run := testkit.Start(t, nil, "run", "--config", cfg)
 	deadline := time.Now().Add(60 * time.Second)
 	for inFlight.Load() < 16 {
@@ -92,29 +94,56 @@ func TestMemoryFlatWithLargeBacklog(t *testing.T) {
 	testkit.ProduceWithBinary(t, addr, small, 100_000, 1000)
 	testkit.ProduceWithBinary(t, addr, large, 1_000_000, 1000)
 
-	smallRSS := blockedRunRSS(t, addr, small)
-	largeRSS := blockedRunRSS(t, addr, large)
+	smallRSS := blockedRunRSS(t, addr, small, "")
+	largeRSS := blockedRunRSS(t, addr, large, "")
 	t.Logf("RSS KiB with a 100k backlog: %v", smallRSS)
 	t.Logf("RSS KiB with a 1M backlog:   %v", largeRSS)
 
-	maxOf := func(s []int64) int64 {
-		m := s[0]
-		for _, v := range s {
-			m = max(m, v)
-		}
-		return m
-	}
-	minOf := func(s []int64) int64 {
-		m := s[0]
-		for _, v := range s {
-			m = min(m, v)
-		}
-		return m
-	}
 	if grow := maxOf(largeRSS) - minOf(largeRSS); grow > 8*1024 {
 		t.Errorf("RSS grew by %d KiB over 3 s while 1M records waited: %v", grow, largeRSS)
 	}
 	if maxOf(largeRSS) > maxOf(smallRSS)+8*1024 {
 		t.Errorf("peak RSS with a 1M backlog %d KiB vs %d KiB with 100k: memory follows the backlog", maxOf(largeRSS), maxOf(smallRSS))
+	}
+}
+
+func maxOf(s []int64) int64 {
+	m := s[0]
+	for _, v := range s {
+		m = max(m, v)
+	}
+	return m
+}
+
+func minOf(s []int64) int64 {
+	m := s[0]
+	for _, v := range s {
+		m = min(m, v)
+	}
+	return m
+}
+
+// Memory is bounded by bytes, not only by record count: with records of
+// about 1 MiB, a record budget of 1,016 would let the pipeline hold the whole
+// 320 MiB backlog behind a handler that never returns; max_buffered_bytes
+// (32 MiB) bounds it, whatever the count allows. What remains beyond the
+// budget is the process's baseline (~40 MiB with small records, measured
+// above), sarama's own read-ahead (a partition is paused as soon as its byte
+// share runs out, so one or two records each) and the garbage collector's
+// headroom over the live heap (GOGC=100: up to as much again).
+func TestMemoryBoundedByBytesWithLargeRecords(t *testing.T) {
+	const partitions, records = 8, 320
+	topic := testkit.TopicName("large-records")
+	addr := testkit.Cluster(t, partitions, topic)
+	testkit.ProduceSized(t, []string{addr}, topic, records, 64, testkit.MaxRecordValue)
+
+	rss := blockedRunRSS(t, addr, topic, "    max_buffered_bytes: 32MiB")
+	t.Logf("RSS KiB with %d records of ~1 MiB waiting, max_buffered_bytes 32 MiB: %v", records, rss)
+	// 32 MiB of budget, once more for the collector's headroom, 8 × 2 MiB
+	// of sarama read-ahead and 64 MiB of baseline and slack: 144 MiB. Without
+	// the byte budget the pipeline takes the whole backlog (320 MiB).
+	const limitKiB = (32*2 + 8*2 + 64) << 10
+	if peak := maxOf(rss); peak > limitKiB {
+		t.Errorf("peak RSS %d KiB with 1 MiB records and max_buffered_bytes 32MiB, want at most %d KiB: memory is not bounded by max_buffered_bytes", peak, limitKiB)
 	}
 }

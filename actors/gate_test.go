@@ -1,0 +1,228 @@
+package actors
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// readBatch reads records of the given sizes the way the claim loops do: it
+// takes up to max record credits, reads while the batch's bytes are below
+// the room it saw, and settles. It returns how many records it read.
+func readBatch(g *gate, max int, sizes []int64) int {
+	n, room := g.take(max)
+	var used int64
+	read := 0
+	for read < n && read < len(sizes) && used < room {
+		used += sizes[read]
+		read++
+	}
+	g.settle(n-read, used)
+	return read
+}
+
+// The byte budget step by step: a share of 1,000 bytes and a record budget
+// far larger, so only the bytes stop the reading.
+func TestGateByteBudget(t *testing.T) {
+	type step struct {
+		read   []int64 // sizes offered to a batch (nil: a record finishes)
+		finish int64   // size of the record that finishes
+		want   int     // records the batch reads
+		avail  int64   // byte credits after the step
+	}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"small records until the share is used", []step{
+			// The third record overshoots: read, then nothing more.
+			{read: []int64{400, 400, 400, 400}, want: 3, avail: -200},
+			{read: []int64{400}, want: 0, avail: -200},
+			{finish: 400, avail: 200},
+			{read: []int64{400, 400}, want: 1, avail: -200},
+		}},
+		{"a share used to the byte stops the batch", []step{
+			{read: []int64{1000, 1}, want: 1, avail: 0},
+			{read: []int64{1}, want: 0, avail: 0},
+		}},
+		{"a record larger than the whole share is read, alone", []step{
+			{read: []int64{5000, 1}, want: 1, avail: -4000},
+			{read: []int64{1}, want: 0, avail: -4000},
+			// Once it finished the whole share is back.
+			{finish: 5000, avail: 1000},
+			{read: []int64{10, 10, 10}, want: 3, avail: 970},
+		}},
+		{"after small ones, an oversize record is read while any credit is left", []step{
+			{read: []int64{999}, want: 1, avail: 1},
+			{read: []int64{5000, 1}, want: 1, avail: -4999},
+			{finish: 999, avail: -4000},
+			{read: []int64{1}, want: 0, avail: -4000},
+			{finish: 5000, avail: 1000},
+		}},
+		{"empty records cost no bytes", []step{
+			{read: []int64{0, 0, 0}, want: 3, avail: 1000},
+			{read: []int64{0, 0, 0}, want: 3, avail: 1000},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newGate(1000, 1000)
+			for i, s := range c.steps {
+				if s.read != nil {
+					if got := readBatch(g, 100, s.read); got != s.want {
+						t.Fatalf("step %d: read %d of %v, want %d", i, got, s.read, s.want)
+					}
+				} else {
+					g.give(1, s.finish)
+				}
+				if got := g.availableBytes(); got != s.avail {
+					t.Fatalf("step %d: %d byte credits, want %d", i, got, s.avail)
+				}
+			}
+		})
+	}
+}
+
+// A claim stopped by bytes (not by records) pauses at once; one stopped by
+// records, or held, does not count as out of bytes.
+func TestGateOutOfBytes(t *testing.T) {
+	g := newGate(10, 100)
+	g.take(10)
+	if g.outOfBytes() {
+		t.Fatal("out of bytes with 100 byte credits")
+	}
+	g.settle(9, 150)
+	if !g.outOfBytes() {
+		t.Fatal("not out of bytes with -50 byte credits and 9 record credits")
+	}
+	g.hold(true)
+	if g.outOfBytes() {
+		t.Fatal("a held gate is out of reading, not of bytes")
+	}
+	g = newGate(10, 100)
+	g.take(10)
+	if g.outOfBytes() {
+		t.Fatal("out of records too: the record budget's rule (pause after a while) applies")
+	}
+}
+
+// The wake signal needs a quarter of both budgets free.
+func TestGateWakesOnAQuarterOfBothBudgets(t *testing.T) {
+	g := newGate(100, 1000)
+	g.take(100)
+	g.settle(0, 1000)
+	g.give(50, 100) // half the records, a tenth of the bytes
+	select {
+	case <-g.wake:
+		t.Fatal("woke with 100 of 1000 byte credits free")
+	default:
+	}
+	g.give(0, 150)
+	select {
+	case <-g.wake:
+	default:
+		t.Fatal("did not wake with half the records and a quarter of the bytes free")
+	}
+}
+
+// TestGateModel drives a gate as a claim and the coordinator do — the claim
+// takes record credits, reads records of random sizes (some larger than the
+// whole share) within the byte room it saw, settles, and waits for the wake
+// signal when it gets none; the coordinator finishes records in
+// any order; the proxy resizes the shares — and checks it against a naive
+// model (the list of records in flight) at every step:
+//   - credits are conserved: available = share − in flight, for records and bytes;
+//   - a record is read only while the bytes in flight are below the share, so
+//     they never exceed it by more than the one record that overshoots;
+//   - never stuck: with nothing in flight the claim always gets credits, and a
+//     claim waiting for credits has a wake signal once everything finished.
+func TestGateModel(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		share, shareBytes := 1+rng.IntN(20), int64(1+rng.IntN(4000))
+		g := newGate(share, shareBytes)
+		var inFlight []int64 // sizes
+		var bytesInFlight int64
+		waiting := false // the claim got no credits and waits for wake
+		check := func(step int, what string) {
+			t.Helper()
+			if got, want := g.available(), share-len(inFlight); got != want {
+				t.Fatalf("seed %d step %d (%s): %d record credits, want %d", seed, step, what, got, want)
+			}
+			if got, want := g.availableBytes(), shareBytes-bytesInFlight; got != want {
+				t.Fatalf("seed %d step %d (%s): %d byte credits, want %d", seed, step, what, got, want)
+			}
+		}
+		size := func() int64 {
+			if rng.IntN(10) == 0 {
+				return shareBytes + int64(rng.IntN(10000)) // larger than the whole share
+			}
+			return int64(rng.IntN(int(shareBytes)/3 + 2))
+		}
+		for step := range 2000 {
+			switch op := rng.IntN(10); {
+			case op < 5: // the claim reads a batch
+				if waiting {
+					select {
+					case <-g.wake:
+						waiting = false
+					default:
+						continue // still waiting
+					}
+				}
+				n, room := g.take(1 + rng.IntN(8))
+				if n == 0 {
+					if len(inFlight) == 0 {
+						t.Fatalf("seed %d step %d: no credits with nothing in flight (share %d, %d bytes)", seed, step, share, shareBytes)
+					}
+					waiting = true
+					continue
+				}
+				if room != shareBytes-bytesInFlight {
+					t.Fatalf("seed %d step %d: room %d, want %d", seed, step, room, shareBytes-bytesInFlight)
+				}
+				read := 0
+				var used int64
+				for read < n && used < room {
+					s := size()
+					inFlight = append(inFlight, s)
+					bytesInFlight += s
+					used += s
+					read++
+				}
+				if bytesInFlight-inFlight[len(inFlight)-1] >= shareBytes {
+					t.Fatalf("seed %d step %d: read a record with %d bytes in flight, share %d", seed, step, bytesInFlight-inFlight[len(inFlight)-1], shareBytes)
+				}
+				g.settle(n-read, used)
+				check(step, "read")
+			case op < 9: // a record finishes
+				if len(inFlight) == 0 {
+					continue
+				}
+				i := rng.IntN(len(inFlight))
+				s := inFlight[i]
+				inFlight = append(inFlight[:i], inFlight[i+1:]...)
+				bytesInFlight -= s
+				g.give(1, s)
+				check(step, "finish")
+			default: // partitions come or go: new shares
+				share, shareBytes = 1+rng.IntN(20), int64(1+rng.IntN(4000))
+				g.resize(share, shareBytes)
+				check(step, "resize")
+			}
+		}
+		// Everything finishes: a waiting claim is woken and reads again.
+		for _, s := range inFlight {
+			g.give(1, s)
+		}
+		if waiting {
+			select {
+			case <-g.wake:
+			default:
+				t.Fatalf("seed %d: a claim waiting for credits got no wake signal once everything finished", seed)
+			}
+		}
+		if n, _ := g.take(1); n != 1 {
+			t.Fatalf("seed %d: take(1) = %d with nothing in flight", seed, n)
+		}
+	}
+}
