@@ -62,12 +62,18 @@ func (co *coordinator) handleRetryDue(c actor.Context, m *retryDue) {
 	co.dispatch(c)
 }
 
-// handleDeadLettered completes records the dead-letter topic acknowledged.
+// handleDeadLettered completes records the dead-letter topic acknowledged,
+// and lets go of those it failed: they are unfinished, and the tree is
+// restarting (ErrDeadLetter), so their keys stay held; but their partitions
+// must not wait for them to drain.
 func (co *coordinator) handleDeadLettered(c actor.Context, m *deadLettered) {
 	co.free = co.free[:0]
 	for _, rec := range m.records {
 		co.unhold(rec)
 		co.done(rec.unit)
+		co.release(rec)
+	}
+	for _, rec := range m.failed {
 		co.release(rec)
 	}
 	returnCredits(co.free)

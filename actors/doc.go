@@ -78,6 +78,19 @@
 // partition assignment's epoch, so nothing of an earlier assignment moves a
 // later one's watermark.
 //
+// Before it stops the orchestrator after a handler's (or the dead-letter
+// topic's) failure, the supervisor has the generation commit what finished,
+// whatever the commit ticker did: startDrain{halt} → coordinator: haltRunners
+// (no record starts any more; the waiting ones are dropped, unfinished) and
+// proxy: stopIntake, so every partition goes through the revocation above
+// and its claim commits the watermark — below the failed record and the
+// cancelled ones — with the metadata of what finished above it, which the
+// next generation skips. This is bounded like a drain (shutdown_timeout);
+// past it, or after a panic in an actor (whose bookkeeping cannot be
+// trusted), the tree is stopped without that commit. So a restart loop still
+// moves the committed offsets and metadata forward, and a record that
+// finished is not handled again by the next generation.
+//
 // # Commit metadata
 //
 // The offset controller publishes, every commit_interval, each partition's
