@@ -12,7 +12,13 @@ import (
 func (co *coordinator) failed(c actor.Context, rec *Record, err error) verdict {
 	rec.attempts++
 	co.stats.failed.Add(1)
-	v := co.policy.judge(err, rec.attempts, co.ctx.Err() != nil)
+	if outOfFiles(err) {
+		rec.outOfFiles++
+		if co.stats.noFiles.Add(1) == 1 {
+			reportOutOfFiles(co.log, err, co.runners)
+		}
+	}
+	v := co.policy.judge(err, rec.attempts-rec.outOfFiles, co.ctx.Err() != nil)
 	switch v {
 	case verdictRetry:
 		delay := co.policy.retryDelay(rec.attempts, rand.Float64())

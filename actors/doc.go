@@ -68,7 +68,10 @@
 // but no runner — or, once attempts run out (at once for ErrPermanent),
 // skipped, dead-lettered (the proxy produces it; the key stays held until the
 // broker acknowledges), or escalated. A runner stops its batch at a failure;
-// the rest goes back to the scheduler.
+// the rest goes back to the scheduler. A failure caused by the process
+// running out of file descriptors (EMFILE, ENFILE: a handler's dial) is not
+// the record's: it is retried without using up max_attempts, explained once
+// in the log with the RLIMIT_NOFILE values, and counted (Stats.OutOfFiles).
 //
 // An escalated failure, or a panic in an actor (escalated through protoactor),
 // reaches the supervisor (treeFailed). The supervisor cancels the
