@@ -98,8 +98,8 @@ func TestOutOfFilesIsReportedOnceAndRetried(t *testing.T) {
 	if s.Restarts != 0 {
 		t.Errorf("%d tree restarts over a resource limit of the process, want 0", s.Restarts)
 	}
-	if s.OutOfFiles != emfile.Load() || s.OutOfFiles == 0 {
-		t.Errorf("%d failures counted as out of file descriptors, want %d", s.OutOfFiles, emfile.Load())
+	if s.FileLimit != emfile.Load() || s.FileLimit == 0 {
+		t.Errorf("%d failures counted as out of file descriptors, want %d", s.FileLimit, emfile.Load())
 	}
 	limit := fmt.Sprintf("open_files_limit=%d", openFilesLimit(t))
 	if got := tap.matching("RLIMIT_NOFILE"); len(got) != 1 || !strings.Contains(got[0], limit) {
@@ -251,7 +251,7 @@ func outOfFilesChild(t *testing.T) {
 		t.Fatal("no dial ran out of file descriptors: the limit did not bite")
 	}
 	checkOnce(t, h, 2, 50)
-	if s.Restarts != 0 || s.OutOfFiles != emfile.Load() {
-		t.Errorf("%d restarts and %d failures counted as out of files, want 0 and %d", s.Restarts, s.OutOfFiles, emfile.Load())
+	if s.Restarts != 0 || s.FileLimit != emfile.Load() {
+		t.Errorf("%d restarts and %d failures counted as out of files, want 0 and %d", s.Restarts, s.FileLimit, emfile.Load())
 	}
 }

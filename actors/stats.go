@@ -75,27 +75,27 @@ func (s *Stats) oldestHandler() time.Time {
 
 // Snapshot is a point-in-time copy of Stats.
 type Snapshot struct {
-	Fetched    int64     // records received from Kafka
-	Processed  int64     // records whose handler succeeded
-	Failed     int64     // failed handler attempts (errors, panics, timeouts)
-	Retries    int64     // attempts scheduled again after a failure
-	Skipped    int64     // records given up on and skipped (on_failure: skip)
-	Dead       int64     // records written to the dead-letter topic
-	Inherited  int64     // records not run again: an earlier owner had finished them
-	OutOfFiles int64     // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
-	Commits    int64     // offset commits sent
-	Committed  int64     // records covered by committed offsets
-	Restarts   int64     // actor tree restarts after a failure
-	InFlight   int64     // records running in a handler now
-	Buffered   int64     // records waiting for a runner
-	Held       int64     // records Kafka delivered to a paused partition, waiting outside the budget for its credits (at most about one fetch per partition)
-	Paused     int64     // partitions not read now: their share of the budget is used up
-	Lag        int64     // records behind the partitions' high watermarks, by committed offset
-	Assigned   int64     // partitions held now
-	LastFetch  time.Time // when records last arrived from Kafka (zero if never)
-	Moves      int64     // partitions gained or handed over: unchanged while the assignment is
-	LastPoll   time.Time // now while in a group session; else when the last one ended (zero if never)
-	Oldest     time.Time // when the longest-running handler call began (zero if none runs)
+	Fetched   int64     // records received from Kafka
+	Processed int64     // records whose handler succeeded
+	Failed    int64     // failed handler attempts (errors, panics, timeouts)
+	Retries   int64     // attempts scheduled again after a failure
+	Skipped   int64     // records given up on and skipped (on_failure: skip)
+	Dead      int64     // records written to the dead-letter topic
+	Inherited int64     // records not run again: an earlier owner had finished them
+	FileLimit int64     // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
+	Commits   int64     // offset commits sent
+	Committed int64     // records covered by committed offsets
+	Restarts  int64     // actor tree restarts after a failure
+	InFlight  int64     // records running in a handler now
+	Buffered  int64     // records waiting for a runner
+	Held      int64     // records Kafka delivered to a paused partition, waiting outside the budget for its credits (at most about one fetch per partition)
+	Paused    int64     // partitions not read now: their share of the budget is used up
+	Lag       int64     // records behind the partitions' high watermarks, by committed offset
+	Assigned  int64     // partitions held now
+	LastFetch time.Time // when records last arrived from Kafka (zero if never)
+	Moves     int64     // partitions gained or handed over: unchanged while the assignment is
+	LastPoll  time.Time // now while in a group session; else when the last one ended (zero if never)
+	Oldest    time.Time // when the longest-running handler call began (zero if none runs)
 }
 
 // Snapshot returns the current values.
@@ -110,27 +110,27 @@ func (s *Stats) Snapshot() Snapshot {
 		poll = time.Unix(0, ns)
 	}
 	return Snapshot{
-		Fetched:    s.fetched.Load(),
-		Processed:  s.processed.Load(),
-		Failed:     s.failed.Load(),
-		Retries:    s.retries.Load(),
-		Skipped:    s.skipped.Load(),
-		Dead:       s.dead.Load(),
-		Inherited:  s.inherited.Load(),
-		OutOfFiles: s.noFiles.Load(),
-		Commits:    s.commits.Load(),
-		Committed:  s.committed.Load(),
-		Restarts:   s.restarts.Load(),
-		InFlight:   s.inFlight.Load(),
-		Buffered:   s.buffered.Load(),
-		Held:       s.held.Load(),
-		Paused:     s.paused.Load(),
-		Lag:        s.lag.Load(),
-		Assigned:   s.assigned.Load(),
-		LastFetch:  last,
-		Moves:      s.moves.Load(),
-		LastPoll:   poll,
-		Oldest:     s.oldestHandler(),
+		Fetched:   s.fetched.Load(),
+		Processed: s.processed.Load(),
+		Failed:    s.failed.Load(),
+		Retries:   s.retries.Load(),
+		Skipped:   s.skipped.Load(),
+		Dead:      s.dead.Load(),
+		Inherited: s.inherited.Load(),
+		FileLimit: s.noFiles.Load(),
+		Commits:   s.commits.Load(),
+		Committed: s.committed.Load(),
+		Restarts:  s.restarts.Load(),
+		InFlight:  s.inFlight.Load(),
+		Buffered:  s.buffered.Load(),
+		Held:      s.held.Load(),
+		Paused:    s.paused.Load(),
+		Lag:       s.lag.Load(),
+		Assigned:  s.assigned.Load(),
+		LastFetch: last,
+		Moves:     s.moves.Load(),
+		LastPoll:  poll,
+		Oldest:    s.oldestHandler(),
 	}
 }
 
@@ -147,27 +147,27 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		poll = b.LastPoll
 	}
 	return Snapshot{
-		Fetched:    a.Fetched + b.Fetched,
-		Processed:  a.Processed + b.Processed,
-		Failed:     a.Failed + b.Failed,
-		Retries:    a.Retries + b.Retries,
-		Skipped:    a.Skipped + b.Skipped,
-		Dead:       a.Dead + b.Dead,
-		Inherited:  a.Inherited + b.Inherited,
-		OutOfFiles: a.OutOfFiles + b.OutOfFiles,
-		Commits:    a.Commits + b.Commits,
-		Committed:  a.Committed + b.Committed,
-		Restarts:   a.Restarts + b.Restarts,
-		InFlight:   a.InFlight + b.InFlight,
-		Buffered:   a.Buffered + b.Buffered,
-		Held:       a.Held + b.Held,
-		Paused:     a.Paused + b.Paused,
-		Lag:        a.Lag + b.Lag,
-		Assigned:   a.Assigned + b.Assigned,
-		LastFetch:  last,
-		Moves:      a.Moves + b.Moves,
-		LastPoll:   poll,
-		Oldest:     oldest,
+		Fetched:   a.Fetched + b.Fetched,
+		Processed: a.Processed + b.Processed,
+		Failed:    a.Failed + b.Failed,
+		Retries:   a.Retries + b.Retries,
+		Skipped:   a.Skipped + b.Skipped,
+		Dead:      a.Dead + b.Dead,
+		Inherited: a.Inherited + b.Inherited,
+		FileLimit: a.FileLimit + b.FileLimit,
+		Commits:   a.Commits + b.Commits,
+		Committed: a.Committed + b.Committed,
+		Restarts:  a.Restarts + b.Restarts,
+		InFlight:  a.InFlight + b.InFlight,
+		Buffered:  a.Buffered + b.Buffered,
+		Held:      a.Held + b.Held,
+		Paused:    a.Paused + b.Paused,
+		Lag:       a.Lag + b.Lag,
+		Assigned:  a.Assigned + b.Assigned,
+		LastFetch: last,
+		Moves:     a.Moves + b.Moves,
+		LastPoll:  poll,
+		Oldest:    oldest,
 	}
 }
 
