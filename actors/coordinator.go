@@ -49,6 +49,7 @@ type coordinator struct {
 
 	inFlight      int  // records in batches out with runners
 	stopped       bool // Stopping was received: nothing is in the pipeline any more
+	halted        bool // haltRunners was received: nothing starts any more
 	finished      recordsFinished
 	flushPending  bool
 	avgRecordTime float64 // EWMA of a record's handler time, in nanoseconds
@@ -136,6 +137,8 @@ func (co *coordinator) receive(c actor.Context) {
 		co.handleRetryDue(c, m)
 	case *deadLettered:
 		co.handleDeadLettered(c, m)
+	case *haltRunners:
+		co.handleHalt(c)
 	case *dropPartition:
 		if a := co.parts[m.epoch]; a != nil {
 			co.stealAll() // unstarted records of the partition must not start either
@@ -174,8 +177,8 @@ func (co *coordinator) spawnRunners(c actor.Context) {
 }
 
 func (co *coordinator) handleSchedule(c actor.Context, m *scheduleRecords) {
-	if len(m.records) == 0 {
-		return
+	if len(m.records) == 0 || co.halted {
+		return // halted: they would never start (the claims are ending)
 	}
 	a := co.assignment(m.records[0]) // a batch comes from one assignment
 	a.records += len(m.records)
@@ -214,7 +217,7 @@ const emptyKeyUnit = "\x00empty-key"
 // nothing else can run, it takes back the records queued behind the current
 // one in other runners' batches: a slow record must not hold them.
 func (co *coordinator) dispatch(c actor.Context) {
-	for len(co.idle) > 0 {
+	for len(co.idle) > 0 && !co.halted {
 		if len(co.ready) == 0 && !co.sched.Runnable() && !co.stealBatches() {
 			break
 		}
@@ -330,8 +333,13 @@ func batchSize(avgRecordNanos float64) int {
 
 func (co *coordinator) handleRan(c actor.Context, m *ranRecords) {
 	co.harvest(c, m.batch)
-	// A runner stops at a failed record: the records it left go back.
+	// A runner stops at a failed record: the records it left go back (and
+	// are dropped at once when nothing may start any more).
 	co.giveBack(m.batch, m.batch.steal())
+	if co.halted {
+		co.dropWaiting()
+		co.scheduleFlush(c)
+	}
 	co.observe(m.elapsed, m.batch.seen)
 	co.batches[m.runner] = nil
 	co.idle = append(co.idle, m.runner)
@@ -479,6 +487,34 @@ func (co *coordinator) handleRevoke(c actor.Context, m *revokePartition) {
 	// so the orchestrator marks them done before it finalizes the partition.
 	co.scheduleFlush(c)
 	co.dispatch(c) // stealing may have left runners idle with work to do
+}
+
+// handleHalt stops the generation's work after a failure, before its
+// partitions are revoked and their watermarks committed: the records that
+// have not started are dropped (unfinished, so the watermark stays below
+// them and the next generation runs them), retries are given up, and only
+// the records running now — whose handlers were cancelled — are waited for.
+// Each revoked partition then drains as soon as they return, with every
+// record that finished accounted for.
+func (co *coordinator) handleHalt(c actor.Context) {
+	if co.halted {
+		return
+	}
+	co.halted = true
+	co.dropWaiting()
+	for epoch := range co.parts {
+		co.dropParked(epoch)
+	}
+	co.scheduleFlush(c)
+}
+
+// dropWaiting takes back the unstarted records of every batch and drops
+// them with every record waiting in the scheduler.
+func (co *coordinator) dropWaiting() {
+	co.stealAll()
+	for _, rec := range co.sched.DropIf(func(*Record) bool { return true }) {
+		co.parts[rec.epoch].records--
+	}
 }
 
 // stealCheckInterval is how late a batch's tail may be taken back; far above

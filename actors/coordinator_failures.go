@@ -12,7 +12,13 @@ import (
 func (co *coordinator) failed(c actor.Context, rec *Record, err error) verdict {
 	rec.attempts++
 	co.stats.failed.Add(1)
-	v := co.policy.judge(err, rec.attempts, co.ctx.Err() != nil)
+	if outOfFiles(err) {
+		rec.outOfFiles++
+		if co.stats.noFiles.Add(1) == 1 {
+			reportOutOfFiles(co.log, err, co.runners)
+		}
+	}
+	v := co.policy.judge(err, rec.attempts-rec.outOfFiles, co.ctx.Err() != nil)
 	switch v {
 	case verdictRetry:
 		delay := co.policy.retryDelay(rec.attempts, rand.Float64(), err)
@@ -62,12 +68,18 @@ func (co *coordinator) handleRetryDue(c actor.Context, m *retryDue) {
 	co.dispatch(c)
 }
 
-// handleDeadLettered completes records the dead-letter topic acknowledged.
+// handleDeadLettered completes records the dead-letter topic acknowledged,
+// and lets go of those it failed: they are unfinished, and the tree is
+// restarting (ErrDeadLetter), so their keys stay held; but their partitions
+// must not wait for them to drain.
 func (co *coordinator) handleDeadLettered(c actor.Context, m *deadLettered) {
 	co.free = co.free[:0]
 	for _, rec := range m.records {
 		co.unhold(rec)
 		co.done(rec.unit)
+		co.release(rec)
+	}
+	for _, rec := range m.failed {
 		co.release(rec)
 	}
 	returnCredits(co.free)

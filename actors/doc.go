@@ -78,7 +78,10 @@
 // but no runner — or, once attempts run out (at once for ErrPermanent),
 // skipped, dead-lettered (the proxy produces it; the key stays held until the
 // broker acknowledges), or escalated. A runner stops its batch at a failure;
-// the rest goes back to the scheduler.
+// the rest goes back to the scheduler. A failure caused by the process
+// running out of file descriptors (EMFILE, ENFILE: a handler's dial) is not
+// the record's: it is retried without using up max_attempts, explained once
+// in the log with the RLIMIT_NOFILE values, and counted (Stats.FileLimit).
 //
 // An escalated failure, or a panic in an actor (escalated through protoactor),
 // reaches the supervisor (treeFailed). The supervisor cancels the
@@ -87,6 +90,19 @@
 // generation after backoff.Policy's delay. Records are tagged with their
 // partition assignment's epoch, so nothing of an earlier assignment moves a
 // later one's watermark.
+//
+// Before it stops the orchestrator after a handler's (or the dead-letter
+// topic's) failure, the supervisor has the generation commit what finished,
+// whatever the commit ticker did: startDrain{halt} → coordinator: haltRunners
+// (no record starts any more; the waiting ones are dropped, unfinished) and
+// proxy: stopIntake, so every partition goes through the revocation above
+// and its claim commits the watermark — below the failed record and the
+// cancelled ones — with the metadata of what finished above it, which the
+// next generation skips. This is bounded like a drain (shutdown_timeout);
+// past it, or after a panic in an actor (whose bookkeeping cannot be
+// trusted), the tree is stopped without that commit. So a restart loop still
+// moves the committed offsets and metadata forward, and a record that
+// finished is not handled again by the next generation.
 //
 // # Commit metadata
 //

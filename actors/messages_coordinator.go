@@ -22,10 +22,18 @@ type retryDue struct {
 }
 
 // deadLettered (orchestrator → coordinator): the dead-letter topic
-// acknowledged these records; their keys may go on.
+// acknowledged records, whose keys may go on, and failed others, which leave
+// the pipeline unfinished (the tree restarts) and keep their keys held.
 type deadLettered struct {
 	records []*Record
+	failed  []*Record
 }
+
+// haltRunners (orchestrator → coordinator): the generation is torn down after
+// a failure; start no record any more and drop every waiting one (none of
+// them finished, so the watermark stays below them), so that revoked
+// partitions drain as soon as their running records return.
+type haltRunners struct{}
 
 // dropPartition drops every buffered record of an assignment whose
 // revocation expired.

@@ -3,8 +3,13 @@ package actors
 // Messages handled by the orchestrator. It is the only actor that knows the
 // whole flow; every other actor reports to it.
 
-// startDrain (supervisor → orchestrator): stop intake and finish in-flight work.
-type startDrain struct{}
+// startDrain (supervisor → orchestrator): stop intake and finish in-flight
+// work. halt (a failure's teardown, handlers already cancelled): start no
+// record any more, so each partition drains as soon as its running records
+// have returned, and commits what finished.
+type startDrain struct {
+	halt bool
+}
 
 // recordsFetched (client proxy → orchestrator): a batch from one partition, in
 // offset order.
@@ -14,9 +19,11 @@ type recordsFetched struct {
 }
 
 // deadLetterDone (client proxy → orchestrator): records the dead-letter
-// topic acknowledged, and the error of a write that failed (nil if none).
+// topic acknowledged, and the error of a write that failed (nil if none)
+// with its record.
 type deadLetterDone struct {
 	written []*Record
+	failed  []*Record
 	err     error
 }
 

@@ -21,6 +21,10 @@ type drainResult struct {
 type treeFailed struct {
 	gen int
 	err error
+	// commit: the tree's bookkeeping is sound (a handler or the dead-letter
+	// topic failed, not an actor), so what finished is committed before the
+	// restart, through the revocation handshake.
+	commit bool
 }
 
 // treeDrained reports that generation gen stopped intake and finished.

@@ -51,6 +51,9 @@ func (o *orchestrator) Receive(c actor.Context) {
 	case *deadLetterDone:
 		o.handleDeadLetterDone(c, m)
 	case *startDrain:
+		if m.halt {
+			c.Send(o.coord, &haltRunners{})
+		}
 		c.Send(o.proxy, &stopIntake{})
 	case *intakeStopped:
 		c.Send(c.Parent(), &treeDrained{gen: o.gen})
@@ -123,7 +126,9 @@ func (o *orchestrator) handleDeadLetterDone(c actor.Context, m *deadLetterDone) 
 	if len(m.written) > 0 {
 		o.spec.stats.dead.Add(int64(len(m.written)))
 		c.Send(o.offsets, &markDone{records: m.written})
-		c.Send(o.coord, &deadLettered{records: m.written})
+	}
+	if len(m.written) > 0 || len(m.failed) > 0 {
+		c.Send(o.coord, &deadLettered{records: m.written, failed: m.failed})
 	}
 	if m.err != nil {
 		o.fail(c, fmt.Errorf("%w: %w", ErrDeadLetter, m.err))
@@ -140,5 +145,5 @@ func (o *orchestrator) fail(c actor.Context, err error) {
 	}
 	o.failed = true
 	o.spec.log.Error().Err(err).Msg("restarting the consumer")
-	c.Send(c.Parent(), &treeFailed{gen: o.gen, err: err})
+	c.Send(c.Parent(), &treeFailed{gen: o.gen, err: err, commit: true})
 }

@@ -135,7 +135,7 @@ func (p *clientProxy) mark(tp TopicPartition, hp *heldPartition, offset int64, m
 
 func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWritten) {
 	if m.err != nil {
-		c.Send(c.Parent(), &deadLetterDone{err: fmt.Errorf("%s@%d: %w", m.rec.TP(), m.rec.Offset, m.err)})
+		c.Send(c.Parent(), &deadLetterDone{failed: []*Record{m.rec}, err: fmt.Errorf("%s@%d: %w", m.rec.TP(), m.rec.Offset, m.err)})
 		return
 	}
 	c.Send(c.Parent(), &deadLetterDone{written: []*Record{m.rec}})

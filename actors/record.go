@@ -40,6 +40,9 @@ type Record struct {
 	ctx context.Context
 	// attempts counts the handler runs that failed so far.
 	attempts int
+	// outOfFiles counts those of them that failed because the process ran
+	// out of file descriptors: they do not count against max_attempts.
+	outOfFiles int
 	// inherited marks a record that an earlier owner of the partition
 	// already finished (read from the commit metadata): it is tracked for
 	// the watermark but never run again.

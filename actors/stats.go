@@ -27,6 +27,7 @@ type Stats struct {
 	skipped   atomic.Int64
 	dead      atomic.Int64
 	inherited atomic.Int64
+	noFiles   atomic.Int64 // failed attempts: the process ran out of file descriptors
 	moves     atomic.Int64
 	inSession atomic.Bool
 	lastPoll  atomic.Int64 // unix nanoseconds: when the group session last ended
@@ -81,6 +82,7 @@ type Snapshot struct {
 	Skipped   int64     // records given up on and skipped (on_failure: skip)
 	Dead      int64     // records written to the dead-letter topic
 	Inherited int64     // records not run again: an earlier owner had finished them
+	FileLimit int64     // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
 	Commits   int64     // offset commits sent
 	Committed int64     // records covered by committed offsets
 	Restarts  int64     // actor tree restarts after a failure
@@ -115,6 +117,7 @@ func (s *Stats) Snapshot() Snapshot {
 		Skipped:   s.skipped.Load(),
 		Dead:      s.dead.Load(),
 		Inherited: s.inherited.Load(),
+		FileLimit: s.noFiles.Load(),
 		Commits:   s.commits.Load(),
 		Committed: s.committed.Load(),
 		Restarts:  s.restarts.Load(),
@@ -151,6 +154,7 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		Skipped:   a.Skipped + b.Skipped,
 		Dead:      a.Dead + b.Dead,
 		Inherited: a.Inherited + b.Inherited,
+		FileLimit: a.FileLimit + b.FileLimit,
 		Commits:   a.Commits + b.Commits,
 		Committed: a.Committed + b.Committed,
 		Restarts:  a.Restarts + b.Restarts,
