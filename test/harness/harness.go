@@ -143,9 +143,9 @@ func New(t T, cfg Config, h actors.Handler) *Harness {
 	sys := actors.NewSystem(logger)
 	hs.sys = sys
 	// The brokers are never dialled with an in-memory cluster; validation
-	// still wants a list.
+	// still wants a list of host:port.
 	kafka := config.Default().Kafka
-	kafka.Brokers = []string{"in-memory"}
+	kafka.Brokers = []string{"in-memory:9092"}
 	hs.consumer, err = actors.Start(sys, actors.Options{
 		Consumer:        cfg.Consumer,
 		Kafka:           kafka,
