@@ -14,8 +14,8 @@
 //	    partitions: 8               # partitions of auto-created topics, 1..1000
 //	    seed:                       # demo records written at start
 //	      topic: ""                 # a topic name; required when records > 0
-//	      records: 0                # 0..1000000; 0 means no seeding
-//	      keys: 100                 # distinct keys, 1..1000000 when records > 0
+//	      records: 0                # 0..100000; 0 means no seeding
+//	      keys: 100                 # distinct keys, 1..100000 when records > 0
 //	consumers:                      # 1 to 256; each is one actor tree
 //	  - name: orders                # required, unique, [0-9a-zA-Z._-]+
 //	    group: ""                   # consumer group, defaults to name
@@ -23,7 +23,7 @@
 //	    initial_offset: oldest      # oldest | newest
 //	    ordering: key               # key | partition | unordered
 //	    concurrency: 16             # 1..10000
-//	    max_buffered: 1000          # 0..1000000
+//	    max_buffered: 1000          # 0..100000
 //	    commit_interval: 1s         # 10ms..24h
 //	    handler:
 //	      type: noop                # http | noop | log | sleep | hash

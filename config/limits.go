@@ -13,27 +13,32 @@ import (
 // out of memory (concurrency 1000000000), panicked (max_buffered
 // 9223372036854775807: "makechan: size out of range"), burned a core
 // (commit_interval 1ns) or killed every node (node_report_interval 1ns).
-// Each maximum is far above real use and was measured to run: a consumer at
-// MaxConcurrency and MaxBuffered handles records at about 45 MB resident, an
-// embedded broker of MaxEmbeddedPartitions starts in about a second at
-// 77 MB, and MaxSeedRecords are seeded and consumed in about 4 s at 210 MB.
+// Each maximum is far above real use and was measured to run, all at once:
+// an embedded broker of MaxEmbeddedPartitions seeded with MaxSeedRecords
+// over MaxSeedKeys, consumed by a consumer at MaxConcurrency and
+// MaxBuffered with a dead-letter topic, ran to the end in 1.3 s at 195 MB
+// resident. (With a million seed records and a million buffered it took
+// 1.5 GB: the embedded broker, sarama's fetches and the buffer all hold
+// records in memory.)
 // The README's "Limits" table lists them; keep the two in step.
 const (
 	// MaxConcurrency bounds Consumer.Concurrency: a runner costs about
 	// 1.4 KB, so 10,000 cost ~15 MB; 100,000 cost 140 MB for nothing a
 	// process could use.
 	MaxConcurrency = 10_000
-	// MaxBuffered bounds Consumer.MaxBuffered.
-	MaxBuffered = 1_000_000
+	// MaxBuffered bounds Consumer.MaxBuffered: ten records waiting for each
+	// of MaxConcurrency runners. A buffered record costs its bytes plus
+	// about 0.8 KB; a million small ones held 770 MB.
+	MaxBuffered = 100_000
 	// MaxEmbeddedPartitions bounds Embedded.Partitions (and `turbo dev
 	// --partitions`): 10,000 partitions took the embedded broker 9 s and
 	// 515 MB to serve one topic.
 	MaxEmbeddedPartitions = 1_000
-	// MaxSeedRecords bounds Seed.Records; the embedded broker keeps them in
-	// memory.
-	MaxSeedRecords = 1_000_000
+	// MaxSeedRecords bounds Seed.Records: demo records, which the embedded
+	// broker keeps in memory (a million took 780 MB with 1,000 partitions).
+	MaxSeedRecords = 100_000
 	// MaxSeedKeys bounds Seed.Keys.
-	MaxSeedKeys = 1_000_000
+	MaxSeedKeys = 100_000
 	// MaxAttempts bounds Retry.MaxAttempts: at the default max_backoff of
 	// 10s, a million attempts is four months of retrying one record.
 	MaxAttempts = 1_000_000

@@ -75,7 +75,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"long group_instance_id", withConsumer("kafka: {group_instance_id: " + long + "}"), "kafka.group_instance_id", []string{"1 to 240"}},
 		{"embedded partitions 0", withConsumer("kafka: {embedded: {partitions: 0}}"), "kafka.embedded.partitions", []string{"must be between 1 and 1000 (got 0)"}},
 		{"seed records without topic", withConsumer("kafka: {embedded: {seed: {records: 5}}}"), "kafka.embedded.seed.topic", []string{"required"}},
-		{"seed records negative", withConsumer("kafka: {embedded: {seed: {records: -1}}}"), "kafka.embedded.seed.records", []string{"must be between 0 and 1000000 (got -1)"}},
+		{"seed records negative", withConsumer("kafka: {embedded: {seed: {records: -1}}}"), "kafka.embedded.seed.records", []string{"must be between 0 and 100000 (got -1)"}},
 		{"seed keys 0", withConsumer("kafka: {embedded: {seed: {topic: t, records: 5, keys: 0}}}"), "kafka.embedded.seed.keys", []string{"must be >= 1"}},
 
 		// Consumers.
@@ -92,7 +92,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"second consumer reported by index", "consumers:\n  - {name: a, topics: [t]}\n  - {name: b, topics: [t], concurrency: 0}\n", "consumers[1].concurrency", nil},
 		{"concurrency 0", oneConsumer([]string{"concurrency: 0"}), "consumers[0].concurrency", []string{"config: consumers[0].concurrency: must be between 1 and 10000 (got 0)"}},
 		{"concurrency -1", oneConsumer([]string{"concurrency: -1"}), "consumers[0].concurrency", []string{"must be between 1 and 10000 (got -1)"}},
-		{"max_buffered -1", oneConsumer([]string{"max_buffered: -1"}), "consumers[0].max_buffered", []string{"must be between 0 and 1000000 (got -1)"}},
+		{"max_buffered -1", oneConsumer([]string{"max_buffered: -1"}), "consumers[0].max_buffered", []string{"must be between 0 and 100000 (got -1)"}},
 		{"commit_interval 0", oneConsumer([]string{"commit_interval: 0s"}), "consumers[0].commit_interval", []string{"must be between 10ms and 24h (got 0s)"}},
 		{"http without url", oneConsumer([]string{"handler: {type: http}"}), "consumers[0].handler.url", []string{"required"}},
 		{"http relative url", oneConsumer([]string{"handler: {type: http, url: /hook}"}), "consumers[0].handler.url", []string{"absolute", `"/hook"`}},

@@ -217,7 +217,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "kafka.version 1.0.0", content: withKafka(`version: "1.0.0"`), want: []string{"kafka.version", `"1.0.0"`}},
 		{name: "kafka.version 0.10.2.0", content: withKafka(`version: "0.10.2.0"`), want: []string{"kafka.version", `"0.10.2.0"`}},
 		{name: "concurrency 1e9", content: withConsumer("concurrency: 1000000000"), want: []string{"consumers[0].concurrency", "between 1 and 10000"}},
-		{name: "max_buffered max int64", content: withConsumer("max_buffered: 9223372036854775807"), want: []string{"consumers[0].max_buffered", "between 0 and 1000000"}},
+		{name: "max_buffered max int64", content: withConsumer("max_buffered: 9223372036854775807"), want: []string{"consumers[0].max_buffered", "between 0 and 100000"}},
 		{name: "commit_interval 1ns", content: withConsumer("commit_interval: 1ns"), want: []string{"consumers[0].commit_interval", "between 10ms and 24h"}},
 		{name: "broker without port", content: strings.Replace(validYAML, `["127.0.0.1:1"]`, "[no-port]", 1), want: []string{"kafka.brokers[0]", `"no-port"`}},
 		{name: "topic with a space", content: strings.Replace(validYAML, "topics: [orders]", `topics: ["a b"]`, 1), want: []string{"consumers[0].topics[0]", `"a b"`}},
