@@ -8,7 +8,7 @@ TEST_TIMEOUT ?= 20m
 KAFKA_PKGS := ./test/kafka/ ./test/e2e/... ./test/chaos/ ./actors/...
 KAFKA_SH   := test/kafka/kafka.sh
 
-.PHONY: all build run test vet fmt-check proto proto-check bench bench-quick fuzz clean
+.PHONY: all build run test vet fmt-check proto proto-check bench bench-quick fuzz fuzz-config clean
 
 all: build
 
@@ -80,6 +80,13 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz 'FuzzDecode$$' -fuzztime 20s ./actors/offsetmeta/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeBody -fuzztime 20s ./actors/offsetmeta/
 	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime 20s ./supervisor/
+
+## fuzz-config: configuration loading alone, longer (FUZZTIME, default 2m):
+## Load must return an ErrInvalid or a configuration within the documented
+## limits (README "Limits").
+FUZZTIME ?= 2m
+fuzz-config:
+	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./config/
 
 clean:
 	rm -rf .bin .bench

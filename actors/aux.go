@@ -23,7 +23,14 @@ type kafkaAux struct {
 	client   sarama.Client
 	admin    sarama.ClusterAdmin
 	producer sarama.AsyncProducer // nil without a dead-letter topic
-	reqs     chan recordFailure
+	// The dead letters waiting for the producer: a slice that grows with
+	// them up to limit, not a channel of that capacity, which allocated the
+	// whole pipeline's worth up front (max_buffered 9223372036854775807
+	// panicked with "makechan: size out of range").
+	mu       sync.Mutex
+	queue    []recordFailure
+	limit    int
+	wake     chan struct{} // capacity 1: something was queued
 	quit     chan struct{}
 	fed      chan struct{} // closed when feed has returned
 	wg       sync.WaitGroup
@@ -48,7 +55,7 @@ func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string
 		return nil, err
 	}
 	a := &kafkaAux{groupID: groupID, dlqTopic: dlqTopic, send: send, log: log, client: client, admin: admin,
-		reqs: make(chan recordFailure, queue), quit: make(chan struct{}), fed: make(chan struct{})}
+		limit: queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), fed: make(chan struct{})}
 	if dlqTopic != "" {
 		if a.producer, err = sarama.NewAsyncProducerFromClient(client); err != nil {
 			admin.Close()
@@ -100,25 +107,41 @@ func (a *kafkaAux) finishedAbove(tp TopicPartition) []offsetmeta.Range {
 // deadLetter queues records for the dead-letter topic; their outcomes come
 // back to the proxy as deadLetterWritten messages.
 func (a *kafkaAux) deadLetter(fs []recordFailure) {
+	a.mu.Lock()
 	for _, f := range fs {
-		select {
-		case a.reqs <- f:
-		default: // cannot happen while the queue is sized to the pipeline
+		if len(a.queue) < a.limit {
+			a.queue = append(a.queue, f)
+		} else { // cannot happen while the limit is the pipeline's size
 			a.send(&deadLetterWritten{rec: f.rec, err: errors.New("actors: dead-letter queue full")})
 		}
+	}
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default: // feed has a wake-up pending already
 	}
 }
 
 func (a *kafkaAux) feed() {
 	defer close(a.fed)
+	var batch []recordFailure
 	for {
-		select {
-		case f := <-a.reqs:
+		a.mu.Lock()
+		batch, a.queue = a.queue, batch[:0]
+		a.mu.Unlock()
+		for i, f := range batch {
 			select {
 			case a.producer.Input() <- deadLetterMessage(a.dlqTopic, f):
+				batch[i] = recordFailure{} // the record is the producer's now
 			case <-a.quit:
 				return
 			}
+		}
+		if len(batch) > 0 {
+			continue // more may have come while these were fed
+		}
+		select {
+		case <-a.wake:
 		case <-a.quit:
 			return
 		}

@@ -81,7 +81,7 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 	if cfg.Kafka.IsEmbedded() {
 		return nil, fmt.Errorf("%w: kafka.brokers: start the embedded broker first and pass its address", config.ErrInvalid)
 	}
-	if err := checkKafka(cfg.Kafka); err != nil {
+	if err := CheckKafka(&cfg); err != nil {
 		return nil, err
 	}
 	policy := opts.Restart

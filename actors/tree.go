@@ -93,7 +93,7 @@ func dlqTopic(c config.Consumer) string {
 const fetchMaxWait = 100 * time.Millisecond
 
 // saramaConfig maps turbo's configuration onto sarama's. The version was
-// validated by checkKafka.
+// validated by CheckKafka.
 func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Duration) *sarama.Config {
 	cfg := sarama.NewConfig()
 	cfg.Version, _ = sarama.ParseKafkaVersion(k.Version)
@@ -155,12 +155,45 @@ func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Durati
 	return cfg
 }
 
-// checkKafka validates what the config package cannot without sarama.
-func checkKafka(k config.Kafka) error {
-	if _, err := sarama.ParseKafkaVersion(k.Version); err != nil {
-		return fmt.Errorf("%w: kafka.version: %w", config.ErrInvalid, err)
+// CheckKafka validates what the config package cannot without sarama: the
+// sarama configuration each consumer's client would be built with. sarama
+// refuses a bad one only when the client is made, which the tree retries
+// forever as "cannot reach Kafka" (kafka.version 2.3.0 did). The error is a
+// *config.FieldError naming the key at fault, so the CLI exits 2.
+func CheckKafka(cfg *config.Config) error {
+	for _, c := range cfg.Consumers {
+		err := validSarama(cfg.Kafka, c, cfg.ShutdownTimeout)
+		if err == nil {
+			continue
+		}
+		// Find the key by putting each suspect back to its default: what
+		// sarama checks beyond timeouts turbo sets itself depends on these.
+		key := "kafka"
+		for _, k := range []struct {
+			name  string
+			reset func(*config.Kafka)
+		}{
+			{"kafka.version", func(k *config.Kafka) { k.Version = config.Default().Kafka.Version }},
+			{"kafka.group_instance_id", func(k *config.Kafka) { k.GroupInstanceID = "" }},
+			{"kafka.client_id", func(k *config.Kafka) { k.ClientID = config.Default().Kafka.ClientID }},
+		} {
+			kc := cfg.Kafka
+			k.reset(&kc)
+			if validSarama(kc, c, cfg.ShutdownTimeout) == nil {
+				key = k.name
+				break
+			}
+		}
+		return &config.FieldError{Key: key, Msg: "refused by the Kafka client: " + err.Error()}
 	}
 	return nil
+}
+
+func validSarama(k config.Kafka, c config.Consumer, shutdownTimeout time.Duration) error {
+	if _, err := sarama.ParseKafkaVersion(k.Version); err != nil {
+		return err
+	}
+	return saramaConfig(k, c, shutdownTimeout).Validate()
 }
 
 // FailureError is the reason recorded when an actor of the tree panicked.

@@ -20,16 +20,17 @@ func writeConfig(t testing.TB, name, content string) string {
 	return path
 }
 
-// noEnv is a lookupEnv with an empty environment, so tests never depend on
-// the TURBO_ variables of the machine running them.
-func noEnv(string) (string, bool) { return "", false }
+// noEnv is an empty environment, so tests never depend on the TURBO_
+// variables of the machine running them.
+var noEnv []string
 
-// envMap returns a lookupEnv backed by m.
-func envMap(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) {
-		v, ok := m[k]
-		return v, ok
+// envMap returns m as an environment ("KEY=value" entries).
+func envMap(m map[string]string) []string {
+	env := make([]string, 0, len(m))
+	for k, v := range m {
+		env = append(env, k+"="+v)
 	}
+	return env
 }
 
 const fullYAML = `
@@ -227,8 +228,8 @@ func TestLoadValid(t *testing.T) {
 		{"null values mean default", "app.yaml", "kafka: ~\nlog:\nconsumers:\n  - name: orders\n    topics: [orders]\n    concurrency: ~\n    handler: ~\n", &minimal},
 		{"empty group means name", "app.yaml", "consumers:\n  - name: orders\n    group: \"\"\n    topics: [orders]\n", &minimal},
 		{
-			"weakly typed scalars", "app.yaml",
-			"kafka:\n  client_id: 42\nconsumers:\n  - name: orders\n    topics: [orders]\n    concurrency: \"8\"\n",
+			"a number for a string", "app.yaml",
+			"kafka:\n  client_id: 42\nconsumers:\n  - name: orders\n    topics: [orders]\n    concurrency: 8\n",
 			func() *Config {
 				c := Default()
 				c.Kafka.ClientID = "42"

@@ -44,6 +44,9 @@ func decode(raw map[string]any, c *Config) error {
 
 func decodeValue(key string, raw any, dst reflect.Value) error {
 	t := dst.Type()
+	if es, ok := raw.(envString); ok && t.Kind() != reflect.Int {
+		raw = string(es) // only integers treat env values apart
+	}
 	if t == byteSizeType {
 		b, err := toByteSize(raw)
 		if err != nil {
@@ -241,8 +244,9 @@ func toString(raw any) (string, error) {
 	}
 }
 
-// toInt accepts integers, whole floats (JSON has no integers) and, weakly,
-// decimal strings (env values are strings).
+// toInt accepts integers, whole floats (JSON has no integers) and decimal
+// strings set by the environment (env values are strings), not quoted
+// numbers in the file.
 func toInt(raw any) (int64, error) {
 	switch v := raw.(type) {
 	case int:
@@ -263,12 +267,19 @@ func toInt(raw any) (int64, error) {
 			return 0, fmt.Errorf("%v is out of range", v)
 		}
 		return int64(v), nil
-	case string:
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	case envString:
+		n, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("cannot parse %s as an integer", quoteValue(v))
+			return 0, fmt.Errorf("cannot parse %s as an integer", quoteValue(string(v)))
 		}
 		return n, nil
+	case string:
+		// A quoted number in the file is a string: `concurrency: "4"` was
+		// taken as 4, hiding a templating or typing mistake.
+		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			return 0, fmt.Errorf("expected an integer, got %s (a string: remove the quotes)", quoteValue(v))
+		}
+		return 0, fmt.Errorf("cannot parse %s as an integer", quoteValue(v))
 	default:
 		return 0, fmt.Errorf("expected an integer, got %s", describe(raw))
 	}

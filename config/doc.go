@@ -5,52 +5,58 @@
 // .json, .toml). Its schema, with defaults:
 //
 //	kafka:
-//	  brokers: ["127.0.0.1:9092"]   # ["embedded"] starts an in-memory broker in this process
+//	  brokers: ["127.0.0.1:9092"]   # host:port, at most 100; ["embedded"] (lower case)
+//	                                # starts an in-memory broker in this process
 //	  client_id: turbo
-//	  version: "3.6.0"              # Kafka protocol version, e.g. 2.8.0 or 0.10.2.1
+//	  version: "3.6.0"              # Kafka protocol version, at least 2.4.0
 //	  group_instance_id: ""         # static membership when set, [0-9a-zA-Z._-]{1,240}
 //	  embedded:                     # only used when brokers is ["embedded"]
-//	    partitions: 8               # partitions of auto-created topics, >= 1
+//	    partitions: 8               # partitions of auto-created topics, 1..1000
 //	    seed:                       # demo records written at start
-//	      topic: ""                 # required when records > 0
-//	      records: 0                # >= 0; 0 means no seeding
-//	      keys: 100                 # distinct keys, >= 1 when records > 0
-//	consumers:                      # at least one; each is one actor tree
+//	      topic: ""                 # a topic name; required when records > 0
+//	      records: 0                # 0..100000; 0 means no seeding
+//	      keys: 100                 # distinct keys, 1..100000 when records > 0
+//	consumers:                      # 1 to 256; each is one actor tree
 //	  - name: orders                # required, unique, [0-9a-zA-Z._-]+
 //	    group: ""                   # consumer group, defaults to name
-//	    topics: [orders]            # at least one, no empty names
+//	    topics: [orders]            # 1 to 1000 Kafka topic names [a-zA-Z0-9._-]{1,249}
 //	    initial_offset: oldest      # oldest | newest
 //	    ordering: key               # key | partition | unordered
-//	    concurrency: 16             # > 0
-//	    max_buffered: 1000          # >= 0
+//	    concurrency: 16             # 1..10000
+//	    max_buffered: 1000          # 0..100000
 //	    max_buffered_bytes: 64MiB   # bytes of the records fetched and not finished
 //	                                # (keys, values, headers), 1MiB..16GiB
-//	    commit_interval: 1s         # > 0
+//	    commit_interval: 1s         # 10ms..24h
 //	    handler:
 //	      type: noop                # http | noop | log | sleep | hash
-//	      url: ""                   # http: required absolute http(s) URL
-//	      timeout: 10s              # http: > 0
-//	      duration: 0s              # sleep: simulated work per record, >= 0
+//	      url: ""                   # http: required absolute http(s) URL with a host
+//	      timeout: 10s              # http: 1ms..24h
+//	      duration: 0s              # sleep: simulated work per record, 0..24h
 //	      bytes: 0                  # hash: bytes SHA-256 hashes per record, 1..2^30
 //	    retry:                      # keys left out keep their defaults
-//	      max_attempts: 3           # attempts in all, >= 1; 1 means no retry
-//	      initial_backoff: 100ms    # > 0; doubles per attempt, with jitter
-//	      max_backoff: 10s          # >= initial_backoff
+//	      max_attempts: 3           # attempts in all, 1..1000000; 1 means no retry
+//	      initial_backoff: 100ms    # 1ms..24h; doubles per attempt, with jitter
+//	      max_backoff: 10s          # initial_backoff..24h
 //	    on_failure: fail            # fail | skip | dlq: when the attempts run out,
 //	                                # or at once on a permanent error
 //	    dlq_topic: ""               # dlq: required, a Kafka topic name [a-zA-Z0-9._-]{1,249}
-//	    max_handler_time: 0s        # >= 0, 0 means unlimited; a longer attempt is
+//	    max_handler_time: 0s        # 0 (unlimited) or 1ms..24h; a longer attempt is
 //	                                # cancelled and counts as failed
 //	    commit_metadata_bytes: 4000 # budget for the finished offsets recorded in
 //	                                # the commit metadata; 0 = off, else 64..4096
-//	shutdown_timeout: 30s           # > 0
+//	shutdown_timeout: 30s           # 100ms..1h
 //	log:
 //	  level: info                   # debug | info | warn | error
 //	  format: console               # console | json
 //
-// Decoding is strict: keys are case-sensitive, unknown keys are errors, and
-// so are values of the wrong type. Weakly typed scalars are accepted (the
-// string "16" for an integer, a number for a string), but durations must be
+// The swarm section (`turbo swarm`) is described in swarm.go; every bound is
+// in limits.go and in the README's "Limits" table.
+//
+// The file is at most 16 MiB. Decoding is strict: keys are case-sensitive,
+// unknown keys are errors, a key given twice is an error (in JSON too), a
+// second YAML document is an error, and so are values of the wrong type. A
+// number is accepted for a string (client_id: 42), but not a quoted number
+// for an integer (concurrency: "4" is an error); durations must be
 // Go duration strings with a unit ("1s", "500ms"); a bare number is rejected
 // because "5" could mean seconds or nanoseconds. A key set to null is
 // treated as absent, so its default applies; a section given in part (say
@@ -62,7 +68,11 @@
 // TURBO_CONSUMERS_0_HANDLER_URL, TURBO_CONSUMERS_0_RETRY_MAX_ATTEMPTS,
 // TURBO_CONSUMERS_0_ON_FAILURE. Lists (brokers, topics) are comma-separated.
 // Only consumers present in the file can be overridden, and an empty value
-// counts as unset, as in viper.
+// counts as unset, as in viper. A variable whose name starts with TURBO_
+// and the first word of a top-level key (TURBO_KAFKA_, TURBO_CONSUMERS_,
+// TURBO_SHUTDOWN_, TURBO_LOG_, TURBO_SWARM_) but names no key, such as
+// TURBO_KAFKA_BROKER or TURBO_CONSUMERS_5_CONCURRENCY for a file with fewer
+// consumers, is an error naming it.
 //
 // Every error from [Load], [Config.Validate] and [Config.Select] wraps
 // [ErrInvalid]; errors about one key are a [*FieldError].

@@ -94,13 +94,6 @@ func TestEnvOverrides(t *testing.T) {
 			},
 		},
 		{
-			name: "index not in the file is ignored",
-			env:  map[string]string{"TURBO_CONSUMERS_2_CONCURRENCY": "abc"},
-			check: func(t *testing.T, c *Config) {
-				eq(t, "consumers", len(c.Consumers), 2)
-			},
-		},
-		{
 			name: "empty value counts as unset",
 			env:  map[string]string{"TURBO_LOG_LEVEL": ""},
 			check: func(t *testing.T, c *Config) {
@@ -108,8 +101,8 @@ func TestEnvOverrides(t *testing.T) {
 			},
 		},
 		{
-			name: "unprefixed and unknown names are ignored",
-			env:  map[string]string{"LOG_LEVEL": "bogus", "TURBO_LOG_COLOUR": "red"},
+			name: "names outside the configuration's namespace are ignored",
+			env:  map[string]string{"LOG_LEVEL": "bogus", "TURBO_TEST_BROKERS": "x", "TURBO": "y", "TURBO_": "z", "TURBO_LOG_COLOUR": ""},
 			check: func(t *testing.T, c *Config) {
 				eq(t, "log.level", c.Log.Level, LogWarn)
 			},
@@ -144,7 +137,7 @@ func TestEnvOverrideErrors(t *testing.T) {
 		{"not an integer", map[string]string{"TURBO_CONSUMERS_0_CONCURRENCY": "abc"}, "consumers[0].concurrency", "TURBO_CONSUMERS_0_CONCURRENCY", `cannot parse "abc"`},
 		{"bare duration", map[string]string{"TURBO_SHUTDOWN_TIMEOUT": "30"}, "shutdown_timeout", "TURBO_SHUTDOWN_TIMEOUT", "use a unit"},
 		{"invalid enum", map[string]string{"TURBO_LOG_LEVEL": "loud"}, "log.level", "TURBO_LOG_LEVEL", "must be one of"},
-		{"invalid after decode", map[string]string{"TURBO_CONSUMERS_1_CONCURRENCY": "0"}, "consumers[1].concurrency", "TURBO_CONSUMERS_1_CONCURRENCY", "must be > 0"},
+		{"invalid after decode", map[string]string{"TURBO_CONSUMERS_1_CONCURRENCY": "0"}, "consumers[1].concurrency", "TURBO_CONSUMERS_1_CONCURRENCY", "must be between 1 and 10000 (got 0)"},
 		{"list element", map[string]string{"TURBO_KAFKA_BROKERS": "a:1,,b:2"}, "kafka.brokers[1]", "TURBO_KAFKA_BROKERS", "must not be empty"},
 		{"byte size out of range", map[string]string{"TURBO_CONSUMERS_0_MAX_BUFFERED_BYTES": "512KiB"}, "consumers[0].max_buffered_bytes", "TURBO_CONSUMERS_0_MAX_BUFFERED_BYTES", "must be between 1MiB and 16GiB (got 512KiB)"},
 		{"nested url", map[string]string{"TURBO_CONSUMERS_0_HANDLER_TYPE": "http", "TURBO_CONSUMERS_0_HANDLER_URL": "nope"}, "consumers[0].handler.url", "TURBO_CONSUMERS_0_HANDLER_URL", "absolute"},

@@ -2,13 +2,18 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // FuzzLoad feeds arbitrary bytes to Load as a YAML file: it must never
-// panic, and must return either a valid configuration or an ErrInvalid.
+// panic, and must return either an error wrapping ErrInvalid or a
+// configuration whose every size, count and interval is within the bounds
+// the README's "Limits" table documents (checked by withinLimits, written
+// out apart from Validate so that the two check each other).
 func FuzzLoad(f *testing.F) {
 	seeds := []string{
 		fullYAML,
@@ -25,6 +30,18 @@ func FuzzLoad(f *testing.F) {
 		"kafka: {version: 3.6}\nshutdown_timeout: 1e400\n",
 		"consumers:\n\t- bad",
 		"",
+		// Issue 11's hostile values, and the bounds themselves.
+		"consumers: [{name: a, topics: [t], concurrency: 1000000000, max_buffered: 1000000000000}]",
+		"consumers: [{name: a, topics: [t], concurrency: 10000, max_buffered: 100000, commit_interval: 10ms}]",
+		"consumers: [{name: a, topics: [t], max_buffered: 9223372036854775807, commit_interval: 1ns}]",
+		"kafka: {brokers: [embedded], embedded: {partitions: 1e9}}\nconsumers: [{name: a, topics: [t]}]",
+		"swarm: {supervision_interval: 1ns, node_report_interval: 1ns, node_report_timeout: 2ns}\nconsumers: [{name: a, topics: [t]}]",
+		"swarm: {node_report_interval: 100ms, node_report_timeout: 300ms, liveness_listen: not an address}\nconsumers: [{name: a, topics: [t]}]",
+		"consumers: [{name: a, topics: [\"a b\", \"..\", \"t\\nx\"]}]",
+		"kafka: {brokers: [no-port, EMBEDDED], version: 0.10.2.0}\nconsumers: [{name: a, topics: [t], concurrency: \"4\"}]",
+		"consumers: [{name: a, topics: [t], handler: {type: http, url: \"http://127.0.0.1:99999/x\"}}]",
+		"consumers: [{name: a, topics: [t]}]\n---\nconsumers: []\n",
+		"kafka: {version: 2.4.0}\nconsumers: [{name: a, topics: [t], max_handler_time: 1ms, retry: {initial_backoff: 1ms, max_backoff: 24h}}]\nshutdown_timeout: 1h",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -51,5 +68,99 @@ func FuzzLoad(f *testing.F) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("Load returned a config that fails Validate: %v", err)
 		}
+		if err := withinLimits(c); err != nil {
+			t.Fatalf("Load returned a config outside the documented limits: %v", err)
+		}
 	})
+}
+
+// withinLimits checks c against the README's "Limits" table, written out
+// with literal numbers on purpose: a change of a bound in limits.go that the
+// table does not follow fails here.
+func withinLimits(c *Config) error {
+	const (
+		ms  = time.Millisecond
+		day = 24 * time.Hour
+	)
+	type ir struct {
+		key       string
+		v, lo, hi int
+	}
+	type dr struct {
+		key       string
+		v, lo, hi time.Duration
+	}
+	k, s := c.Kafka, c.Swarm
+	ints := []ir{
+		{"consumers (count)", len(c.Consumers), 1, 256},
+		{"kafka.brokers (count)", len(k.Brokers), 1, 100},
+		{"kafka.embedded.partitions", k.Embedded.Partitions, 1, 1000},
+		{"kafka.embedded.seed.records", k.Embedded.Seed.Records, 0, 100_000},
+		{"kafka.embedded.seed.keys", k.Embedded.Seed.Keys, 0, 100_000},
+		{"swarm.nodes", s.Nodes, 1, 256},
+		{"swarm.max_restarts", s.MaxRestarts, 0, 10_000},
+	}
+	durs := []dr{
+		{"shutdown_timeout", c.ShutdownTimeout, 100 * ms, time.Hour},
+		{"swarm.node_report_interval", s.NodeReportInterval, 100 * ms, day},
+		{"swarm.node_report_timeout", s.NodeReportTimeout, 3 * s.NodeReportInterval, day},
+		{"swarm.node_restart_timeout", s.NodeRestartTimeout, 0, day},
+		{"swarm.supervision_interval", s.SupervisionInterval, 10 * ms, day},
+		{"swarm.restart_window", s.RestartWindow, time.Second, day},
+	}
+	if k.Embedded.Seed.Records > 0 && k.Embedded.Seed.Keys < 1 {
+		return fmt.Errorf("kafka.embedded.seed.keys %d with records", k.Embedded.Seed.Keys)
+	}
+	if m := s.MemoryLimit; m != 0 && (m < 16<<20 || m > 16<<40) {
+		return fmt.Errorf("swarm.memory_limit %d", m)
+	}
+	for i, cc := range c.Consumers {
+		p := fmt.Sprintf("consumers[%d].", i)
+		ints = append(ints,
+			ir{p + "topics (count)", len(cc.Topics), 1, 1000},
+			ir{p + "concurrency", cc.Concurrency, 1, 10_000},
+			ir{p + "max_buffered", cc.MaxBuffered, 0, 100_000},
+			ir{p + "retry.max_attempts", cc.Retry.MaxAttempts, 1, 1_000_000},
+		)
+		durs = append(durs,
+			dr{p + "commit_interval", cc.CommitInterval, 10 * ms, day},
+			dr{p + "retry.initial_backoff", cc.Retry.InitialBackoff, ms, day},
+			dr{p + "retry.max_backoff", cc.Retry.MaxBackoff, cc.Retry.InitialBackoff, day},
+			dr{p + "handler.timeout", cc.Handler.Timeout, ms, day},
+		)
+		if cc.Handler.Type == HandlerSleep {
+			durs = append(durs, dr{p + "handler.duration", cc.Handler.Duration, 0, day})
+		}
+		if cc.Handler.Type == HandlerHash {
+			ints = append(ints, ir{p + "handler.bytes", cc.Handler.Bytes, 1, 1 << 30})
+		}
+		if cc.MaxHandlerTime != 0 {
+			durs = append(durs, dr{p + "max_handler_time", cc.MaxHandlerTime, ms, day})
+		}
+		if b := cc.MaxBufferedBytes; b < 1<<20 || b > 16<<30 {
+			return fmt.Errorf("%smax_buffered_bytes %d", p, b)
+		}
+		if n := cc.CommitMetadataBytes; n != 0 {
+			ints = append(ints, ir{p + "commit_metadata_bytes", n, 64, 4096})
+		}
+		for j, t := range cc.Topics {
+			if !validTopic(t) {
+				return fmt.Errorf("%stopics[%d] %q", p, j, t)
+			}
+		}
+	}
+	for _, b := range ints {
+		if b.v < b.lo || b.v > b.hi {
+			return fmt.Errorf("%s = %d, outside %d..%d", b.key, b.v, b.lo, b.hi)
+		}
+	}
+	for _, b := range durs {
+		if b.v < b.lo || b.v > b.hi {
+			return fmt.Errorf("%s = %s, outside %s..%s", b.key, b.v, b.lo, b.hi)
+		}
+	}
+	if v, ok := parseVersion(k.Version); !ok || versionLess(v, [3]int{2, 4, 0}) {
+		return fmt.Errorf("kafka.version %q", k.Version)
+	}
+	return nil
 }

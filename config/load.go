@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"maps"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,17 +20,22 @@ import (
 const EnvPrefix = "TURBO"
 
 // Load reads the configuration file at path (YAML, JSON or TOML by
-// extension), applies the defaults, applies the environment overrides found
-// through lookupEnv (os.LookupEnv in production; nil means no environment),
-// decodes strictly and validates. Every error wraps ErrInvalid; a missing
-// file also satisfies errors.Is(err, fs.ErrNotExist).
-func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+// extension; at most MaxFileSize), applies the defaults, applies the
+// environment overrides of environ ("KEY=value" entries, os.Environ() in
+// production; nil means no environment), decodes strictly and validates.
+// A TURBO_ variable in the configuration's namespace that names no key is
+// an error (see envNamespace). Every error wraps ErrInvalid; a missing file
+// also satisfies errors.Is(err, fs.ErrNotExist).
+func Load(path string, environ []string) (*Config, error) {
 	raw, err := readRaw(path)
 	if err != nil {
 		return nil, err
 	}
 	applyRawDefaults(raw)
-	origins := applyEnv(raw, lookupEnv)
+	origins, err := applyEnv(raw, environ)
+	if err != nil {
+		return nil, err
+	}
 
 	var c Config
 	if err := decode(raw, &c); err != nil {
@@ -54,7 +60,10 @@ func readRaw(path string) (map[string]any, error) {
 	default:
 		return nil, &fileError{msg: fmt.Sprintf("config: %s: unsupported file extension %q (use .yaml, .yml, .json or .toml)", path, filepath.Ext(path))}
 	}
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path)
+	if errors.Is(err, errTooLarge) {
+		return nil, &fileError{msg: fmt.Sprintf("config: %s is larger than %s, the most a configuration file may be", path, MaxFileSize)}
+	}
 	if err != nil {
 		var pe *fs.PathError
 		msg := err.Error()
@@ -70,6 +79,9 @@ func readRaw(path string) (map[string]any, error) {
 	doc := map[string]any{}
 	if err := safeDecode(dec, data, doc); err != nil {
 		return nil, &fileError{msg: fmt.Sprintf("config: cannot parse %s: %v", path, err), cause: err}
+	}
+	if err := checkStrict(ext, data); err != nil {
+		return nil, &fileError{msg: fmt.Sprintf("config: cannot parse %s: %v", path, err)}
 	}
 	// Normalizing also deep-copies, so later steps never mutate data the
 	// parser may share between nodes (YAML aliases).
@@ -191,22 +203,90 @@ func toRaw(v reflect.Value) any {
 	}
 }
 
+// envString is a value the environment set. Environment values are always
+// strings, so the decoder accepts one for an integer, where a quoted number
+// in the file ("4") is an error.
+type envString string
+
 // applyEnv overrides leaves of the raw tree from the environment and
-// returns which env variable set which key path (for error messages).
+// returns which env variable set which key path (for error messages). A
+// variable in the configuration's namespace that names no key is an error:
+// a misspelt TURBO_KAFKA_BROKER, or TURBO_CONSUMERS_5_CONCURRENCY for a
+// consumer the file lacks, was silently ignored.
 //
 // Env names are not parsed back into key paths, since snake_case keys
 // contain "_" and TURBO_KAFKA_CLIENT_ID would be ambiguous. Instead every
 // key path the schema knows (with the consumer indices present in the
 // file) is turned into its env name and looked up.
-func applyEnv(raw map[string]any, lookupEnv func(string) (string, bool)) map[string]string {
-	origins := map[string]string{}
-	if lookupEnv != nil {
-		envWalk(reflect.TypeFor[Config](), raw, "", EnvPrefix, lookupEnv, origins)
+func applyEnv(raw map[string]any, environ []string) (map[string]string, error) {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		if name, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, EnvPrefix+"_") && v != "" {
+			// Empty counts as unset, as in viper: templated deployments
+			// often export VAR= for values they do not mean to set.
+			vars[name] = v
+		}
 	}
-	return origins
+	origins := map[string]string{}
+	known := map[string]bool{}
+	envWalk(reflect.TypeFor[Config](), raw, "", EnvPrefix, vars, origins, known)
+	return origins, unknownEnv(raw, vars, known)
 }
 
-func envWalk(t reflect.Type, m map[string]any, keyPrefix, envPrefix string, lookupEnv func(string) (string, bool), origins map[string]string) {
+// envNamespace returns the first words of the top-level keys in env form
+// (KAFKA, CONSUMERS, SHUTDOWN, LOG, SWARM): a TURBO_ variable starting with
+// one of them must name a key. Other TURBO_ variables (TURBO_TEST_BROKERS)
+// are not the configuration's business. A program that sets variables of
+// its own in this namespace (the swarm's TURBO_SWARM_SOCKET) leaves them out
+// of what it passes to Load.
+func envNamespace() []string {
+	t := reflect.TypeFor[Config]()
+	words := make([]string, t.NumField())
+	for i := range words {
+		first, _, _ := strings.Cut(keyName(t.Field(i)), "_")
+		words[i] = strings.ToUpper(first)
+	}
+	return words
+}
+
+func unknownEnv(raw map[string]any, vars map[string]string, known map[string]bool) error {
+	words := envNamespace()
+	names := make([]string, 0, len(vars))
+	for name := range vars {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		rest := strings.TrimPrefix(name, EnvPrefix+"_")
+		first, _, _ := strings.Cut(rest, "_")
+		if known[name] || !slices.Contains(words, first) {
+			continue
+		}
+		msg := "the environment variable names no configuration key"
+		consumers, _ := raw["consumers"].([]any)
+		if idx, ok := envIndex(rest, "CONSUMERS_"); ok && idx >= len(consumers) {
+			msg += fmt.Sprintf(" (the file has no consumers[%d]; only consumers in the file can be overridden)", idx)
+		} else if s := suggest(name, slices.Sorted(maps.Keys(known))); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return fieldErr(name, msg)
+	}
+	return nil
+}
+
+// envIndex parses the list index of an env name's rest such as
+// CONSUMERS_5_CONCURRENCY.
+func envIndex(rest, list string) (int, bool) {
+	after, ok := strings.CutPrefix(rest, list)
+	if !ok {
+		return 0, false
+	}
+	digits, _, _ := strings.Cut(after, "_")
+	n, err := strconv.Atoi(digits)
+	return n, err == nil && n >= 0
+}
+
+func envWalk(t reflect.Type, m map[string]any, keyPrefix, envPrefix string, vars, origins map[string]string, known map[string]bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name := keyName(f)
@@ -217,31 +297,30 @@ func envWalk(t reflect.Type, m map[string]any, keyPrefix, envPrefix string, look
 			// After the defaults every section exists; one that is not a
 			// map is a type error the decoder reports.
 			if sub, ok := m[name].(map[string]any); ok {
-				envWalk(f.Type, sub, key, env, lookupEnv, origins)
+				envWalk(f.Type, sub, key, env, vars, origins, known)
 			}
 		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
 			list, _ := m[name].([]any)
 			for j, el := range list {
 				if sub, ok := el.(map[string]any); ok {
-					envWalk(f.Type.Elem(), sub, fmt.Sprintf("%s[%d]", key, j), env+"_"+strconv.Itoa(j), lookupEnv, origins)
+					envWalk(f.Type.Elem(), sub, fmt.Sprintf("%s[%d]", key, j), env+"_"+strconv.Itoa(j), vars, origins, known)
 				}
 			}
 		default:
-			v, ok := lookupEnv(env)
-			if !ok || v == "" {
-				// Empty counts as unset, as in viper: templated deployments
-				// often export VAR= for values they do not mean to set.
+			known[env] = true
+			v, ok := vars[env]
+			if !ok {
 				continue
 			}
 			if f.Type.Kind() == reflect.Slice {
 				parts := strings.Split(v, ",")
 				l := make([]any, len(parts))
 				for j, p := range parts {
-					l[j] = strings.TrimSpace(p)
+					l[j] = envString(strings.TrimSpace(p))
 				}
 				m[name] = l
 			} else {
-				m[name] = v
+				m[name] = envString(v)
 			}
 			origins[key] = env
 		}

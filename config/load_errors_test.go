@@ -73,9 +73,9 @@ func TestLoadInvalid(t *testing.T) {
 		{"five-part version", withConsumer(`kafka: {version: "1.2.3.4.5"}`), "kafka.version", nil},
 		{"bad group_instance_id", withConsumer(`kafka: {group_instance_id: "pod 1"}`), "kafka.group_instance_id", []string{`"pod 1"`}},
 		{"long group_instance_id", withConsumer("kafka: {group_instance_id: " + long + "}"), "kafka.group_instance_id", []string{"1 to 240"}},
-		{"embedded partitions 0", withConsumer("kafka: {embedded: {partitions: 0}}"), "kafka.embedded.partitions", []string{"must be >= 1"}},
+		{"embedded partitions 0", withConsumer("kafka: {embedded: {partitions: 0}}"), "kafka.embedded.partitions", []string{"must be between 1 and 1000 (got 0)"}},
 		{"seed records without topic", withConsumer("kafka: {embedded: {seed: {records: 5}}}"), "kafka.embedded.seed.topic", []string{"required"}},
-		{"seed records negative", withConsumer("kafka: {embedded: {seed: {records: -1}}}"), "kafka.embedded.seed.records", []string{"must be >= 0 (got -1)"}},
+		{"seed records negative", withConsumer("kafka: {embedded: {seed: {records: -1}}}"), "kafka.embedded.seed.records", []string{"must be between 0 and 100000 (got -1)"}},
 		{"seed keys 0", withConsumer("kafka: {embedded: {seed: {topic: t, records: 5, keys: 0}}}"), "kafka.embedded.seed.keys", []string{"must be >= 1"}},
 
 		// Consumers.
@@ -90,27 +90,27 @@ func TestLoadInvalid(t *testing.T) {
 		{"empty topics", "consumers:\n  - {name: a, topics: []}\n", "consumers[0].topics", []string{"at least one topic"}},
 		{"empty topic", "consumers:\n  - {name: a, topics: [t, \"\"]}\n", "consumers[0].topics[1]", []string{"must not be empty"}},
 		{"second consumer reported by index", "consumers:\n  - {name: a, topics: [t]}\n  - {name: b, topics: [t], concurrency: 0}\n", "consumers[1].concurrency", nil},
-		{"concurrency 0", oneConsumer([]string{"concurrency: 0"}), "consumers[0].concurrency", []string{"must be > 0 (got 0)", "config: consumers[0].concurrency: must be > 0 (got 0)"}},
-		{"concurrency -1", oneConsumer([]string{"concurrency: -1"}), "consumers[0].concurrency", []string{"must be > 0 (got -1)"}},
-		{"max_buffered -1", oneConsumer([]string{"max_buffered: -1"}), "consumers[0].max_buffered", []string{"must be >= 0 (got -1)"}},
+		{"concurrency 0", oneConsumer([]string{"concurrency: 0"}), "consumers[0].concurrency", []string{"config: consumers[0].concurrency: must be between 1 and 10000 (got 0)"}},
+		{"concurrency -1", oneConsumer([]string{"concurrency: -1"}), "consumers[0].concurrency", []string{"must be between 1 and 10000 (got -1)"}},
+		{"max_buffered -1", oneConsumer([]string{"max_buffered: -1"}), "consumers[0].max_buffered", []string{"must be between 0 and 100000 (got -1)"}},
+		{"commit_interval 0", oneConsumer([]string{"commit_interval: 0s"}), "consumers[0].commit_interval", []string{"must be between 10ms and 24h (got 0s)"}},
 		{"max_buffered_bytes too small", oneConsumer([]string{"max_buffered_bytes: 1000"}), "consumers[0].max_buffered_bytes", []string{"config: consumers[0].max_buffered_bytes: must be between 1MiB and 16GiB (got 1000B)"}},
 		{"max_buffered_bytes too large", oneConsumer([]string{"max_buffered_bytes: 17GiB"}), "consumers[0].max_buffered_bytes", []string{"must be between 1MiB and 16GiB (got 17GiB)"}},
 		{"max_buffered_bytes 0", oneConsumer([]string{"max_buffered_bytes: 0"}), "consumers[0].max_buffered_bytes", []string{"(got 0B)"}},
 		{"max_buffered_bytes not a size", oneConsumer([]string{"max_buffered_bytes: lots"}), "consumers[0].max_buffered_bytes", []string{`cannot parse "lots" as a size`}},
-		{"commit_interval 0", oneConsumer([]string{"commit_interval: 0s"}), "consumers[0].commit_interval", []string{"must be > 0"}},
 		{"http without url", oneConsumer([]string{"handler: {type: http}"}), "consumers[0].handler.url", []string{"required"}},
 		{"http relative url", oneConsumer([]string{"handler: {type: http, url: /hook}"}), "consumers[0].handler.url", []string{"absolute", `"/hook"`}},
 		{"http non-http url", oneConsumer([]string{"handler: {type: http, url: \"ftp://h/x\"}"}), "consumers[0].handler.url", []string{"absolute"}},
 		{"http url without host", oneConsumer([]string{"handler: {type: http, url: \"http:///x\"}"}), "consumers[0].handler.url", []string{"absolute"}},
-		{"http timeout 0", oneConsumer([]string{"handler: {type: http, url: \"http://h/x\", timeout: 0s}"}), "consumers[0].handler.timeout", []string{"must be > 0"}},
+		{"http timeout 0", oneConsumer([]string{"handler: {type: http, url: \"http://h/x\", timeout: 0s}"}), "consumers[0].handler.timeout", []string{"must be between 1ms and 24h (got 0s)"}},
 		{"hash without bytes", oneConsumer([]string{"handler: {type: hash}"}), "consumers[0].handler.bytes", []string{"must be between 1 and 1073741824", "handler type hash", "got 0"}},
 		{"hash negative bytes", oneConsumer([]string{"handler: {type: hash, bytes: -5}"}), "consumers[0].handler.bytes", []string{"got -5"}},
 		{"hash bytes too large", oneConsumer([]string{"handler: {type: hash, bytes: 2000000000}"}), "consumers[0].handler.bytes", []string{"got 2000000000"}},
-		{"sleep negative duration", oneConsumer([]string{"handler: {type: sleep, duration: -1s}"}), "consumers[0].handler.duration", []string{"must be >= 0"}},
+		{"sleep negative duration", oneConsumer([]string{"handler: {type: sleep, duration: -1s}"}), "consumers[0].handler.duration", []string{"must be between 0s and 24h (got -1s)"}},
 
 		// Top level.
-		{"shutdown_timeout 0", withConsumer("shutdown_timeout: 0s"), "shutdown_timeout", []string{"must be > 0"}},
-		{"shutdown_timeout negative", withConsumer("shutdown_timeout: -5s"), "shutdown_timeout", []string{"must be > 0"}},
+		{"shutdown_timeout 0", withConsumer("shutdown_timeout: 0s"), "shutdown_timeout", []string{"must be between 100ms and 1h (got 0s)"}},
+		{"shutdown_timeout negative", withConsumer("shutdown_timeout: -5s"), "shutdown_timeout", []string{"must be between 100ms and 1h (got -5s)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

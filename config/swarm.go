@@ -17,7 +17,7 @@ type Swarm struct {
 	// NodeReportInterval is how often each node reports its health.
 	NodeReportInterval time.Duration `mapstructure:"node_report_interval"`
 	// NodeReportTimeout is the silence after which a node counts as hung.
-	// It must be larger than NodeReportInterval.
+	// It must be at least NodeReportTimeoutIntervals report intervals.
 	NodeReportTimeout time.Duration `mapstructure:"node_report_timeout"`
 	// NodeRestartTimeout is the delay before an exited node starts again.
 	NodeRestartTimeout time.Duration `mapstructure:"node_restart_timeout"`
@@ -57,30 +57,32 @@ func (s *Swarm) validate() error {
 	if s.Nodes < 1 || s.Nodes > MaxNodes {
 		return fieldErr("swarm.nodes", fmt.Sprintf("must be between 1 and %d (got %d)", MaxNodes, s.Nodes))
 	}
-	for _, d := range []struct {
-		key string
-		v   time.Duration
-	}{
-		{"swarm.node_report_interval", s.NodeReportInterval},
-		{"swarm.node_report_timeout", s.NodeReportTimeout},
-		{"swarm.supervision_interval", s.SupervisionInterval},
-		{"swarm.restart_window", s.RestartWindow},
-	} {
-		if err := positive(d.key, d.v); err != nil {
-			return err
-		}
+	if err := durRange("swarm.node_report_interval", s.NodeReportInterval, MinNodeReportInterval, MaxDuration); err != nil {
+		return err
 	}
-	if s.NodeReportTimeout <= s.NodeReportInterval {
-		return fieldErr("swarm.node_report_timeout", fmt.Sprintf("must be larger than swarm.node_report_interval (%s), got %s", s.NodeReportInterval, s.NodeReportTimeout))
+	// No overflow: the interval is at most a day.
+	if lo := NodeReportTimeoutIntervals * s.NodeReportInterval; s.NodeReportTimeout < lo || s.NodeReportTimeout > MaxDuration {
+		return fieldErr("swarm.node_report_timeout", fmt.Sprintf("must be between %d × swarm.node_report_interval (%s) and %s (got %s)",
+			NodeReportTimeoutIntervals, fmtDur(lo), fmtDur(MaxDuration), fmtDur(s.NodeReportTimeout)))
 	}
-	if s.NodeRestartTimeout < 0 {
-		return fieldErr("swarm.node_restart_timeout", fmt.Sprintf("must not be negative (got %s)", s.NodeRestartTimeout))
+	if err := durRange("swarm.node_restart_timeout", s.NodeRestartTimeout, 0, MaxDuration); err != nil {
+		return err
 	}
-	if s.MaxRestarts < 0 {
-		return fieldErr("swarm.max_restarts", fmt.Sprintf("must not be negative (got %d)", s.MaxRestarts))
+	if err := durRange("swarm.supervision_interval", s.SupervisionInterval, MinSupervisionInterval, MaxDuration); err != nil {
+		return err
 	}
-	if s.MemoryLimit != 0 && s.MemoryLimit < minMemoryLimit {
-		return fieldErr("swarm.memory_limit", fmt.Sprintf("must be 0 (off) or at least %s (got %s)", minMemoryLimit, s.MemoryLimit))
+	if err := intRange("swarm.max_restarts", s.MaxRestarts, 0, MaxRestarts); err != nil {
+		return err
+	}
+	if err := durRange("swarm.restart_window", s.RestartWindow, MinRestartWindow, MaxDuration); err != nil {
+		return err
+	}
+	if s.MemoryLimit != 0 && (s.MemoryLimit < minMemoryLimit || s.MemoryLimit > MaxMemoryLimit) {
+		return fieldErr("swarm.memory_limit", fmt.Sprintf("must be 0 (off) or between %s and %s (got %s)", minMemoryLimit, MaxMemoryLimit, s.MemoryLimit))
+	}
+	if s.LivenessListen != "" && !validHostPort(s.LivenessListen, true) {
+		// The supervisor failed on it only when listening, with exit 1.
+		return fieldErr("swarm.liveness_listen", fmt.Sprintf("must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:8080 or :8080 (got %s)", quoteValue(s.LivenessListen)))
 	}
 	return nil
 }
@@ -90,8 +92,8 @@ func (s *Swarm) validate() error {
 const minMemoryLimit = 16 * MiB
 
 // ByteSize is an amount of memory in bytes. In a file it is a number of bytes
-// or a number with a unit: B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB
-// (powers of 1024), e.g. 512MiB.
+// or a number with a unit: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB,
+// GiB, TiB (powers of 1024), e.g. 512MiB.
 type ByteSize int64
 
 // Byte size units.
@@ -99,6 +101,7 @@ const (
 	KiB ByteSize = 1 << 10
 	MiB ByteSize = 1 << 20
 	GiB ByteSize = 1 << 30
+	TiB ByteSize = 1 << 40
 )
 
 var byteSizeType = reflect.TypeFor[ByteSize]()
@@ -107,8 +110,8 @@ var byteUnits = []struct {
 	suffix string
 	size   ByteSize
 }{ // longest suffixes first, so "MiB" is not read as "B"
-	{"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB},
-	{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
+	{"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB}, {"TiB", TiB},
+	{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"TB", 1000 * 1000 * 1000 * 1000},
 	{"B", 1},
 }
 
@@ -138,7 +141,7 @@ func (b ByteSize) String() string {
 	for _, u := range []struct {
 		suffix string
 		size   ByteSize
-	}{{"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}} {
+	}{{"TiB", TiB}, {"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}} {
 		if b != 0 && b%u.size == 0 {
 			return strconv.FormatInt(int64(b/u.size), 10) + u.suffix
 		}

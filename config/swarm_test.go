@@ -35,7 +35,7 @@ func TestSwarmSectionLoads(t *testing.T) {
 	}
 
 	env := map[string]string{"TURBO_SWARM_MEMORY_LIMIT": "1GB", "TURBO_SWARM_NODES": "2"}
-	got, err = Load(writeConfig(t, "app.yaml", swarmBase), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	got, err = Load(writeConfig(t, "app.yaml", swarmBase), envMap(env))
 	if err != nil {
 		t.Fatalf("Load with env: %v", err)
 	}
@@ -52,14 +52,14 @@ func TestSwarmRejectsBadValues(t *testing.T) {
 		{"unknown key", "swarm:\n  nodez: 2\n", "swarm.nodez", []string{"nodes"}},
 		{"zero nodes", "swarm:\n  nodes: 0\n", "swarm.nodes", []string{"between 1 and"}},
 		{"too many nodes", "swarm:\n  nodes: 100000\n", "swarm.nodes", nil},
-		{"timeout not above interval", "swarm:\n  node_report_interval: 10s\n  node_report_timeout: 10s\n", "swarm.node_report_timeout", []string{"larger than swarm.node_report_interval"}},
+		{"timeout not above interval", "swarm:\n  node_report_interval: 10s\n  node_report_timeout: 10s\n", "swarm.node_report_timeout", []string{"between 3 × swarm.node_report_interval (30s) and 24h (got 10s)"}},
 		{"bare duration", "swarm:\n  supervision_interval: 1\n", "swarm.supervision_interval", []string{"unit"}},
 		{"zero supervision", "swarm:\n  supervision_interval: 0s\n", "swarm.supervision_interval", nil},
 		{"negative restart delay", "swarm:\n  node_restart_timeout: -1s\n", "swarm.node_restart_timeout", nil},
 		{"negative restarts", "swarm:\n  max_restarts: -1\n", "swarm.max_restarts", nil},
 		{"bad size", "swarm:\n  memory_limit: lots\n", "swarm.memory_limit", []string{`"lots"`, "512MiB"}},
-		{"unknown unit", "swarm:\n  memory_limit: 5TiB\n", "swarm.memory_limit", nil},
-		{"tiny size", "swarm:\n  memory_limit: 512\n", "swarm.memory_limit", []string{"at least 16MiB"}},
+		{"unknown unit", "swarm:\n  memory_limit: 5PiB\n", "swarm.memory_limit", nil},
+		{"tiny size", "swarm:\n  memory_limit: 512\n", "swarm.memory_limit", []string{"between 16MiB and 16TiB"}},
 		{"negative size", "swarm:\n  memory_limit: -5\n", "swarm.memory_limit", nil},
 	}
 	for _, tt := range tests {

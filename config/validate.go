@@ -5,11 +5,10 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"time"
 )
 
 var (
-	versionPattern = regexp.MustCompile(`^\d+\.\d+\.\d+(\.\d+)?$`)
+	versionPattern = regexp.MustCompile(`^(0|[1-9]\d{0,2})\.(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?$`)
 	// Kafka's own limit for group.instance.id.
 	instanceIDPattern = regexp.MustCompile(`^[0-9a-zA-Z._-]{1,240}$`)
 	// Names end up in metric labels, actor names and CLI flags, so they are
@@ -38,6 +37,9 @@ func (c *Config) Validate() error {
 	if len(c.Consumers) == 0 {
 		return fieldErr("consumers", "at least one consumer is required")
 	}
+	if len(c.Consumers) > MaxConsumers {
+		return fieldErr("consumers", fmt.Sprintf("at most %d consumers (got %d)", MaxConsumers, len(c.Consumers)))
+	}
 	seen := make(map[string]int, len(c.Consumers))
 	for i := range c.Consumers {
 		key := fmt.Sprintf("consumers[%d]", i)
@@ -50,7 +52,7 @@ func (c *Config) Validate() error {
 		}
 		seen[cons.Name] = i
 	}
-	if err := positive("shutdown_timeout", c.ShutdownTimeout); err != nil {
+	if err := durRange("shutdown_timeout", c.ShutdownTimeout, MinShutdownTimeout, MaxShutdownTimeout); err != nil {
 		return err
 	}
 	if err := oneOf("log.level", c.Log.Level, LogDebug, LogInfo, LogWarn, LogError); err != nil {
@@ -66,6 +68,9 @@ func (k *Kafka) validate() error {
 	if len(k.Brokers) == 0 {
 		return fieldErr("kafka.brokers", `at least one broker is required (or ["embedded"])`)
 	}
+	if len(k.Brokers) > MaxBrokers {
+		return fieldErr("kafka.brokers", fmt.Sprintf("at most %d brokers (got %d)", MaxBrokers, len(k.Brokers)))
+	}
 	for i, b := range k.Brokers {
 		key := fmt.Sprintf("kafka.brokers[%d]", i)
 		switch {
@@ -73,22 +78,35 @@ func (k *Kafka) validate() error {
 			return fieldErr(key, "must not be empty")
 		case b == EmbeddedBroker && len(k.Brokers) > 1:
 			return fieldErr(key, fmt.Sprintf("%q must be the only broker", EmbeddedBroker))
+		case b == EmbeddedBroker:
+		case strings.EqualFold(b, EmbeddedBroker):
+			// Not normalised: keys and values are case-sensitive everywhere
+			// else, and a host named EMBEDDED would be ambiguous.
+			return fieldErr(key, fmt.Sprintf("the embedded broker is spelt %q, in lower case (got %s)", EmbeddedBroker, quoteValue(b)))
+		case !validHostPort(b, false):
+			// sarama retried such an address forever.
+			return fieldErr(key, fmt.Sprintf("must be host:port with a port from 1 to 65535, or the single entry %q (got %s)", EmbeddedBroker, quoteValue(b)))
 		}
 	}
-	if !versionPattern.MatchString(k.Version) {
-		return fieldErr("kafka.version", fmt.Sprintf("must look like 3.6.0 or 0.10.2.1 (got %s)", quoteValue(k.Version)))
+	if v, ok := parseVersion(k.Version); !ok {
+		return fieldErr("kafka.version", fmt.Sprintf("must be a Kafka version such as 3.6.0, at least 2.4.0 (got %s)", quoteValue(k.Version)))
+	} else if versionLess(v, minCooperativeVersion) {
+		return fieldErr("kafka.version", fmt.Sprintf("must be at least 2.4.0, which cooperative-sticky rebalancing needs (got %s)", quoteValue(k.Version)))
 	}
-	if k.GroupInstanceID != "" && !instanceIDPattern.MatchString(k.GroupInstanceID) {
-		return fieldErr("kafka.group_instance_id", fmt.Sprintf("must be 1 to 240 characters of [0-9a-zA-Z._-] (got %s)", quoteValue(k.GroupInstanceID)))
+	if id := k.GroupInstanceID; id != "" && (!instanceIDPattern.MatchString(id) || id == "." || id == "..") {
+		return fieldErr("kafka.group_instance_id", fmt.Sprintf("must be 1 to 240 characters of [0-9a-zA-Z._-], not . or .. (got %s)", quoteValue(id)))
 	}
 	// The embedded section is checked even when unused, so a mistake there
 	// does not surface only on the day someone switches to ["embedded"].
 	e := &k.Embedded
-	if e.Partitions < 1 {
-		return fieldErr("kafka.embedded.partitions", fmt.Sprintf("must be >= 1 (got %d)", e.Partitions))
+	if err := intRange("kafka.embedded.partitions", e.Partitions, 1, MaxEmbeddedPartitions); err != nil {
+		return err
 	}
-	if e.Seed.Records < 0 {
-		return fieldErr("kafka.embedded.seed.records", fmt.Sprintf("must be >= 0 (got %d)", e.Seed.Records))
+	if err := intRange("kafka.embedded.seed.records", e.Seed.Records, 0, MaxSeedRecords); err != nil {
+		return err
+	}
+	if e.Seed.Topic != "" && !validTopic(e.Seed.Topic) {
+		return topicErr("kafka.embedded.seed.topic", e.Seed.Topic)
 	}
 	if e.Seed.Records > 0 {
 		if e.Seed.Topic == "" {
@@ -97,6 +115,9 @@ func (k *Kafka) validate() error {
 		if e.Seed.Keys < 1 {
 			return fieldErr("kafka.embedded.seed.keys", fmt.Sprintf("must be >= 1 when seed.records > 0 (got %d)", e.Seed.Keys))
 		}
+	}
+	if e.Seed.Keys > MaxSeedKeys {
+		return intRange("kafka.embedded.seed.keys", e.Seed.Keys, 1, MaxSeedKeys)
 	}
 	return nil
 }
@@ -111,10 +132,17 @@ func (c *Consumer) validate(key string) error {
 		return fieldErr(key+".group", "must not be empty (ApplyDefaults sets it to the name)")
 	case len(c.Topics) == 0:
 		return fieldErr(key+".topics", "at least one topic is required")
+	case len(c.Topics) > MaxTopics:
+		return fieldErr(key+".topics", fmt.Sprintf("at most %d topics (got %d)", MaxTopics, len(c.Topics)))
 	}
 	for i, t := range c.Topics {
+		k := fmt.Sprintf("%s.topics[%d]", key, i)
 		if strings.TrimSpace(t) == "" {
-			return fieldErr(fmt.Sprintf("%s.topics[%d]", key, i), "must not be empty")
+			return fieldErr(k, "must not be empty")
+		}
+		if !validTopic(t) {
+			// `turbo dev` created such topics, and Kafka refuses them.
+			return topicErr(k, t)
 		}
 	}
 	if err := oneOf(key+".initial_offset", c.InitialOffset, OffsetOldest, OffsetNewest); err != nil {
@@ -123,16 +151,16 @@ func (c *Consumer) validate(key string) error {
 	if err := oneOf(key+".ordering", c.Ordering, OrderingKey, OrderingPartition, OrderingUnordered); err != nil {
 		return err
 	}
-	if c.Concurrency <= 0 {
-		return fieldErr(key+".concurrency", fmt.Sprintf("must be > 0 (got %d)", c.Concurrency))
+	if err := intRange(key+".concurrency", c.Concurrency, 1, MaxConcurrency); err != nil {
+		return err
 	}
-	if c.MaxBuffered < 0 {
-		return fieldErr(key+".max_buffered", fmt.Sprintf("must be >= 0 (got %d)", c.MaxBuffered))
+	if err := intRange(key+".max_buffered", c.MaxBuffered, 0, MaxBuffered); err != nil {
+		return err
 	}
 	if b := c.MaxBufferedBytes; b < MinMaxBufferedBytes || b > MaxMaxBufferedBytes {
 		return fieldErr(key+".max_buffered_bytes", fmt.Sprintf("must be between %s and %s (got %s)", MinMaxBufferedBytes, MaxMaxBufferedBytes, b))
 	}
-	if err := positive(key+".commit_interval", c.CommitInterval); err != nil {
+	if err := durRange(key+".commit_interval", c.CommitInterval, MinCommitInterval, MaxDuration); err != nil {
 		return err
 	}
 	if err := c.Handler.validate(key + ".handler"); err != nil {
@@ -150,10 +178,10 @@ func (c *Consumer) validate(key string) error {
 	case c.DLQTopic == "" && c.OnFailure == OnFailureDLQ:
 		return fieldErr(key+".dlq_topic", "required when on_failure is dlq")
 	case c.DLQTopic != "" && !validTopic(c.DLQTopic):
-		return fieldErr(key+".dlq_topic", fmt.Sprintf("must be a Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], not . or .. (got %s)", quoteValue(c.DLQTopic)))
+		return topicErr(key+".dlq_topic", c.DLQTopic)
 	}
-	if c.MaxHandlerTime < 0 {
-		return fieldErr(key+".max_handler_time", fmt.Sprintf("must be >= 0, 0 meaning unlimited (got %s)", c.MaxHandlerTime))
+	if t := c.MaxHandlerTime; t != 0 && (t < MinTimeout || t > MaxDuration) {
+		return fieldErr(key+".max_handler_time", fmt.Sprintf("must be 0 (unlimited) or between %s and %s (got %s)", fmtDur(MinTimeout), fmtDur(MaxDuration), fmtDur(t)))
 	}
 	if n := c.CommitMetadataBytes; n != 0 && (n < minCommitMetadataBytes || n > maxCommitMetadataBytes) {
 		return fieldErr(key+".commit_metadata_bytes", fmt.Sprintf("must be 0 (off) or %d to %d (got %d)", minCommitMetadataBytes, maxCommitMetadataBytes, n))
@@ -162,20 +190,24 @@ func (c *Consumer) validate(key string) error {
 }
 
 func (r *Retry) validate(key string) error {
-	if r.MaxAttempts < 1 {
-		return fieldErr(key+".max_attempts", fmt.Sprintf("must be >= 1 (got %d)", r.MaxAttempts))
-	}
-	if err := positive(key+".initial_backoff", r.InitialBackoff); err != nil {
+	if err := intRange(key+".max_attempts", r.MaxAttempts, 1, MaxAttempts); err != nil {
 		return err
 	}
-	if r.MaxBackoff < r.InitialBackoff {
-		return fieldErr(key+".max_backoff", fmt.Sprintf("must be >= retry.initial_backoff (%s), got %s", r.InitialBackoff, r.MaxBackoff))
+	if err := durRange(key+".initial_backoff", r.InitialBackoff, MinTimeout, MaxDuration); err != nil {
+		return err
+	}
+	if r.MaxBackoff < r.InitialBackoff || r.MaxBackoff > MaxDuration {
+		return fieldErr(key+".max_backoff", fmt.Sprintf("must be between retry.initial_backoff (%s) and %s (got %s)", fmtDur(r.InitialBackoff), fmtDur(MaxDuration), fmtDur(r.MaxBackoff)))
 	}
 	return nil
 }
 
 func validTopic(t string) bool {
 	return t != "." && t != ".." && topicPattern.MatchString(t)
+}
+
+func topicErr(key, t string) error {
+	return fieldErr(key, fmt.Sprintf("must be a Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], not . or .. (got %s)", quoteValue(t)))
 }
 
 func (h *Handler) validate(key string) error {
@@ -192,25 +224,18 @@ func (h *Handler) validate(key string) error {
 		if err == nil {
 			scheme = strings.ToLower(u.Scheme)
 		}
-		if err != nil || (scheme != "http" && scheme != "https") || u.Host == "" {
-			return fieldErr(key+".url", fmt.Sprintf("must be an absolute http:// or https:// URL (got %s)", quoteValue(h.URL)))
+		if err != nil || (scheme != "http" && scheme != "https") || u.Hostname() == "" || (u.Port() != "" && !validPort(u.Port())) {
+			return fieldErr(key+".url", fmt.Sprintf("must be an absolute http:// or https:// URL with a host and, if given, a port from 1 to 65535 (got %s)", quoteValue(h.URL)))
 		}
-		return positive(key+".timeout", h.Timeout)
+		return durRange(key+".timeout", h.Timeout, MinTimeout, MaxDuration)
 	case HandlerSleep:
-		if h.Duration < 0 {
-			return fieldErr(key+".duration", fmt.Sprintf("must be >= 0 (got %s)", h.Duration))
+		if err := durRange(key+".duration", h.Duration, 0, MaxDuration); err != nil {
+			return err
 		}
 	case HandlerHash:
 		if h.Bytes <= 0 || h.Bytes > MaxHashBytes {
 			return fieldErr(key+".bytes", fmt.Sprintf("must be between 1 and %d for handler type hash (got %d)", MaxHashBytes, h.Bytes))
 		}
-	}
-	return nil
-}
-
-func positive(key string, d time.Duration) error {
-	if d <= 0 {
-		return fieldErr(key, fmt.Sprintf("must be > 0 (got %s)", d))
 	}
 	return nil
 }

@@ -25,7 +25,8 @@ func TestValidateInCode(t *testing.T) {
 	}{
 		{"valid", func(*Config) {}, ""},
 		{"embedded alone", func(c *Config) { c.Kafka.Brokers = []string{EmbeddedBroker} }, ""},
-		{"four-part version", func(c *Config) { c.Kafka.Version = "0.10.2.1" }, ""},
+		{"oldest version", func(c *Config) { c.Kafka.Version = "2.4.0" }, ""},
+		{"four-part version is too old", func(c *Config) { c.Kafka.Version = "0.10.2.1" }, "kafka.version"},
 		{"http handler", func(c *Config) {
 			c.Consumers[0].Handler = Handler{Type: HandlerHTTP, URL: "HTTPS://h/x", Timeout: time.Second}
 		}, ""},

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/turbokafka/turbo/actors/embedded"
+	"github.com/turbokafka/turbo/config"
 )
 
 // cmdDev runs the embedded broker alone, for local development and for
@@ -18,8 +19,8 @@ func cmdDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *partitions < 1 {
-		return fmt.Errorf("%w: --partitions must be >= 1", errUsage)
+	if *partitions < 1 || *partitions > config.MaxEmbeddedPartitions {
+		return fmt.Errorf("%w: --partitions must be between 1 and %d (got %d)", errUsage, config.MaxEmbeddedPartitions, *partitions)
 	}
 	b, err := embedded.Start(embedded.Options{Listen: *listen, DataDir: *dataDir, Partitions: *partitions})
 	if err != nil {

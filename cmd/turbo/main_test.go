@@ -152,6 +152,7 @@ func TestCommands(t *testing.T) {
 		{name: "produce --rate -1", args: []string{"produce", "--brokers", "127.0.0.1:1", "--topic", "t", "--count", "1", "--rate", "-1"}, code: exitUsage, stderrHas: []string{"--rate"}, stdoutNone: true},
 		{name: "dev --partitions 0", args: []string{"dev", "--partitions", "0"}, code: exitUsage, stderrHas: []string{"--partitions"}, stdoutNone: true},
 		{name: "dev --partitions -2", args: []string{"dev", "--partitions", "-2"}, code: exitUsage, stderrHas: []string{"--partitions"}, stdoutNone: true},
+		{name: "dev --partitions 1e9", args: []string{"dev", "--partitions", "1000000000"}, code: exitUsage, stderrHas: []string{"--partitions must be between 1 and 1000 (got 1000000000)"}, stdoutNone: true},
 		{name: "dev positional argument", args: []string{"dev", "now"}, code: exitUsage, stderrHas: []string{`unexpected argument "now"`}, stdoutNone: true},
 		{name: "dev unknown flag", args: []string{"dev", "--port", "9092"}, code: exitUsage, stderrHas: []string{"port"}, stdoutNone: true},
 	}
@@ -198,7 +199,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "empty broker list", content: strings.Replace(validYAML, `["127.0.0.1:1"]`, "[]", 1), want: []string{"kafka.brokers"}},
 		{name: "concurrency 0", content: withConsumer("concurrency: 0"), want: []string{"consumers[0].concurrency", "got 0"}},
 		{name: "concurrency -3", content: withConsumer("concurrency: -3"), want: []string{"consumers[0].concurrency", "got -3"}},
-		{name: "shutdown_timeout 0s", content: withTop("shutdown_timeout: 0s"), want: []string{"shutdown_timeout", "must be > 0"}},
+		{name: "shutdown_timeout 0s", content: withTop("shutdown_timeout: 0s"), want: []string{"shutdown_timeout", "must be between 100ms and 1h (got 0s)"}},
 		{name: "hash handler without bytes", content: withConsumer("handler: {type: hash}"), want: []string{"consumers[0].handler.bytes", "got 0"}},
 		{name: "hash handler with bytes abc", content: withConsumer("handler: {type: hash, bytes: abc}"), want: []string{"consumers[0].handler.bytes", `"abc"`}},
 		{name: "http handler without url", content: withConsumer("handler: {type: http}"), want: []string{"consumers[0].handler.url"}},
@@ -209,9 +210,17 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "no consumers", content: "kafka:\n  brokers: [\"127.0.0.1:1\"]\n", want: []string{"consumers"}},
 		{name: "consumer without topics", content: strings.Replace(validYAML, "    topics: [orders]\n", "", 1), want: []string{"consumers[0].topics"}},
 		{name: "kafka.version banana", content: withKafka("version: banana"), want: []string{"kafka.version", `"banana"`}},
-		// These pass the config package's pattern; sarama rejects them, so
-		// the check happens when the consumer is built, before it starts.
 		{name: "kafka.version 3-part before 1.0", content: withKafka(`version: "0.10.2"`), want: []string{"kafka.version", "0.10.2"}},
+		// sarama's cooperative-sticky strategy refuses versions below 2.4;
+		// the node retried that forever as "cannot reach Kafka".
+		{name: "kafka.version 2.3.0", content: withKafka(`version: "2.3.0"`), want: []string{"kafka.version", "at least 2.4.0", `"2.3.0"`}},
+		{name: "kafka.version 1.0.0", content: withKafka(`version: "1.0.0"`), want: []string{"kafka.version", `"1.0.0"`}},
+		{name: "kafka.version 0.10.2.0", content: withKafka(`version: "0.10.2.0"`), want: []string{"kafka.version", `"0.10.2.0"`}},
+		{name: "concurrency 1e9", content: withConsumer("concurrency: 1000000000"), want: []string{"consumers[0].concurrency", "between 1 and 10000"}},
+		{name: "max_buffered max int64", content: withConsumer("max_buffered: 9223372036854775807"), want: []string{"consumers[0].max_buffered", "between 0 and 100000"}},
+		{name: "commit_interval 1ns", content: withConsumer("commit_interval: 1ns"), want: []string{"consumers[0].commit_interval", "between 10ms and 24h"}},
+		{name: "broker without port", content: strings.Replace(validYAML, `["127.0.0.1:1"]`, "[no-port]", 1), want: []string{"kafka.brokers[0]", `"no-port"`}},
+		{name: "topic with a space", content: strings.Replace(validYAML, "topics: [orders]", `topics: ["a b"]`, 1), want: []string{"consumers[0].topics[0]", `"a b"`}},
 		{name: "kafka.version 4-part after 1.0", content: withKafka(`version: "3.6.0.1"`), want: []string{"kafka.version", "3.6.0.1"}},
 		{name: "unparseable yaml", content: "kafka: [unclosed\n", want: []string{"cannot parse", "config.yaml"}},
 		{name: "unsupported extension", file: "config.ini", content: validYAML, want: []string{"config.ini", "extension"}},
@@ -250,6 +259,8 @@ func TestRunBadEnvOverride(t *testing.T) {
 		{"TURBO_CONSUMERS_0_CONCURRENCY", "0", []string{"consumers[0].concurrency", "TURBO_CONSUMERS_0_CONCURRENCY"}},
 		{"TURBO_SHUTDOWN_TIMEOUT", "soon", []string{"shutdown_timeout", "TURBO_SHUTDOWN_TIMEOUT"}},
 		{"TURBO_LOG_LEVEL", "loud", []string{"log.level", "TURBO_LOG_LEVEL"}},
+		{"TURBO_KAFKA_BROKER", "k:1", []string{"TURBO_KAFKA_BROKER", "names no configuration key", "did you mean TURBO_KAFKA_BROKERS?"}},
+		{"TURBO_CONSUMERS_5_CONCURRENCY", "4", []string{"TURBO_CONSUMERS_5_CONCURRENCY", "the file has no consumers[5]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
@@ -268,7 +279,10 @@ func TestSwarmRejectsBadConfigAndFlags(t *testing.T) {
 		args    []string
 		want    []string
 	}{
-		{name: "report timeout not above interval", content: withTop("swarm: {node_report_interval: 10s, node_report_timeout: 5s}"), want: []string{"swarm.node_report_timeout", "larger than swarm.node_report_interval"}},
+		{name: "report timeout not above interval", content: withTop("swarm: {node_report_interval: 10s, node_report_timeout: 5s}"), want: []string{"swarm.node_report_timeout", "between 3 × swarm.node_report_interval (30s) and 24h (got 5s)"}},
+		{name: "liveness_listen not an address", content: withTop("swarm: {liveness_listen: not an address}"), want: []string{"swarm.liveness_listen", `"not an address"`}},
+		{name: "node_report_interval 1ns", content: withTop("swarm: {node_report_interval: 1ns, node_report_timeout: 2ns}"), want: []string{"swarm.node_report_interval", "between 100ms and 24h (got 1ns)"}},
+		{name: "supervision_interval 1ns", content: withTop("swarm: {supervision_interval: 1ns}"), want: []string{"swarm.supervision_interval", "between 10ms and 24h (got 1ns)"}},
 		{name: "unknown swarm key", content: withTop("swarm: {nodez: 2}"), want: []string{"swarm.nodez"}},
 		{name: "bad memory limit", content: withTop("swarm: {memory_limit: huge}"), want: []string{"swarm.memory_limit", `"huge"`}},
 		{name: "nodes 0 flag", content: validYAML, args: []string{"--nodes", "0"}, want: []string{"--nodes", "got 0"}},
@@ -286,5 +300,23 @@ func TestSwarmRejectsBadConfigAndFlags(t *testing.T) {
 			r := call(t, append(args, tt.args...)...)
 			expectUsageError(t, r, tt.want...)
 		})
+	}
+}
+
+// The swarm supervisor sets TURBO_SWARM_SOCKET and TURBO_SWARM_NODE_INDEX
+// for its nodes; they are in the configuration's namespace but are not
+// keys, and must not make a node's configuration invalid.
+func TestConfigEnvironDropsSwarmVariables(t *testing.T) {
+	path := writeConfig(t, "config.yaml", validYAML)
+	env := []string{"TURBO_SWARM_SOCKET=/tmp/s", "TURBO_SWARM_NODE_INDEX=1", "TURBO_LOG_LEVEL=debug"}
+	if _, err := config.Load(path, env); err == nil {
+		t.Fatal("config.Load accepted TURBO_SWARM_SOCKET: the test no longer shows anything")
+	}
+	cfg, err := config.Load(path, configEnviron(env))
+	if err != nil {
+		t.Fatalf("config.Load(configEnviron): %v", err)
+	}
+	if cfg.Log.Level != config.LogDebug {
+		t.Errorf("log.level = %q, want debug from TURBO_LOG_LEVEL", cfg.Log.Level)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -210,12 +211,31 @@ func loadSelected(path string, sel *selection) (*config.Config, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: --config is required", errUsage)
 	}
-	cfg, err := config.Load(path, os.LookupEnv)
+	cfg, err := config.Load(path, configEnviron(os.Environ()))
 	if err != nil {
 		return nil, err
 	}
 	if err := sel.apply(cfg); err != nil {
 		return nil, err
 	}
+	// What sarama would refuse is a configuration error too, reported now
+	// rather than retried as "cannot reach Kafka".
+	if err := actors.CheckKafka(cfg); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// configEnviron is environ without the variables a swarm supervisor sets
+// for its nodes: they share the TURBO_SWARM_ prefix with configuration keys
+// but are not keys, and config.Load refuses what names no key.
+func configEnviron(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != supervisor.EnvSocket && name != supervisor.EnvIndex {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -83,11 +83,12 @@ type Config struct {
 var FastRestart = backoff.Policy{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond, Multiplier: 2, Jitter: 0.2}
 
 // Consumer returns config.DefaultConsumer(name) subscribed to topics, with
-// timings for tests: commits every 5 ms, retries after 5 to 50 ms.
+// timings for tests: commits every 10 ms (config.MinCommitInterval), retries
+// after 5 to 50 ms.
 func Consumer(name string, topics ...string) config.Consumer {
 	c := config.DefaultConsumer(name)
 	c.Topics = topics
-	c.CommitInterval = 5 * time.Millisecond
+	c.CommitInterval = config.MinCommitInterval
 	c.Retry.InitialBackoff = 5 * time.Millisecond
 	c.Retry.MaxBackoff = 50 * time.Millisecond
 	return c
@@ -142,9 +143,9 @@ func New(t T, cfg Config, h actors.Handler) *Harness {
 	sys := actors.NewSystem(logger)
 	hs.sys = sys
 	// The brokers are never dialled with an in-memory cluster; validation
-	// still wants a list.
+	// still wants a list of host:port.
 	kafka := config.Default().Kafka
-	kafka.Brokers = []string{"in-memory"}
+	kafka.Brokers = []string{"in-memory:9092"}
 	hs.consumer, err = actors.Start(sys, actors.Options{
 		Consumer:        cfg.Consumer,
 		Kafka:           kafka,

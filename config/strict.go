@@ -1,0 +1,98 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// readLimited reads at most MaxFileSize bytes of path. A larger file, or
+// one without end (/dev/zero), is an error, not something to read whole.
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(MaxFileSize)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > int(MaxFileSize) {
+		return nil, errTooLarge
+	}
+	return data, nil
+}
+
+var errTooLarge = errors.New("file too large")
+
+// checkStrict refuses what the codecs would silently accept: a key given
+// twice in a JSON object (encoding/json keeps the last; YAML and TOML refuse
+// it) and a second YAML document (the codec reads the first only). Syntax
+// errors are left to the codec, which reports them better.
+func checkStrict(ext string, data []byte) error {
+	switch ext {
+	case "json":
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dup, err := jsonDuplicate(dec, "")
+		if err == nil && dup != "" {
+			return fmt.Errorf("key %s is defined twice", dup)
+		}
+	case "yaml", "yml":
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		var doc yaml.Node
+		if dec.Decode(&doc) != nil {
+			return nil // empty, or a syntax error the codec reports
+		}
+		if err := dec.Decode(&doc); !errors.Is(err, io.EOF) {
+			return errors.New(`a second YAML document (after "---") is not supported; put everything in one`)
+		}
+	}
+	return nil
+}
+
+// jsonDuplicate reads one JSON value from dec and returns the path of the
+// first key that an object of it defines twice ("" if none), written as
+// Load's errors write key paths.
+func jsonDuplicate(dec *json.Decoder, key string) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return "", err
+			}
+			name, _ := t.(string)
+			sub := joinKey(key, quoteKey(name))
+			if seen[name] {
+				return sub, nil
+			}
+			seen[name] = true
+			if dup, err := jsonDuplicate(dec, sub); err != nil || dup != "" {
+				return dup, err
+			}
+		}
+		_, err = dec.Token() // the closing brace
+		return "", err
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if dup, err := jsonDuplicate(dec, key+"["+strconv.Itoa(i)+"]"); err != nil || dup != "" {
+				return dup, err
+			}
+		}
+		_, err = dec.Token()
+		return "", err
+	}
+	return "", nil
+}
