@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -33,7 +34,8 @@ type backoffSupervisor struct {
 	startedAt time.Time
 	stopping  bool // the child was told to stop; Terminated not seen yet
 	drain     *drainTree
-	abandoned int // generations given up on: a handler never returned
+	expired   bool // the drain ran out of time: torn down without its final commits
+	abandoned int  // generations given up on: a handler never returned
 	cancelT   []scheduler.CancelFunc
 }
 
@@ -41,6 +43,9 @@ func (s *backoffSupervisor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *treeFailed:
 		if m.gen == s.gen {
+			if errors.Is(m.err, errDrainTimeout) && s.drain != nil && !s.stopping && s.child != nil {
+				s.expired = true
+			}
 			s.fail(c, m.err)
 		}
 	case *actor.Terminated:
@@ -125,13 +130,13 @@ func (s *backoffSupervisor) stopChild(c actor.Context) {
 	c.Stop(s.child)
 	wait := s.spec.shutdownTimeout
 	if s.drain != nil {
-		wait = drainGrace
+		wait = newStopBudget(s.spec.shutdownTimeout).abandon
 	}
 	s.cancelT = append(s.cancelT, s.timers.SendOnce(wait, s.self, &abandonWait{gen: s.gen}))
 }
 
-// drainGrace is how long a drain that ran out of time waits for cancelled
-// handlers before it gives up on them.
+// drainGrace bounds the teardown's wait for the consumer group's goroutine
+// (twice stopBudget.groupCloseWait at most).
 const drainGrace = time.Second
 
 func (s *backoffSupervisor) childGone(c actor.Context) {
@@ -143,7 +148,7 @@ func (s *backoffSupervisor) childGone(c actor.Context) {
 	}
 	s.cancelT = s.cancelT[:0]
 	if s.drain != nil {
-		s.drain.done <- drainResult{abandoned: s.abandoned}
+		s.drain.done <- drainResult{abandoned: s.abandoned, expired: s.expired}
 		return
 	}
 	var delay time.Duration
@@ -166,8 +171,8 @@ func (s *backoffSupervisor) handleDrain(c actor.Context, m *drainTree) {
 	case s.stopping: // already tearing down; childGone answers
 	default:
 		c.Send(s.child, &startDrain{})
-		// The drain is bounded too: past shutdown_timeout (plus the time to
-		// leave the group) the handlers are cancelled and the tree stopped.
-		s.cancelT = append(s.cancelT, s.timers.SendOnce(s.spec.shutdownTimeout+drainGrace, s.self, &treeFailed{gen: s.gen, err: errDrainTimeout}))
+		// The drain is bounded too, within shutdown_timeout (stopBudget):
+		// past its deadline the handlers are cancelled and the tree stopped.
+		s.cancelT = append(s.cancelT, s.timers.SendOnce(newStopBudget(s.spec.shutdownTimeout).drain, s.self, &treeFailed{gen: s.gen, err: errDrainTimeout}))
 	}
 }

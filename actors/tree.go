@@ -40,11 +40,12 @@ const maxFetchBatch = 512
 func (s *treeSpec) newProxy() *clientProxy {
 	budget := s.consumer.Concurrency + s.consumer.MaxBuffered
 	return &clientProxy{
-		group:         s.newKafkaSide(budget),
-		budget:        budget,
-		revokeTimeout: s.shutdownTimeout,
-		stats:         s.stats,
-		log:           s.log,
+		group:           s.newKafkaSide(budget),
+		budget:          budget,
+		revokeTimeout:   s.shutdownTimeout,
+		shutdownTimeout: s.shutdownTimeout,
+		stats:           s.stats,
+		log:             s.log,
 	}
 }
 
