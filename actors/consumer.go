@@ -56,6 +56,7 @@ type Consumer struct {
 	pool     *workerPool
 	stopOnce sync.Once
 	stopErr  error
+	shutdown time.Duration // shutdown_timeout: Stop's hard bound
 }
 
 // ErrStopTimeout is returned by Stop when the context ended before the tree
@@ -92,7 +93,7 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 		return nil, fmt.Errorf("%w: %w", config.ErrInvalid, err)
 	}
 	cc := cfg.Consumers[0]
-	c := &Consumer{name: cc.Name, sys: sys, stats: &Stats{}, stopped: make(chan struct{}), pool: newWorkerPool(300)}
+	c := &Consumer{name: cc.Name, sys: sys, stats: &Stats{}, stopped: make(chan struct{}), pool: newWorkerPool(300), shutdown: cfg.ShutdownTimeout}
 	spec := &treeSpec{
 		consumer:        cc,
 		kafka:           cfg.Kafka,
@@ -125,11 +126,17 @@ func (c *Consumer) Stats() Snapshot { return c.stats.Snapshot() }
 func (c *Consumer) Done() <-chan struct{} { return c.stopped }
 
 // Stop shuts the consumer down in order: stop taking records, let the running
-// ones finish, commit the watermarks, leave the group, stop the actors. It is
-// bounded by the configured shutdown timeout (and by ctx), idempotent, and
-// safe to call concurrently; every call returns the same result.
+// ones finish, commit the watermarks, leave the group, stop the actors. It
+// returns within the configured shutdown timeout (or ctx, if that ends
+// first), is idempotent, and is safe to call concurrently; every call returns
+// the same result. A nil result means every finished record was committed;
+// otherwise the error wraps ErrUncommitted, ErrAbandoned or ErrStopTimeout.
 func (c *Consumer) Stop(ctx context.Context) error {
-	c.stopOnce.Do(func() { c.stopErr = c.stop(ctx) })
+	c.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, c.shutdown)
+		defer cancel()
+		c.stopErr = c.stop(ctx)
+	})
 	return c.stopErr
 }
 
@@ -149,17 +156,30 @@ func (c *Consumer) stop(ctx context.Context) error {
 		// will the supervisor: do not wait for it, and leave the workers
 		// that still run them alone.
 		c.pool.release()
-		return fmt.Errorf("%w: %d generation(s) of the tree", ErrAbandoned, res.abandoned)
+		err := fmt.Errorf("%w: %d generation(s) of the tree", ErrAbandoned, res.abandoned)
+		if res.expired {
+			err = errors.Join(ErrUncommitted, err)
+		}
+		return err
 	}
 	select {
 	case <-c.stopped:
 		c.pool.close()
+		if res.expired {
+			return ErrUncommitted
+		}
 		return nil
 	case <-ctx.Done():
 		c.pool.release()
 		return fmt.Errorf("%w: stopping actors: %w", ErrStopTimeout, ctx.Err())
 	}
 }
+
+// ErrUncommitted is returned by Stop when the drain did not finish within
+// shutdown_timeout (Kafka did not answer, or records still ran): the tree
+// was torn down without its final commits, so records that finished since
+// the last commit will be delivered again.
+var ErrUncommitted = errors.New("actors: the drain did not finish in time; finished records may not be committed")
 
 // ErrAbandoned is returned by Stop when handlers did not return after their
 // context was cancelled: the consumer stopped (records drained as far as

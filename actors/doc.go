@@ -67,7 +67,10 @@
 //
 // Stop (SIGTERM) = stopIntake: the proxy cancels the consumer group's
 // context, every partition goes through the revocation above, the group is
-// closed, then the supervisor stops the actors.
+// closed, then the supervisor stops the actors. The whole Stop returns
+// within shutdown_timeout (stopBudget divides it: revocations expire first,
+// then the drain's deadline, then the wait for cancelled handlers); a drain
+// that hit its deadline returns ErrUncommitted.
 //
 // # Failure
 //

@@ -14,6 +14,7 @@ type drainTree struct {
 // supervisor must not wait for it.
 type drainResult struct {
 	abandoned int
+	expired   bool // the drain ran out of time: its final commits were not made
 }
 
 // treeFailed reports a failure of generation gen that the orchestrator

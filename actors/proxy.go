@@ -15,12 +15,13 @@ import (
 // it holds, marks and commits the watermarks it is given (batched), and turns
 // revocations into a handshake with the rest of the tree.
 type clientProxy struct {
-	group         kafkaSide
-	budget        int   // records allowed in the pipeline: concurrency + max_buffered
-	budgetBytes   int64 // their bytes allowed: max_buffered_bytes
-	revokeTimeout time.Duration
-	stats         *Stats
-	log           zerolog.Logger
+	group           kafkaSide
+	budget          int   // records allowed in the pipeline: concurrency + max_buffered
+	budgetBytes     int64 // their bytes allowed: max_buffered_bytes
+	revokeTimeout   time.Duration
+	shutdownTimeout time.Duration
+	stats           *Stats
+	log             zerolog.Logger
 
 	sess     groupSession
 	parts    map[TopicPartition]*heldPartition
@@ -60,6 +61,9 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.sess = m.sess
 	case *stopIntake:
 		p.stopping = true
+		// Revocations of the drain end within its budget, so that the final
+		// commits and leaving the group fit in shutdown_timeout.
+		p.revokeTimeout = min(p.revokeTimeout, newStopBudget(p.shutdownTimeout).revoke)
 		p.group.stop()
 	case *groupStopped:
 		p.handleGroupStopped(c, m)
@@ -231,11 +235,6 @@ func (p *clientProxy) handleGroupStopped(c actor.Context, m *groupStopped) {
 // handleStopping runs when the tree is torn down (after a failure, or after a
 // drain). A group still running is left without handshakes: the orchestrator
 // is going away and cannot answer them.
-// groupCloseWait bounds the teardown's wait for the consumer group's
-// goroutine (below drainGrace, so a teardown is never taken for a hung
-// handler because of the network).
-const groupCloseWait = drainGrace / 2
-
 func (p *clientProxy) handleStopping() {
 	for _, hp := range p.parts {
 		if hp.timeout != nil {
@@ -251,10 +250,11 @@ func (p *clientProxy) handleStopping() {
 	// Its calls are bounded by sarama's network timeouts, so the group's
 	// goroutine is left to finish on its own rather than hold the teardown,
 	// which would count as a hung handler.
+	wait := newStopBudget(p.shutdownTimeout).groupCloseWait()
 	select {
 	case <-done:
-	case <-time.After(groupCloseWait):
-		p.log.Warn().Dur("waited", groupCloseWait).Msg("consumer group still connecting or closing; leaving it to finish in the background")
+	case <-time.After(wait):
+		p.log.Warn().Dur("waited", wait).Msg("consumer group still connecting or closing; leaving it to finish in the background")
 	}
 	p.stats.assigned.Store(0)
 	p.stats.lag.Store(0)

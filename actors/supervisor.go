@@ -44,7 +44,8 @@ type backoffSupervisor struct {
 	stopping  bool // the child was told to stop; Terminated not seen yet
 	resigning bool // a failed generation commits what it finished before it stops
 	drain     *drainTree
-	abandoned int // generations given up on: a handler never returned
+	expired   bool // the drain ran out of time: torn down without its final commits
+	abandoned int  // generations given up on: a handler never returned
 	cancelT   []scheduler.CancelFunc
 }
 
@@ -52,6 +53,9 @@ func (s *backoffSupervisor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *treeFailed:
 		if m.gen == s.gen {
+			if errors.Is(m.err, errDrainTimeout) && s.drain != nil && !s.stopping && s.child != nil {
+				s.expired = true
+			}
 			s.fail(c, m)
 		}
 	case *actor.Terminated:
@@ -153,14 +157,17 @@ func (s *backoffSupervisor) stopChild(c actor.Context) {
 	s.cancel()
 	c.Stop(s.child)
 	wait := s.spec.shutdownTimeout
-	if s.drain != nil || s.resigning {
+	switch {
+	case s.drain != nil:
+		wait = newStopBudget(s.spec.shutdownTimeout).abandon
+	case s.resigning:
 		wait = drainGrace
 	}
 	s.cancelT = append(s.cancelT, s.timers.SendOnce(wait, s.self, &abandonWait{gen: s.gen}))
 }
 
-// drainGrace is how long a drain that ran out of time waits for cancelled
-// handlers before it gives up on them.
+// drainGrace bounds the teardown's wait for the consumer group's goroutine
+// (twice stopBudget.groupCloseWait at most).
 const drainGrace = time.Second
 
 func (s *backoffSupervisor) childGone(c actor.Context) {
@@ -173,7 +180,7 @@ func (s *backoffSupervisor) childGone(c actor.Context) {
 	}
 	s.cancelT = s.cancelT[:0]
 	if s.drain != nil {
-		s.drain.done <- drainResult{abandoned: s.abandoned}
+		s.drain.done <- drainResult{abandoned: s.abandoned, expired: s.expired}
 		return
 	}
 	var delay time.Duration
@@ -196,8 +203,8 @@ func (s *backoffSupervisor) handleDrain(c actor.Context, m *drainTree) {
 	case s.stopping, s.resigning: // already tearing down (and bounded); childGone answers
 	default:
 		c.Send(s.child, &startDrain{})
-		// The drain is bounded too: past shutdown_timeout (plus the time to
-		// leave the group) the handlers are cancelled and the tree stopped.
-		s.cancelT = append(s.cancelT, s.timers.SendOnce(s.spec.shutdownTimeout+drainGrace, s.self, &treeFailed{gen: s.gen, err: errDrainTimeout}))
+		// The drain is bounded too, within shutdown_timeout (stopBudget):
+		// past its deadline the handlers are cancelled and the tree stopped.
+		s.cancelT = append(s.cancelT, s.timers.SendOnce(newStopBudget(s.spec.shutdownTimeout).drain, s.self, &treeFailed{gen: s.gen, err: errDrainTimeout}))
 	}
 }

@@ -40,12 +40,13 @@ const maxFetchBatch = 512
 func (s *treeSpec) newProxy() *clientProxy {
 	budget := s.consumer.Concurrency + s.consumer.MaxBuffered
 	return &clientProxy{
-		group:         s.newKafkaSide(budget),
-		budget:        budget,
-		budgetBytes:   int64(s.consumer.MaxBufferedBytes),
-		revokeTimeout: s.shutdownTimeout,
-		stats:         s.stats,
-		log:           s.log,
+		group:           s.newKafkaSide(budget),
+		budget:          budget,
+		budgetBytes:     int64(s.consumer.MaxBufferedBytes),
+		revokeTimeout:   s.shutdownTimeout,
+		shutdownTimeout: s.shutdownTimeout,
+		stats:           s.stats,
+		log:             s.log,
 	}
 }
 

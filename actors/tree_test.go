@@ -608,7 +608,7 @@ func TestExpiredRevocationReleasesAtTheLastWatermark(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	cfg := consumer(nil)
-	cfg.ShutdownTimeout = 200 * time.Millisecond
+	cfg.ShutdownTimeout = time.Second
 	h := harness.New(t, cfg, harness.Block(harness.At(topic, 0, 4), release, nil))
 	h.Feed(harness.Seq(topic, 0, 0, 10, 10)...)
 	h.Assign(topic, 0)
@@ -640,7 +640,7 @@ func TestRecordCancelledByAnExpiredRevocationIsNotAFailure(t *testing.T) {
 					c.DLQTopic = "orders-dlq"
 				}
 			})
-			cfg.ShutdownTimeout = 200 * time.Millisecond
+			cfg.ShutdownTimeout = time.Second
 			var blocked atomic.Bool // only the first call of offset 4
 			h := harness.New(t, cfg, harness.Block(func(r *actors.Record) bool {
 				return r.Offset == 4 && blocked.CompareAndSwap(false, true)

@@ -101,7 +101,7 @@ func withinLimits(c *Config) error {
 		{"swarm.max_restarts", s.MaxRestarts, 0, 10_000},
 	}
 	durs := []dr{
-		{"shutdown_timeout", c.ShutdownTimeout, 100 * ms, time.Hour},
+		{"shutdown_timeout", c.ShutdownTimeout, time.Second, time.Hour},
 		{"swarm.node_report_interval", s.NodeReportInterval, 100 * ms, day},
 		{"swarm.node_report_timeout", s.NodeReportTimeout, 3 * s.NodeReportInterval, day},
 		{"swarm.node_restart_timeout", s.NodeRestartTimeout, 0, day},

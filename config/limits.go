@@ -85,8 +85,11 @@ const (
 	// retry.initial_backoff from below: less cannot complete anything.
 	MinTimeout = time.Millisecond
 	// MinShutdownTimeout and MaxShutdownTimeout bound shutdown_timeout;
-	// the Kafka rebalance timeout and read timeout grow with it.
-	MinShutdownTimeout = 100 * time.Millisecond
+	// the Kafka rebalance timeout and read timeout grow with it. A stop
+	// keeps min(2s, a quarter) of it for the final commits, leaving the
+	// group and the teardown (actors' stopBudget): below a second that
+	// reserve is too short to commit, and every stop would exit 1.
+	MinShutdownTimeout = time.Second
 	MaxShutdownTimeout = time.Hour
 )
 

@@ -92,9 +92,9 @@ func TestLoadRejectsHostile(t *testing.T) {
 		{name: "max_handler_time 1ns", content: c("max_handler_time: 1ns"),
 			want: "config: consumers[0].max_handler_time: must be 0 (unlimited) or between 1ms and 24h (got 1ns)"},
 		{name: "shutdown_timeout 1ns", content: top + "shutdown_timeout: 1ns\n",
-			want: "config: shutdown_timeout: must be between 100ms and 1h (got 1ns)"},
+			want: "config: shutdown_timeout: must be between 1s and 1h (got 1ns)"},
 		{name: "shutdown_timeout 2562047h", content: top + "shutdown_timeout: 2562047h\n",
-			want: "config: shutdown_timeout: must be between 100ms and 1h (got 2562047h)"},
+			want: "config: shutdown_timeout: must be between 1s and 1h (got 2562047h)"},
 
 		// Point 12: names, addresses and types are checked.
 		{name: "topic with a space", content: "consumers:\n  - {name: a, topics: [\"a b\"]}\n",
@@ -210,7 +210,7 @@ consumers:
      retry: {max_attempts: 1, initial_backoff: 1ms, max_backoff: 1ms},
      handler: {type: http, url: "https://h/x", timeout: 1ms}}
   - {name: b, topics: [t], handler: {type: sleep, duration: 24h}}
-shutdown_timeout: 100ms
+shutdown_timeout: 1s
 swarm: {max_restarts: 0, memory_limit: 16MiB, node_report_interval: 100ms, node_report_timeout: 300ms,
         node_restart_timeout: 0s, supervision_interval: 10ms, restart_window: 1s}
 `,

@@ -109,8 +109,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"sleep negative duration", oneConsumer([]string{"handler: {type: sleep, duration: -1s}"}), "consumers[0].handler.duration", []string{"must be between 0s and 24h (got -1s)"}},
 
 		// Top level.
-		{"shutdown_timeout 0", withConsumer("shutdown_timeout: 0s"), "shutdown_timeout", []string{"must be between 100ms and 1h (got 0s)"}},
-		{"shutdown_timeout negative", withConsumer("shutdown_timeout: -5s"), "shutdown_timeout", []string{"must be between 100ms and 1h (got -5s)"}},
+		{"shutdown_timeout 0", withConsumer("shutdown_timeout: 0s"), "shutdown_timeout", []string{"must be between 1s and 1h (got 0s)"}},
+		{"shutdown_timeout negative", withConsumer("shutdown_timeout: -5s"), "shutdown_timeout", []string{"must be between 1s and 1h (got -5s)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

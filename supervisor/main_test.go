@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 //	brief    join, then exit 0 after 50 ms
 //	alloc    join, then hold 200 MiB of touched memory
 //	garbage  say hello on a raw connection, send garbage, then join properly
+//	slow     handle no signal for 5 s (a runtime still starting), then as ok
 func fakeNode(mode string) int {
 	n, ok, err := NodeFromEnv(os.LookupEnv)
 	if err != nil || !ok {
@@ -52,6 +53,9 @@ func fakeNode(mode string) int {
 	}
 	if mode == "exit" {
 		return 1
+	}
+	if mode == "slow" {
+		time.Sleep(5 * time.Second)
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)

@@ -65,6 +65,18 @@ func (e exitStatus) String() string {
 	return fmt.Sprintf("exit code %d", e.code)
 }
 
+// stoppedBeforeStart tells a node that the supervisor's SIGTERM reached
+// before it could handle it from one that failed: killed by SIGTERM
+// while stopping, without a hello. A node handles SIGTERM from its very
+// first instructions on and says hello only after, before it consumes
+// anything; one that dies of SIGTERM got it while the Go runtime was still
+// starting (the first ~15 ms), so nothing was lost. Before, a signal to the
+// swarm in its first milliseconds made it exit 1, "not every node stopped
+// cleanly".
+func stoppedBeforeStart(sl *slot, st exitStatus) bool {
+	return sl.state == slotStopping && !sl.killed && st.signal == syscall.SIGTERM && sl.lastSeen.IsZero()
+}
+
 // signal sends sig through the pidfd. A process already reaped cannot be
 // signalled, which is the point: its PID may belong to someone else now.
 func (p *process) signal(sig syscall.Signal) error {

@@ -274,11 +274,12 @@ func (r *run) handle(now time.Time, e event) {
 		} else {
 			sl.lastExit = e.exit.String()
 		}
-		if r.stopping && (e.err != nil || !e.exit.clean()) && r.result == nil {
+		clean := e.err == nil && (e.exit.clean() || stoppedBeforeStart(sl, e.exit))
+		if r.stopping && !clean && r.result == nil {
 			r.result = ErrUnclean
 		}
 		lvl := r.log.Warn()
-		if r.stopping && e.err == nil && e.exit.clean() {
+		if r.stopping && clean {
 			lvl = r.log.Info()
 		}
 		lvl.Int("node", sl.index).Int("pid", e.pid).Str("exit", sl.lastExit).Msg("node exited")

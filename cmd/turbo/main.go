@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/supervisor"
 )
 
 // Exit codes.
@@ -44,7 +45,18 @@ Run "turbo <command> -h" for a command's flags.
 `
 
 func main() {
-	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+	// A write to a closed stdout or stderr (`turbo run 2>&1 | head -1`)
+	// would kill the process with SIGPIPE before anything is committed.
+	// Asking for SIGPIPE turns such writes into EPIPE errors (os/signal:
+	// "If the program has called Notify to receive SIGPIPE signals, the file
+	// descriptor number does not matter"); nobody needs to read the
+	// channel. Notify rather than Ignore: an ignored disposition would be
+	// inherited by the processes turbo starts.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	stderr := newLogSink(os.Stderr, logSinkLimit)
+	code := runMain(os.Args[1:], os.Stdout, stderr)
+	stderr.Close(exitFlushWait)
+	os.Exit(code)
 }
 
 // runMain is main without the process around it, so tests can call it.
@@ -54,12 +66,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	// The first signal asks for a graceful stop; the second exits at once
-	// (a swarm supervisor first kills its nodes).
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	if args[0] == "swarm" {
-		signal.Notify(sigs, syscall.SIGQUIT)
-	}
+	// (a swarm supervisor first kills its nodes). See signalPolicy.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, stopSignals...)
+	policy := signalPolicy{node: args[0] == "run" && os.Getenv(supervisor.EnvSocket) != ""}
 	var onSecond atomic.Pointer[func()]
 	setOnSecond := func(f func()) { onSecond.Store(&f) }
 	defer signal.Stop(sigs)
@@ -72,22 +82,29 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		cancel()
 	}()
 	watcher.Go(func() {
-		select {
-		case <-sigs:
-		case <-finished:
-			return
-		}
-		cancel()
-		select {
-		case <-sigs:
-			if f := onSecond.Load(); f != nil {
-				fmt.Fprintln(stderr, "turbo: second signal, killing every node")
-				(*f)()
+		for {
+			var sig os.Signal
+			select {
+			case sig = <-sigs:
+			case <-finished:
 				return
 			}
-			fmt.Fprintln(stderr, "turbo: second signal, exiting now")
-			os.Exit(exitFailure)
-		case <-finished:
+			// Act first, then tell: stderr is a non-blocking logSink in
+			// the real process, but the action must not depend on it.
+			switch policy.judge(sig) {
+			case stopGracefully:
+				cancel()
+			case alreadyStopping:
+				fmt.Fprintf(stderr, "turbo: %s again: already stopping\n", sig)
+			case stopNow:
+				if f := onSecond.Load(); f != nil {
+					(*f)()
+					fmt.Fprintln(stderr, "turbo: second signal, killing every node")
+					return
+				}
+				fmt.Fprintln(stderr, "turbo: second signal, exiting now")
+				exitNow(stderr, exitFailure)
+			}
 		}
 	})
 

@@ -199,7 +199,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "empty broker list", content: strings.Replace(validYAML, `["127.0.0.1:1"]`, "[]", 1), want: []string{"kafka.brokers"}},
 		{name: "concurrency 0", content: withConsumer("concurrency: 0"), want: []string{"consumers[0].concurrency", "got 0"}},
 		{name: "concurrency -3", content: withConsumer("concurrency: -3"), want: []string{"consumers[0].concurrency", "got -3"}},
-		{name: "shutdown_timeout 0s", content: withTop("shutdown_timeout: 0s"), want: []string{"shutdown_timeout", "must be between 100ms and 1h (got 0s)"}},
+		{name: "shutdown_timeout 0s", content: withTop("shutdown_timeout: 0s"), want: []string{"shutdown_timeout", "must be between 1s and 1h (got 0s)"}},
 		{name: "hash handler without bytes", content: withConsumer("handler: {type: hash}"), want: []string{"consumers[0].handler.bytes", "got 0"}},
 		{name: "hash handler with bytes abc", content: withConsumer("handler: {type: hash, bytes: abc}"), want: []string{"consumers[0].handler.bytes", `"abc"`}},
 		{name: "http handler without url", content: withConsumer("handler: {type: http}"), want: []string{"consumers[0].handler.url"}},

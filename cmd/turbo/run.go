@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if node != nil {
 		log = log.With().Int("node", node.node.Index).Logger()
 	}
+	reportDroppedLines(stderr, cfg.Log, func(c zerolog.Context) zerolog.Context {
+		if node != nil {
+			c = c.Int("node", node.node.Index)
+		}
+		return c
+	})
 	sarama.Logger = saramaLogger{log: log.With().Str("component", "sarama").Logger()}
 	return run(ctx, cfg, runOptions{exitOnIdle: *exitOnIdle, stdout: stdout, stderr: stderr, log: log, node: node})
 }
@@ -86,7 +93,8 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	sys := actors.NewSystem(log)
 	var consumers []*actors.Consumer
 	stopAll := func() error {
-		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout+10*time.Second)
+		// shutdown_timeout is a hard bound: each Stop returns within it.
+		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
 		errs := make([]error, len(consumers))
 		var wg sync.WaitGroup
@@ -183,6 +191,21 @@ func startEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger) 
 			Dur("took", time.Since(t)).Msg("seeded demo records")
 	}
 	return b, nil
+}
+
+// reportDroppedLines makes the process's stderr sink (when w is one) say in
+// the log's own format (log's, with its fields) how many lines it dropped,
+// once its output moves again.
+func reportDroppedLines(w io.Writer, l config.Log, fields func(zerolog.Context) zerolog.Context) {
+	if s, ok := w.(*logSink); ok {
+		s.SetNotice(func(n, total int64) []byte {
+			var b bytes.Buffer
+			log := fields(newLogger(l, &b).With()).Logger()
+			log.Warn().Int64("dropped_lines", n).Int64("dropped_total", total).
+				Msg("standard error was not read fast enough: log lines were dropped")
+			return b.Bytes()
+		})
+	}
 }
 
 func newLogger(l config.Log, w io.Writer) zerolog.Logger {

@@ -27,6 +27,9 @@ func newStatus(out io.Writer, log zerolog.Logger, consumers []*actors.Consumer, 
 }
 
 func isTerminal(w io.Writer) bool {
+	if s, ok := w.(*logSink); ok {
+		w = s.Underlying()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -74,8 +77,15 @@ func (s *status) run(ctx context.Context) {
 	}
 }
 
+// summary writes the exit summary. out never blocks in the real process (a
+// logSink), so a stderr nobody reads cannot hold the exit; the lines it
+// dropped are counted here.
 func (s *status) summary(elapsed time.Duration) {
 	t := s.total()
-	fmt.Fprintf(s.out, "turbo: processed %d records in %s (%.0f rec/s); committed %d; failed attempts %d, retries %d, skipped %d, dead-lettered %d, restarts %d\n",
-		t.Processed, elapsed.Round(time.Millisecond), float64(t.Processed)/elapsed.Seconds(), t.Committed, t.Failed, t.Retries, t.Skipped, t.Dead, t.Restarts)
+	dropped := ""
+	if ls, ok := s.out.(*logSink); ok && ls.Dropped() > 0 {
+		dropped = fmt.Sprintf("; %d lines of standard error dropped (not read fast enough)", ls.Dropped())
+	}
+	fmt.Fprintf(s.out, "turbo: processed %d records in %s (%.0f rec/s); committed %d; failed attempts %d, retries %d, skipped %d, dead-lettered %d, restarts %d%s\n",
+		t.Processed, elapsed.Round(time.Millisecond), float64(t.Processed)/elapsed.Seconds(), t.Committed, t.Failed, t.Retries, t.Skipped, t.Dead, t.Restarts, dropped)
 }

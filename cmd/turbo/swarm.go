@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/proto/swarmpb"
@@ -50,6 +51,7 @@ func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSign
 		return fmt.Errorf("%w: %w (turbo run works here)", errUsage, err)
 	}
 	log := newLogger(cfg.Log, stderr).With().Str("component", "swarm").Logger()
+	reportDroppedLines(stderr, cfg.Log, func(c zerolog.Context) zerolog.Context { return c.Str("component", "swarm") })
 	sup, err := supervisor.New(supervisor.Options{
 		Swarm:           cfg.Swarm,
 		ShutdownTimeout: cfg.ShutdownTimeout,
