@@ -166,7 +166,7 @@ func TestRunSignalDuringStartUpIsACleanStop(t *testing.T) {
 		cfg := testkit.WriteConfig(t, `
 kafka:
   brokers: [embedded]
-  embedded: {partitions: 4, seed: {topic: orders, records: 200000, keys: 100}}
+  embedded: {partitions: 4, seed: {topic: orders, records: 100000, keys: 100}}
 consumers:
   - name: orders
     topics: [orders]
