@@ -62,7 +62,10 @@ var (
 // watermark — bounded by wait, and cut short by abort — and commits it
 // before the claim lets the partition go. It returns that final watermark
 // (ok false when there was none, or no answer).
-func handOver(send func(any), abort <-chan struct{}, wait time.Duration, log zerolog.Logger, sess groupSession, tp TopicPartition, epoch uint64) finalCommit {
+//
+// A session lost meanwhile (lost closed) ends the handshake without a
+// commit: the partition is dropped as lost (claimLost).
+func handOver(send func(any), abort, lost <-chan struct{}, wait time.Duration, log zerolog.Logger, sess groupSession, tp TopicPartition, epoch uint64) finalCommit {
 	reply := make(chan finalCommit, 1)
 	send(&claimEnding{tp: tp, epoch: epoch, reply: reply})
 	t := time.NewTimer(wait)
@@ -77,6 +80,8 @@ func handOver(send func(any), abort <-chan struct{}, wait time.Duration, log zer
 		}
 		sess.Commit()
 		return fc
+	case <-lost:
+		send(&claimLost{tp: tp, epoch: epoch})
 	case <-abort:
 	case <-t.C:
 		log.Error().Str("partition", tp.String()).Msg("revocation handshake timed out; releasing without a final commit")

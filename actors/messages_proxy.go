@@ -34,6 +34,14 @@ type claimEnding struct {
 	reply chan<- finalCommit
 }
 
+// claimLost: the partition's session was lost (see sessionLiveness): the
+// claim dropped it without a handover and returned. Nothing of it may run
+// or be committed any more.
+type claimLost struct {
+	tp    TopicPartition
+	epoch uint64
+}
+
 // finalCommit is the proxy's answer to claimEnding.
 type finalCommit struct {
 	offset int64
