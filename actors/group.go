@@ -516,8 +516,11 @@ func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, lost <-chan struc
 // would be refused, and must not be needed: the next owner starts from the
 // last committed watermark and its metadata). The claim returns at once,
 // which ends sarama's session, and the member joins again.
+//
+// What it had finished is still remembered (releasedAt): skipping it when
+// the partition comes back never loses a record.
 func (g *kafkaGroup) lose(tp TopicPartition, epoch uint64) error {
-	g.send(&claimLost{tp: tp, epoch: epoch})
+	g.released.remember(tp, dropLost(g.send, g.abort, tp, epoch))
 	return nil
 }
 

@@ -81,10 +81,31 @@ func handOver(send func(any), abort, lost <-chan struct{}, wait time.Duration, l
 		sess.Commit()
 		return fc
 	case <-lost:
-		send(&claimLost{tp: tp, epoch: epoch})
+		return dropLost(send, abort, tp, epoch)
 	case <-abort:
 	case <-t.C:
 		log.Error().Str("partition", tp.String()).Msg("revocation handshake timed out; releasing without a final commit")
+	}
+	return finalCommit{}
+}
+
+// lostReplyWait bounds a lost claim's wait for the proxy's answer (the
+// proxy answers at once; a tree being torn down may not).
+const lostReplyWait = time.Second
+
+// dropLost is a claim's end of a loss: it tells the proxy, and returns the
+// last watermark the proxy marked for the partition (ok false if none, or
+// no answer): what this member finished, never committed.
+func dropLost(send func(any), abort <-chan struct{}, tp TopicPartition, epoch uint64) finalCommit {
+	reply := make(chan finalCommit, 1)
+	send(&claimLost{tp: tp, epoch: epoch, reply: reply})
+	t := time.NewTimer(lostReplyWait)
+	defer t.Stop()
+	select {
+	case fc := <-reply:
+		return fc
+	case <-abort:
+	case <-t.C:
 	}
 	return finalCommit{}
 }

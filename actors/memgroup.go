@@ -261,7 +261,7 @@ func (g *memGroup) handOver(sess *memSession, cl *memClaim, tp TopicPartition, e
 func (g *memGroup) lose(tp TopicPartition, epoch uint64) {
 	if !g.aborted() {
 		g.log.Warn().Str("partition", tp.String()).Msg("partition lost: dropping it without a handover")
-		g.send(&claimLost{tp: tp, epoch: epoch})
+		dropLost(g.send, g.abort, tp, epoch)
 	}
 }
 

@@ -193,8 +193,10 @@ func (p *clientProxy) handleRevokeTimeout(c actor.Context, m *revokeTimeout) {
 func (p *clientProxy) handleClaimLost(c actor.Context, m *claimLost) {
 	hp := p.parts[m.tp]
 	if hp == nil || hp.epoch != m.epoch {
+		m.reply <- finalCommit{}
 		return
 	}
+	m.reply <- finalCommit{offset: hp.committed, meta: hp.meta, ok: hp.committed >= 0}
 	if hp.ending != nil { // a revocation was under way: its claim no longer waits
 		hp.ending <- finalCommit{}
 		hp.timeout()
