@@ -32,7 +32,8 @@ func memberGone(err error) bool {
 //
 //   - an answer that the member is unknown, of an old generation, or fenced
 //     (to a heartbeat, a commit, a join) means the partitions are lost;
-//   - REBALANCE_IN_PROGRESS is normal: the member is known and current;
+//   - REBALANCE_IN_PROGRESS is normal: the member is known and current (and
+//     so is a probe's ILLEGAL_GENERATION, see probed);
 //   - no proof (an answered heartbeat) for a whole session timeout means
 //     the broker has expired the member by now, whatever it failed to say.
 //
@@ -51,20 +52,22 @@ func newSessionLiveness(timeout time.Duration, start time.Time) *sessionLiveness
 // probed takes the answer to a heartbeat sent at sent. The proof dates from
 // the sending: the broker may have counted the session from then on only.
 //
-// ILLEGAL_GENERATION from a probe proves nothing either way: the prober
-// reads the generation sarama has stored, which lags behind a join in
-// progress (sarama stores the new generation only after SyncGroup). sarama's
-// own heartbeats, which it serializes with its joins, judge the generation
-// (sessionEnded); and a generation that stays illegal is a silence that
-// tick ends.
+// A probe's ILLEGAL_GENERATION is proof too, not loss: the broker checks
+// the member before the generation (Kafka's GroupCoordinator, and kfake),
+// so the member is in the group; and the prober reads the generation sarama
+// has stored, which lags behind a join in progress (sarama stores the new
+// one only after SyncGroup) — a member waiting in a SyncGroup for a slow or
+// dead leader would otherwise be judged silent. sarama's own heartbeats,
+// which it serializes with its joins, judge the generation: their
+// ILLEGAL_GENERATION ends its session (sessionEnded), a heartbeat interval
+// later at most.
 func (l *sessionLiveness) probed(sent time.Time, err error) error {
 	switch {
 	case l.lost != nil:
-	case err == nil, errors.Is(err, sarama.ErrRebalanceInProgress):
+	case err == nil, errors.Is(err, sarama.ErrRebalanceInProgress), errors.Is(err, sarama.ErrIllegalGeneration):
 		if sent.After(l.proven) {
 			l.proven = sent
 		}
-	case errors.Is(err, sarama.ErrIllegalGeneration):
 	case memberGone(err):
 		l.lost = fmt.Errorf("%w: heartbeat refused: %w", ErrSessionLost, err)
 	}
