@@ -140,15 +140,7 @@ func (co *coordinator) receive(c actor.Context) {
 	case *haltRunners:
 		co.handleHalt(c)
 	case *dropPartition:
-		if a := co.parts[m.epoch]; a != nil {
-			co.stealAll() // unstarted records of the partition must not start either
-			a.cancel()    // and running ones are cancelled: the partition is someone else's
-			dropped := co.sched.DropIf(func(r *Record) bool { return r.epoch == m.epoch })
-			a.records -= len(dropped)
-			co.dropParked(m.epoch)
-			co.scheduleFlush(c)
-			co.dispatch(c)
-		}
+		co.handleDrop(c, m)
 	case *actor.Started:
 		co.timers = scheduler.NewTimerScheduler(c)
 	case *actor.Stopping:
@@ -556,4 +548,25 @@ func returnCredits(recs []*Record) {
 		}
 		i = j
 	}
+}
+
+// handleDrop drops a partition that is someone else's now (its revocation
+// expired, or its session was lost): its unstarted records do not start,
+// its running ones are cancelled (harvest counts them as lost, not failed),
+// and it is reported drained once none of them runs — which ends the offset
+// controller's tracking of it; the proxy no longer commits it.
+func (co *coordinator) handleDrop(c actor.Context, m *dropPartition) {
+	a := co.parts[m.epoch]
+	if a == nil { // nothing of it here (or drained already)
+		c.Send(c.Parent(), &partitionDrained{tp: m.tp, epoch: m.epoch})
+		return
+	}
+	a.revoking = true
+	co.stealAll()
+	a.cancel()
+	dropped := co.sched.DropIf(func(r *Record) bool { return r.epoch == m.epoch })
+	a.records -= len(dropped)
+	co.dropParked(m.epoch)
+	co.scheduleFlush(c)
+	co.dispatch(c)
 }

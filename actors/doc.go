@@ -65,6 +65,23 @@
 // released at its last committed watermark, which never passes unfinished
 // work.
 //
+// # Loss (the session ended without a revocation)
+//
+// A member that can no longer prove its group session — a heartbeat or a
+// commit answered UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or FENCED_INSTANCE_ID,
+// sarama's session ending while the member is not leaving, or no heartbeat
+// answered for a session timeout — may already have seen its partitions
+// given to another member. sessionLiveness (pure) judges it from those
+// inputs; sessionWatch feeds it (its own heartbeat per interval, on its own
+// connection, and the commit errors). Then every claim of the session sends
+// claimLost and returns at once, without a handover: proxy → orchestrator:
+// partitionLost → coordinator: dropPartition (nothing more of it starts,
+// what runs is cancelled — not a failure —, it is reported drained), and
+// nothing of it is committed (the next owner starts from the last committed
+// watermark and its metadata). The claims' return ends sarama's session and
+// the member joins again. This is the Java client's onPartitionsLost, where
+// a revocation is its onPartitionsRevoked.
+//
 // Stop (SIGTERM) = stopIntake: the proxy cancels the consumer group's
 // context, every partition goes through the revocation above, the group is
 // closed, then the supervisor stops the actors. The whole Stop returns

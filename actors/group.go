@@ -51,6 +51,10 @@ type kafkaGroup struct {
 	claims     atomic.Int64  // ConsumeClaim calls running
 	claimEnded chan struct{} // signalled when one returns
 
+	client sarama.Client                // the group's, for the session watch
+	watch  atomic.Pointer[sessionWatch] // the current session's, nil between sessions
+	probes sync.WaitGroup               // the watches and their probes
+
 	mu    sync.Mutex
 	group sarama.ConsumerGroup
 	aux   *kafkaAux
@@ -103,6 +107,7 @@ func (g *kafkaGroup) run() {
 	g.mu.Lock()
 	g.group, g.aux = group, aux
 	g.mu.Unlock()
+	g.client = client // before Consume: Setup reads it
 
 	var wg sync.WaitGroup
 	wg.Go(func() { g.drainErrors(group) })
@@ -133,8 +138,10 @@ func (g *kafkaGroup) run() {
 	}
 	close(consumed)
 	close(g.commitStop)
+	g.stopWatch()
 	err = group.Close()
 	wg.Wait()
+	g.probes.Wait() // bounded by the probe's read timeout
 	aux.close()
 	g.send(&groupStopped{err: err})
 }
@@ -251,6 +258,10 @@ func (g *kafkaGroup) sleep(d time.Duration) bool {
 
 func (g *kafkaGroup) drainErrors(group sarama.ConsumerGroup) {
 	for err := range group.Errors() {
+		// Mostly refused commits: sarama reports nothing else of them.
+		if w := g.watch.Load(); w != nil && memberGone(err) {
+			w.commitFailed(err)
+		}
 		g.log.Warn().Err(err).Msg("kafka consumer error")
 	}
 }
@@ -295,6 +306,9 @@ func (g *kafkaGroup) resume(tp TopicPartition) {
 
 // Setup implements sarama.ConsumerGroupHandler.
 func (g *kafkaGroup) Setup(sess sarama.ConsumerGroupSession) error {
+	w := newSessionWatch(g.client, g.cfg, g.groupID, sess, &g.probes, g.log)
+	g.watch.Store(w)
+	g.probes.Go(w.run)
 	g.stats.sessionStarted()
 	g.send(&sessionStarted{sess: sess})
 	return nil
@@ -302,8 +316,15 @@ func (g *kafkaGroup) Setup(sess sarama.ConsumerGroupSession) error {
 
 // Cleanup implements sarama.ConsumerGroupHandler.
 func (g *kafkaGroup) Cleanup(sarama.ConsumerGroupSession) error {
+	g.stopWatch()
 	g.stats.sessionEnded()
 	return nil
+}
+
+func (g *kafkaGroup) stopWatch() {
+	if w := g.watch.Swap(nil); w != nil {
+		w.stop()
+	}
 }
 
 // ConsumeClaim implements sarama.ConsumerGroupHandler: it reads the
@@ -320,6 +341,11 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		}
 	}()
 	tp := TopicPartition{Topic: claim.Topic(), Partition: claim.Partition()}
+	w := g.watch.Load() // set by Setup, before any claim
+	var lost <-chan struct{}
+	if w != nil {
+		lost = w.lost
+	}
 	// Read before any record: the first records may be among them.
 	finished := g.released.finished(tp, claim.InitialOffset(), g.finishedAbove(tp))
 	epoch := g.epochs.Add(1)
@@ -373,7 +399,9 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 						g.stats.paused.Add(1)
 					}
 				case <-sess.Context().Done():
-					return g.release(sess, tp, epoch)
+					return g.end(sess, w, tp, epoch)
+				case <-lost:
+					return g.lose(tp, epoch)
 				case <-g.abort:
 					return nil
 				}
@@ -383,12 +411,14 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			case <-gt.wake:
 			case m, ok := <-msgs:
 				if !ok {
-					return g.release(sess, tp, epoch)
+					return g.end(sess, w, tp, epoch)
 				}
 				flow.hold(m)
 				g.stats.held.Add(1)
 			case <-sess.Context().Done():
-				return g.release(sess, tp, epoch)
+				return g.end(sess, w, tp, epoch)
+			case <-lost:
+				return g.lose(tp, epoch)
 			case <-g.abort:
 				return nil
 			}
@@ -407,13 +437,15 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			select {
 			case first, ok = <-msgs:
 			case <-sess.Context().Done():
-				return g.release(sess, tp, epoch)
+				return g.end(sess, w, tp, epoch)
+			case <-lost:
+				return g.lose(tp, epoch)
 			case <-g.abort:
 				return nil
 			}
 		}
 		if !ok {
-			return g.release(sess, tp, epoch)
+			return g.end(sess, w, tp, epoch)
 		}
 		// One allocation for the batch's records rather than one each.
 		slab := make([]Record, n)
@@ -455,18 +487,52 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 				break drain
 			}
 		}
+		select {
+		case <-lost: // not one more record of a lost partition
+			gt.give(n, 0) // nothing of the batch goes on: every credit taken comes back
+			return g.lose(tp, epoch)
+		default:
+		}
 		// Inherited records never run: their credits come back at once.
 		gt.settle(n-len(batch)+inherited, used)
 		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: claim.HighWaterMarkOffset()})
 		if closed {
-			return g.release(sess, tp, epoch)
+			return g.end(sess, w, tp, epoch)
 		}
 	}
 }
 
+// end ends a claim whose records stopped coming or whose session ended: a
+// revocation (the session goes on) is handed over; the end of a session the
+// member did not leave is a loss.
+func (g *kafkaGroup) end(sess sarama.ConsumerGroupSession, w *sessionWatch, tp TopicPartition, epoch uint64) error {
+	if w == nil {
+		return g.release(sess, nil, tp, epoch)
+	}
+	if sess.Context().Err() != nil {
+		w.sessionEnded(context.Cause(sess.Context()), g.ctx.Err() != nil)
+	}
+	if w.reason() != nil {
+		return g.lose(tp, epoch)
+	}
+	return g.release(sess, w.lost, tp, epoch)
+}
+
 // release runs the revocation handshake and commits the final watermark.
-func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, tp TopicPartition, epoch uint64) error {
-	g.released.remember(tp, handOver(g.send, g.abort, g.revokeWait, g.log, sess, tp, epoch))
+func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, lost <-chan struct{}, tp TopicPartition, epoch uint64) error {
+	g.released.remember(tp, handOver(g.send, g.abort, lost, g.revokeWait, g.log, sess, tp, epoch))
+	return nil
+}
+
+// lose drops a partition of a lost session: no handover, no commit (it
+// would be refused, and must not be needed: the next owner starts from the
+// last committed watermark and its metadata). The claim returns at once,
+// which ends sarama's session, and the member joins again.
+//
+// What it had finished is still remembered (releasedAt): skipping it when
+// the partition comes back never loses a record.
+func (g *kafkaGroup) lose(tp TopicPartition, epoch uint64) error {
+	g.released.remember(tp, dropLost(g.send, g.abort, tp, epoch))
 	return nil
 }
 

@@ -62,7 +62,10 @@ var (
 // watermark — bounded by wait, and cut short by abort — and commits it
 // before the claim lets the partition go. It returns that final watermark
 // (ok false when there was none, or no answer).
-func handOver(send func(any), abort <-chan struct{}, wait time.Duration, log zerolog.Logger, sess groupSession, tp TopicPartition, epoch uint64) finalCommit {
+//
+// A session lost meanwhile (lost closed) ends the handshake without a
+// commit: the partition is dropped as lost (claimLost).
+func handOver(send func(any), abort, lost <-chan struct{}, wait time.Duration, log zerolog.Logger, sess groupSession, tp TopicPartition, epoch uint64) finalCommit {
 	reply := make(chan finalCommit, 1)
 	send(&claimEnding{tp: tp, epoch: epoch, reply: reply})
 	t := time.NewTimer(wait)
@@ -77,9 +80,32 @@ func handOver(send func(any), abort <-chan struct{}, wait time.Duration, log zer
 		}
 		sess.Commit()
 		return fc
+	case <-lost:
+		return dropLost(send, abort, tp, epoch)
 	case <-abort:
 	case <-t.C:
 		log.Error().Str("partition", tp.String()).Msg("revocation handshake timed out; releasing without a final commit")
+	}
+	return finalCommit{}
+}
+
+// lostReplyWait bounds a lost claim's wait for the proxy's answer (the
+// proxy answers at once; a tree being torn down may not).
+const lostReplyWait = time.Second
+
+// dropLost is a claim's end of a loss: it tells the proxy, and returns the
+// last watermark the proxy marked for the partition (ok false if none, or
+// no answer): what this member finished, never committed.
+func dropLost(send func(any), abort <-chan struct{}, tp TopicPartition, epoch uint64) finalCommit {
+	reply := make(chan finalCommit, 1)
+	send(&claimLost{tp: tp, epoch: epoch, reply: reply})
+	t := time.NewTimer(lostReplyWait)
+	defer t.Stop()
+	select {
+	case fc := <-reply:
+		return fc
+	case <-abort:
+	case <-t.C:
 	}
 	return finalCommit{}
 }

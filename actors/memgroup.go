@@ -52,10 +52,13 @@ type memClaim struct {
 	tp         memkafka.TopicPartition
 	revoked    chan struct{}
 	revokeOnce sync.Once
+	lost       chan struct{} // the cluster took the partition away (memkafka.Cluster.Lose)
+	loseOnce   sync.Once
 	done       chan struct{}
 }
 
 func (cl *memClaim) revoke() { cl.revokeOnce.Do(func() { close(cl.revoked) }) }
+func (cl *memClaim) lose()   { cl.loseOnce.Do(func() { close(cl.lost) }) }
 
 func (g *memGroup) start(send func(msg any)) {
 	g.send = send
@@ -127,12 +130,14 @@ func (g *memGroup) run() {
 				continue
 			default:
 			}
-			if !g.member.Assigned(tp) {
+			if g.member.Lost(tp) {
+				cl.lose()
+			} else if !g.member.Assigned(tp) {
 				cl.revoke()
 			}
 		}
 		for _, tp := range g.member.Acquire() {
-			cl := &memClaim{tp: tp, revoked: make(chan struct{}), done: make(chan struct{})}
+			cl := &memClaim{tp: tp, revoked: make(chan struct{}), lost: make(chan struct{}), done: make(chan struct{})}
 			claims[tp] = cl
 			wg.Go(func() {
 				g.claim(sess, cl)
@@ -185,7 +190,10 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 			select {
 			case <-gt.wake:
 			case <-cl.revoked:
-				g.handOver(sess, tp, epoch)
+				g.handOver(sess, cl, tp, epoch)
+				return
+			case <-cl.lost:
+				g.lose(tp, epoch)
 				return
 			case <-g.abort:
 				return
@@ -204,7 +212,10 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 			select {
 			case <-changed:
 			case <-cl.revoked:
-				g.handOver(sess, tp, epoch)
+				g.handOver(sess, cl, tp, epoch)
+				return
+			case <-cl.lost:
+				g.lose(tp, epoch)
 				return
 			case <-g.abort:
 				return
@@ -228,6 +239,13 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 			}
 		}
 		pos = batch[len(batch)-1].Offset + 1
+		select {
+		case <-cl.lost: // not one more record of a lost partition
+			gt.give(n, 0) // nothing of the batch goes on: every credit taken comes back
+			g.lose(tp, epoch)
+			return
+		default:
+		}
 		// Inherited records never run: their credits come back at once.
 		gt.settle(n-len(batch)+inherited, used)
 		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: end})
@@ -236,9 +254,18 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 
 // handOver runs the revocation handshake, unless the group was killed: a
 // kill revokes every claim too, and its proxy is gone.
-func (g *memGroup) handOver(sess *memSession, tp TopicPartition, epoch uint64) {
+func (g *memGroup) handOver(sess *memSession, cl *memClaim, tp TopicPartition, epoch uint64) {
 	if !g.aborted() {
-		handOver(g.send, g.abort, g.revokeWait, g.log, sess, tp, epoch)
+		handOver(g.send, g.abort, cl.lost, g.revokeWait, g.log, sess, tp, epoch)
+	}
+}
+
+// lose drops a partition the cluster took away (as kafkaGroup.lose): no
+// handover, no commit.
+func (g *memGroup) lose(tp TopicPartition, epoch uint64) {
+	if !g.aborted() {
+		g.log.Warn().Str("partition", tp.String()).Msg("partition lost: dropping it without a handover")
+		dropLost(g.send, g.abort, tp, epoch)
 	}
 }
 

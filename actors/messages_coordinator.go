@@ -36,8 +36,10 @@ type deadLettered struct {
 type haltRunners struct{}
 
 // dropPartition drops every buffered record of an assignment whose
-// revocation expired.
+// revocation expired or whose partition was lost, and cancels its running
+// ones; the coordinator answers partitionDrained once none runs any more.
 type dropPartition struct {
+	tp    TopicPartition
 	epoch uint64
 }
 

@@ -49,6 +49,15 @@ type revocationExpired struct {
 	epoch uint64
 }
 
+// partitionLost (client proxy → orchestrator): the member's group session
+// was lost, and with it the partition, which the broker may have given to
+// another member already: nothing of it may start any more, what runs is
+// cancelled, nothing is committed.
+type partitionLost struct {
+	tp    TopicPartition
+	epoch uint64
+}
+
 // intakeStopped (client proxy → orchestrator): the consumer group has closed.
 type intakeStopped struct{}
 

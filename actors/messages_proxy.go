@@ -34,6 +34,17 @@ type claimEnding struct {
 	reply chan<- finalCommit
 }
 
+// claimLost: the partition's session was lost (see sessionLiveness): the
+// claim drops it without a handover. Nothing of it may run or be committed
+// any more. The proxy answers on reply (buffered) with the last watermark
+// it marked, which the member remembers as finished (releasedAt) — it is
+// not committed.
+type claimLost struct {
+	tp    TopicPartition
+	epoch uint64
+	reply chan<- finalCommit
+}
+
 // finalCommit is the proxy's answer to claimEnding.
 type finalCommit struct {
 	offset int64

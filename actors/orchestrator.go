@@ -43,7 +43,9 @@ func (o *orchestrator) Receive(c actor.Context) {
 	case *partitionRevoked:
 		c.Send(o.coord, &revokePartition{tp: m.tp, epoch: m.epoch})
 	case *revocationExpired:
-		c.Send(o.coord, &dropPartition{epoch: m.epoch})
+		c.Send(o.coord, &dropPartition{tp: m.tp, epoch: m.epoch})
+	case *partitionLost:
+		c.Send(o.coord, &dropPartition{tp: m.tp, epoch: m.epoch})
 	case *partitionDrained:
 		c.Send(o.offsets, &finalizePartition{tp: m.tp, epoch: m.epoch})
 	case *partitionFinal:

@@ -53,6 +53,8 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.handleClaimStarted(c, m)
 	case *claimEnding:
 		p.handleClaimEnding(c, m)
+	case *claimLost:
+		p.handleClaimLost(c, m)
 	case *partitionReleased:
 		p.finishRevocation(m.tp, m.epoch, m.fc)
 	case *revokeTimeout:
@@ -191,6 +193,29 @@ func (p *clientProxy) handleRevokeTimeout(c actor.Context, m *revokeTimeout) {
 		Msg("revoked partition still has running records; releasing it at its last watermark")
 	p.finishRevocation(m.tp, m.epoch, finalCommit{offset: hp.committed, meta: hp.meta, ok: hp.committed >= 0})
 	c.Send(c.Parent(), &revocationExpired{tp: m.tp, epoch: m.epoch})
+}
+
+// handleClaimLost forgets a partition of a lost session at once — it is not
+// committed again — and has the tree drop its records.
+func (p *clientProxy) handleClaimLost(c actor.Context, m *claimLost) {
+	hp := p.parts[m.tp]
+	if hp == nil || hp.epoch != m.epoch {
+		m.reply <- finalCommit{}
+		return
+	}
+	m.reply <- finalCommit{offset: hp.committed, meta: hp.meta, ok: hp.committed >= 0}
+	if hp.ending != nil { // a revocation was under way: its claim no longer waits
+		hp.ending <- finalCommit{}
+		hp.timeout()
+	}
+	delete(p.parts, m.tp)
+	p.stats.assigned.Store(int64(len(p.parts)))
+	p.stats.moves.Add(1)
+	p.resizeGates()
+	p.updateLag()
+	p.log.Warn().Str("partition", m.tp.String()).Int64("committed", hp.committed).
+		Msg("partition lost with the group session: its running records are cancelled, nothing more of it starts or is committed")
+	c.Send(c.Parent(), &partitionLost{tp: m.tp, epoch: m.epoch})
 }
 
 func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc finalCommit) {

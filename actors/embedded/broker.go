@@ -27,7 +27,8 @@ type Options struct {
 
 // Broker is a running embedded broker.
 type Broker struct {
-	cluster *kfake.Cluster
+	cluster   *kfake.Cluster
+	keepalive *keepalive // works around kfake's group bugs (see keepalive)
 }
 
 // Start starts a single-node broker that auto-creates topics.
@@ -67,7 +68,7 @@ func Start(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: starting broker on %s: %w", listen, err)
 	}
-	return &Broker{cluster: c}, nil
+	return &Broker{cluster: c, keepalive: startKeepalive(c, c.ListenAddrs()[0])}, nil
 }
 
 // Addrs returns the broker's bootstrap addresses.
@@ -76,6 +77,9 @@ func (b *Broker) Addrs() []string { return b.cluster.ListenAddrs() }
 // Close stops the broker. It is idempotent.
 func (b *Broker) Close() {
 	if b != nil && b.cluster != nil {
+		if b.keepalive != nil {
+			b.keepalive.stop()
+		}
 		b.cluster.Close()
 	}
 }

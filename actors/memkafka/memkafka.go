@@ -82,6 +82,7 @@ type partition struct {
 	log       []Record // ascending offsets
 	assigned  bool     // the group gives it to the consumer
 	owner     int      // member holding it, 0 if none
+	lostBy    int      // member it was taken from by Lose, until that member releases it; 0 if none
 	claims    int      // times a member took it
 	committed int64    // -1 if nothing committed
 	meta      string
@@ -173,6 +174,23 @@ func (c *Cluster) Revoke(tps ...TopicPartition) {
 	c.notifyLocked()
 }
 
+// Lose takes partitions from the member holding them without telling it, as
+// a broker does when it expires a member's session: the member's commits of
+// them are refused from now on, and the member learns of the loss only when
+// it looks (Member.Lost). Unlike Revoke, nothing waits for the member: the
+// partitions stay assigned, and the member may claim them again — a new
+// assignment — once it has released the lost claim.
+func (c *Cluster) Lose(tps ...TopicPartition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, tp := range tps {
+		if p := c.partLocked(tp); p.owner != 0 {
+			p.lostBy, p.owner = p.owner, 0
+		}
+	}
+	c.notifyLocked()
+}
+
 // PartitionState is what the cluster knows of one partition.
 type PartitionState struct {
 	End       int64  // the offset after the last record (0 for an empty log)
@@ -257,7 +275,7 @@ func (m *Member) Acquire() []TopicPartition {
 	defer c.mu.Unlock()
 	var out []TopicPartition
 	for tp, p := range c.parts {
-		if p.assigned && p.owner == 0 && slices.Contains(m.topics, tp.Topic) {
+		if p.assigned && p.owner == 0 && p.lostBy != m.id && slices.Contains(m.topics, tp.Topic) {
 			p.owner = m.id
 			p.claims++
 			out = append(out, tp)
@@ -278,6 +296,15 @@ func (m *Member) Assigned(tp TopicPartition) bool {
 	defer m.c.mu.Unlock()
 	p := m.c.parts[tp]
 	return p != nil && p.assigned
+}
+
+// Lost reports whether tp was taken from the member by Cluster.Lose (and
+// the member has not released it since).
+func (m *Member) Lost(tp TopicPartition) bool {
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	p := m.c.parts[tp]
+	return p != nil && p.lostBy == m.id
 }
 
 // Committed returns tp's committed offset and metadata (-1 and "" if none).
@@ -344,8 +371,13 @@ func (m *Member) Release(tp TopicPartition) {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p := c.parts[tp]; p != nil && p.owner == m.id {
-		p.owner = 0
+	if p := c.parts[tp]; p != nil && (p.owner == m.id || p.lostBy == m.id) {
+		if p.owner == m.id {
+			p.owner = 0
+		}
+		if p.lostBy == m.id {
+			p.lostBy = 0
+		}
 		c.notifyLocked()
 	}
 }
@@ -358,6 +390,9 @@ func (m *Member) Leave() {
 	for _, p := range c.parts {
 		if p.owner == m.id {
 			p.owner = 0
+		}
+		if p.lostBy == m.id {
+			p.lostBy = 0
 		}
 	}
 	c.notifyLocked()

@@ -127,3 +127,29 @@ func TestChangedAnnouncesEveryChange(t *testing.T) {
 		t.Errorf("%d dead letters, want 1", n)
 	}
 }
+
+func TestLoseTakesAPartitionWithoutAHandover(t *testing.T) {
+	c := New()
+	c.Assign(p0)
+	m := c.Join([]string{"orders"})
+	if got := m.Acquire(); !slices.Equal(got, []TopicPartition{p0}) {
+		t.Fatalf("Acquire = %v", got)
+	}
+	c.Lose(p0)
+	if !m.Lost(p0) || c.Partition(p0).Held {
+		t.Fatalf("after Lose: lost %v, held %v; want lost and not held", m.Lost(p0), c.Partition(p0).Held)
+	}
+	if m.Commit(p0, 3, "") {
+		t.Error("a commit of a lost partition was applied")
+	}
+	if got := m.Acquire(); len(got) != 0 {
+		t.Errorf("the member took back %v before releasing its lost claim", got)
+	}
+	m.Release(p0)
+	if m.Lost(p0) {
+		t.Error("still lost after the release")
+	}
+	if got := m.Acquire(); !slices.Equal(got, []TopicPartition{p0}) || c.Partition(p0).Claims != 2 {
+		t.Errorf("Acquire after the release = %v (claims %d), want p0 as a new assignment", got, c.Partition(p0).Claims)
+	}
+}

@@ -174,7 +174,8 @@ func (ms *members) logLine(m *member, line string) {
 	case "partition assigned":
 		ms.assigned++
 		m.held[ev.Partition] = true
-	case "partition released":
+	case "partition released",
+		"partition lost with the group session: its running records are cancelled, nothing more of it starts or is committed":
 		ms.released++
 		delete(m.held, ev.Partition)
 	case "consumer tree failed; stopping it":

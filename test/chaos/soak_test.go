@@ -31,9 +31,10 @@ type chaosCounts struct{ kills, restarts, joins, leaves int }
 
 // TestChaosSoak keeps producing while it kill -9s, restarts (SIGTERM and
 // start again), adds and removes members of a 3-member group at random
-// (seeded), with 2 % of first deliveries failing, then stops producing,
-// lets the group drain and stops it: nothing lost, no order violation, no
-// overlap; duplicates are reported.
+// (seeded) — a kill may hit a member still joining —, with 2 % of first
+// deliveries failing, then stops producing, lets the group drain and stops
+// it: nothing lost, no order violation, no overlap of a key nor of a
+// partition's owners; duplicates are reported.
 func TestChaosSoak(t *testing.T) {
 	s := *seed
 	if s == 0 {
@@ -94,10 +95,10 @@ func TestChaosSoak(t *testing.T) {
 	rep := ledger.Report()
 	assigned, released, failures := ms.counts()
 	line := fmt.Sprintf("CHAOS: records=%d kills=%d restarts=%d joins=%d leaves=%d partition_moves=%d (assigned=%d released=%d) tree_failures=%d "+
-		"lost=%d order_violations=%d overlaps=%d duplicates=%d (%.2f%%) injected_failures=%d failed_attempts=%d "+
+		"lost=%d order_violations=%d overlaps=%d ownership_overlaps=%d duplicates=%d (%.2f%%) injected_failures=%d failed_attempts=%d "+
 		"seed=%d broker=%s soak=%s drain=%s total=%s",
 		rep.Produced, did.kills, did.restarts, did.joins, did.leaves, assigned-soakPartitions, assigned, released, failures,
-		rep.Lost, rep.OrderViolations, rep.Overlaps, rep.Duplicates, rep.DuplicatePct, rep.Injected, rep.FailedAttempts,
+		rep.Lost, rep.OrderViolations, rep.Overlaps, rep.OwnershipOverlaps, rep.Duplicates, rep.DuplicatePct, rep.Injected, rep.FailedAttempts,
 		s, brokerKind(), *soak, drained.Round(time.Millisecond), time.Since(began).Round(time.Second))
 	t.Log(line)
 	fmt.Println(line)
@@ -124,23 +125,10 @@ func act(t *testing.T, ms *members, rng *mrand.Rand, did *chaosCounts, step int)
 	t.Helper()
 	live := ms.live()
 	pick := func() *member { return live[rng.IntN(len(live))] }
-	// Kills go to members that joined (hold partitions): on the embedded
-	// broker, members killed while still joining pile up in a pending
-	// rebalance that kfake keeps restarting while sarama's joins time out
-	// (30 s read timeout, 60 s rebalance timeout) — a group that rejoins
-	// forever. See the chaos branch's report; on Kafka 3.9 it does not occur.
-	victim := func() *member {
-		var joined []*member
-		for _, m := range live {
-			if ms.held(m) > 0 {
-				joined = append(joined, m)
-			}
-		}
-		if len(joined) == 0 {
-			return pick()
-		}
-		return joined[rng.IntN(len(joined))]
-	}
+	// Kills go to any member, including one still joining (issue 11: on the
+	// embedded broker such kills once left the group rejoining for minutes;
+	// see embedded.Broker's keepalive and the README's note on kfake).
+	victim := pick
 	r := rng.IntN(100)
 	switch step {
 	case 0:

@@ -69,6 +69,17 @@ func (h *Harness) Revoke(topic string, partitions ...int32) {
 	h.cluster.Revoke(tps(topic, partitions)...)
 }
 
+// Lose takes partitions of topic from the consumer without telling it, as a
+// broker does that expired the consumer's session (or dropped its member):
+// the consumer's commits of them are refused from then on, and the consumer
+// must drop them at once — cancel what runs, start nothing more of them,
+// commit nothing — as it does when its session is lost. The partitions stay
+// assigned: the consumer claims them again afterwards (a new assignment,
+// from the last committed offset), as a member that rejoins would.
+func (h *Harness) Lose(topic string, partitions ...int32) {
+	h.cluster.Lose(tps(topic, partitions)...)
+}
+
 // Held reports whether the consumer holds the partition now.
 func (h *Harness) Held(topic string, partition int32) bool {
 	return h.cluster.Partition(memkafka.TopicPartition{Topic: topic, Partition: partition}).Held

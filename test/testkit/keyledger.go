@@ -39,6 +39,11 @@ import (
 //     records is fine, skipping ahead of an unfinished one is not;
 //   - overlaps: a delivery of a key began while another delivery of the same
 //     key was running;
+//   - ownership overlaps: a delivery of a partition's record began while
+//     another label (process) was handling a record of that partition (see
+//     OwnershipJudge). Only records whose acknowledgement (and so partition)
+//     is known when their delivery begins are judged: in practice all of
+//     them, as consumers read what the broker already acknowledged;
 //   - duplicates: successful deliveries beyond the first of each record.
 //
 // A delivery finishes when its work completed and the caller was still
@@ -64,6 +69,7 @@ type KeyLedger struct {
 	deliveries, failed       int
 	injected, unknown        int
 	overlaps, duplicates     int
+	own                      ownership
 	produceDisorder          int
 	running                  map[string]int // label (the URL's last path element) → deliveries running
 	byLabel                  map[string]int // label → successful deliveries
@@ -84,6 +90,7 @@ type KeyLedgerOptions struct {
 type klRecord struct {
 	id        string
 	key       string
+	topic     string
 	seq       int
 	state     klState
 	partition int32
@@ -116,19 +123,23 @@ type orderSuspect struct {
 
 // KeyReport is a copy of the ledger's verdicts and counters.
 type KeyReport struct {
-	Sent            int // handed to the producer
-	Produced        int // acknowledged by the broker
-	NotProduced     int // given up by the producer
-	Finished        int // distinct produced records finished at least once
-	Lost            int // produced, not (yet) finished once
-	Deliveries      int // deliveries begun, every attempt included
-	FailedAttempts  int // deliveries that did not finish (injected, cancelled)
-	Injected        int // first deliveries answered 500 on purpose
-	Unknown         int // deliveries of values this ledger did not produce
-	Overlaps        int
-	OrderViolations int
-	Duplicates      int     // successful deliveries beyond the first per record
-	DuplicatePct    float64 // Duplicates per produced record, in percent
+	Sent           int // handed to the producer
+	Produced       int // acknowledged by the broker
+	NotProduced    int // given up by the producer
+	Finished       int // distinct produced records finished at least once
+	Lost           int // produced, not (yet) finished once
+	Deliveries     int // deliveries begun, every attempt included
+	FailedAttempts int // deliveries that did not finish (injected, cancelled)
+	Injected       int // first deliveries answered 500 on purpose
+	Unknown        int // deliveries of values this ledger did not produce
+	Overlaps       int
+	// OwnershipOverlaps counts deliveries that began while another label
+	// handled a record of the same partition: two members holding one
+	// partition at once.
+	OwnershipOverlaps int
+	OrderViolations   int
+	Duplicates        int     // successful deliveries beyond the first per record
+	DuplicatePct      float64 // Duplicates per produced record, in percent
 	// ProduceDisorder counts records the broker acknowledged at a lower
 	// offset than an earlier record of their key: a premise of the order
 	// verdict (it would blame the consumer for the producer's reordering).
@@ -178,11 +189,11 @@ func (l *KeyLedger) keyLocked(key string) *klKey {
 
 // newRecord registers the next record of key (before it is sent) and
 // returns its key and value.
-func (l *KeyLedger) newRecord(key string) *klRecord {
+func (l *KeyLedger) newRecord(topic, key string) *klRecord {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := l.keyLocked(key)
-	r := &klRecord{id: l.prefix + "." + strconv.FormatInt(l.nextID, 10), key: key, seq: len(k.seqs), partition: -1, offset: -1}
+	r := &klRecord{id: l.prefix + "." + strconv.FormatInt(l.nextID, 10), key: key, topic: topic, seq: len(k.seqs), partition: -1, offset: -1}
 	l.nextID++
 	k.seqs = append(k.seqs, r)
 	l.records[r.id] = r
@@ -226,7 +237,8 @@ type KeyDelivery struct {
 	rec   *klRecord // nil for an unknown value
 	key   string
 	label string
-	first bool // the record's first delivery
+	tp    string // the record's topic-partition, "" if not judged for ownership
+	first bool   // the record's first delivery
 }
 
 // Begin records that a delivery of value (a value this ledger produced)
@@ -259,6 +271,10 @@ func (l *KeyLedger) Begin(value []byte, label string) *KeyDelivery {
 		l.exampleLocked("overlap: %s seq %d (%s) began at %s while %d delivery(ies) of its key ran", r.key, r.seq, r.id, label, k.running)
 	}
 	k.running++
+	if r.state == klAcked {
+		d.tp = r.topic + "/" + strconv.FormatInt(int64(r.partition), 10)
+		l.own.begin(d.tp, label)
+	}
 	for k.prefix < len(k.seqs) && (k.seqs[k.prefix].finishes > 0 || k.seqs[k.prefix].state == klNotProduced) {
 		k.prefix++
 	}
@@ -286,6 +302,9 @@ func (d *KeyDelivery) End(finished bool) {
 	l.running[d.label]--
 	if d.key != "" {
 		l.keys[d.key].running--
+	}
+	if d.tp != "" {
+		l.own.end(d.tp, d.label)
 	}
 	if r := d.rec; r != nil {
 		if finished {
@@ -427,8 +446,8 @@ func (l *KeyLedger) Report() KeyReport {
 	rep := KeyReport{
 		Sent: l.sent, Produced: l.acked, NotProduced: l.notProduced, Finished: l.finished,
 		Deliveries: l.deliveries, FailedAttempts: l.failed, Injected: l.injected, Unknown: l.unknown,
-		Overlaps: l.overlaps, Duplicates: l.duplicates, ProduceDisorder: l.produceDisorder,
-		ByLabel: map[string]int{}, Examples: append([]string(nil), l.examples...),
+		Overlaps: l.overlaps, OwnershipOverlaps: l.own.overlaps, Duplicates: l.duplicates, ProduceDisorder: l.produceDisorder,
+		ByLabel: map[string]int{}, Examples: append(append([]string(nil), l.examples...), l.own.examples...),
 	}
 	for k, v := range l.byLabel {
 		rep.ByLabel[k] = v
@@ -472,8 +491,8 @@ func (l *KeyLedger) Report() KeyReport {
 }
 
 // Err returns an error listing every broken guarantee (lost records, order
-// violations, overlaps, records reordered by the producer, unknown values),
-// or nil.
+// violations, overlaps of a key, overlaps of a partition's owners, records
+// reordered by the producer, unknown values), or nil.
 func (r KeyReport) Err() error {
 	var errs []error
 	for _, c := range []struct {
@@ -481,6 +500,7 @@ func (r KeyReport) Err() error {
 		what string
 	}{
 		{r.Lost, "lost records"}, {r.OrderViolations, "order violations"}, {r.Overlaps, "overlaps"},
+		{r.OwnershipOverlaps, "ownership overlaps (two members handling one partition at once)"},
 		{r.ProduceDisorder, "records the producer reordered"}, {r.Unknown, "deliveries of unknown values"},
 	} {
 		if c.n != 0 {
@@ -582,7 +602,7 @@ func (kp *KeyProducer) send(topic string, o KeyProducerOptions) {
 				return
 			}
 		}
-		r := kp.l.newRecord("k" + strconv.Itoa(rng.IntN(o.Keys)))
+		r := kp.l.newRecord(topic, "k"+strconv.Itoa(rng.IntN(o.Keys)))
 		msg := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(r.key), Value: sarama.ByteEncoder(r.value()), Metadata: r}
 		select {
 		case kp.p.Input() <- msg:

@@ -13,10 +13,15 @@ import (
 // produced registers n records of key and acknowledges them at offsets
 // 0, 1, … of partition 0, as the producer would.
 func produced(l *KeyLedger, key string, n int) []*klRecord {
+	return producedOn(l, key, 0, n)
+}
+
+// producedOn is produced on another partition of topic "t".
+func producedOn(l *KeyLedger, key string, partition int32, n int) []*klRecord {
 	var out []*klRecord
 	for i := range n {
-		r := l.newRecord(key)
-		l.ack(r, 0, int64(i))
+		r := l.newRecord("t", key)
+		l.ack(r, partition, int64(i))
 		out = append(out, r)
 	}
 	return out
@@ -29,8 +34,9 @@ func deliver(l *KeyLedger, r *klRecord, finished bool) {
 
 func TestKeyLedgerCleanRunHasNoVerdict(t *testing.T) {
 	l := NewKeyLedger(KeyLedgerOptions{})
-	a, b := produced(l, "k0", 3), produced(l, "k1", 2)
-	// Keys interleave freely; each key in order, one at a time.
+	a, b := produced(l, "k0", 3), producedOn(l, "k1", 1, 2)
+	// Keys interleave freely; each key in order, one at a time; members
+	// m1 and m2 hold different partitions.
 	da := l.Begin(a[0].value(), "m1")
 	db := l.Begin(b[0].value(), "m2")
 	da.End(true)
@@ -103,14 +109,16 @@ func TestKeyLedgerCatchesOverlaps(t *testing.T) {
 	other.End(true)
 	d0.End(true)
 	rep := l.Report()
-	if rep.Overlaps != 1 || rep.Duplicates != 1 || rep.Unknown != 1 || rep.OrderViolations != 0 {
-		t.Fatalf("report %+v, want 1 overlap, 1 duplicate, 1 unknown, no order violation", rep)
+	// The record on two members at once is also two owners of partition 0;
+	// the unknown value is not judged for ownership.
+	if rep.Overlaps != 1 || rep.OwnershipOverlaps != 1 || rep.Duplicates != 1 || rep.Unknown != 1 || rep.OrderViolations != 0 {
+		t.Fatalf("report %+v, want 1 overlap, 1 ownership overlap, 1 duplicate, 1 unknown, no order violation", rep)
 	}
 }
 
 func TestKeyLedgerIgnoresRecordsNeverProduced(t *testing.T) {
 	l := NewKeyLedger(KeyLedgerOptions{})
-	r0 := l.newRecord("k0")
+	r0 := l.newRecord("t", "k0")
 	l.giveUp(r0) // the broker never took it
 	r := produced(l, "k0", 1)[0]
 	deliver(l, r, true)
@@ -120,7 +128,7 @@ func TestKeyLedgerIgnoresRecordsNeverProduced(t *testing.T) {
 	// A record not yet answered when a later one starts is judged once its
 	// fate is known: acknowledged makes it a violation.
 	l2 := NewKeyLedger(KeyLedgerOptions{})
-	p0, p1 := l2.newRecord("k0"), l2.newRecord("k0")
+	p0, p1 := l2.newRecord("t", "k0"), l2.newRecord("t", "k0")
 	l2.ack(p1, 0, 1)
 	deliver(l2, p1, true)
 	l2.ack(p0, 0, 0)
@@ -131,7 +139,7 @@ func TestKeyLedgerIgnoresRecordsNeverProduced(t *testing.T) {
 
 func TestKeyLedgerCatchesAProducerThatReorders(t *testing.T) {
 	l := NewKeyLedger(KeyLedgerOptions{})
-	a, b := l.newRecord("k0"), l.newRecord("k0")
+	a, b := l.newRecord("t", "k0"), l.newRecord("t", "k0")
 	l.ack(a, 3, 10)
 	l.ack(b, 3, 9)
 	if rep := l.Report(); rep.ProduceDisorder != 1 || rep.Err() == nil {
@@ -268,5 +276,65 @@ func TestKeyProducerKnowsWhatItProduced(t *testing.T) {
 	}
 	if rep := l2.Report(); rep.Sent != rep.Produced+rep.NotProduced || rep.Produced < 50 {
 		t.Fatalf("after Stop: %+v, want every record sent answered", rep)
+	}
+}
+
+// Two members handling different keys of one partition at once is the
+// failure the key verdicts cannot see: a member went on with a partition the
+// broker had given to another.
+func TestKeyLedgerCatchesTwoOwnersOfAPartition(t *testing.T) {
+	l := NewKeyLedger(KeyLedgerOptions{})
+	a, b := produced(l, "k0", 1), produced(l, "k1", 1) // both on partition 0
+	old := l.Begin(a[0].value(), "node-1")
+	l.Begin(b[0].value(), "node-0").End(true)
+	old.End(true)
+	rep := l.Report()
+	if rep.OwnershipOverlaps != 1 || rep.Overlaps != 0 {
+		t.Fatalf("report %+v, want 1 ownership overlap and no key overlap", rep)
+	}
+	if err := rep.Err(); err == nil || !strings.Contains(err.Error(), "ownership overlaps") {
+		t.Fatalf("Err() = %v, want it to name the ownership overlap", err)
+	}
+}
+
+// A correct handover: the old owner's last record of the partition ended
+// before the new owner's first began — no verdict, however close in time.
+func TestKeyLedgerCleanHandoverIsNoOwnershipOverlap(t *testing.T) {
+	l := NewKeyLedger(KeyLedgerOptions{})
+	r := append(produced(l, "k0", 2), produced(l, "k2", 2)...) // partition 0: k0 0–1, k2 0–1
+	r[1], r[2] = r[2], r[1]
+	other := producedOn(l, "k1", 1, 1)
+	deliver0 := l.Begin(r[0].value(), "node-1")
+	deliver1 := l.Begin(r[1].value(), "node-1") // one member, two keys at once: fine
+	keep := l.Begin(other[0].value(), "node-0") // the new owner busy elsewhere
+	deliver0.End(true)
+	deliver1.End(true)
+	// node-1 released partition 0; node-0 takes it over, and node-1 may run
+	// other partitions meanwhile.
+	l.Begin(r[2].value(), "node-0").End(true)
+	keep.End(true)
+	l.Begin(r[3].value(), "node-0").End(true)
+	if rep := l.Report(); rep.OwnershipOverlaps != 0 || rep.Err() != nil {
+		t.Fatalf("report %+v (%v), want no verdict", rep, rep.Err())
+	}
+}
+
+func TestOwnershipJudge(t *testing.T) {
+	j := NewOwnershipJudge()
+	endA := j.Begin("t/0", "a")
+	endA2 := j.Begin("t/0", "a")
+	j.Begin("t/1", "b")() // another partition: fine
+	endA()
+	endA() // idempotent
+	if n, _ := j.Overlaps(); n != 0 {
+		t.Fatalf("%d overlaps before b touched t/0", n)
+	}
+	endB := j.Begin("t/0", "b") // a still runs one record of t/0
+	endA2()
+	endB()
+	j.Begin("t/0", "a")() // after b ended: a clean handover back
+	n, ex := j.Overlaps()
+	if n != 1 || len(ex) != 1 || !strings.Contains(ex[0], "b began a record of partition t/0 while a (1 running)") {
+		t.Fatalf("overlaps %d %q, want exactly b's start while a ran", n, ex)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,10 @@ import (
 // run in offset order (OrderViolations), and each record is handled once
 // (Duplicates, Handled). It also measures the peak number of records running
 // at once.
+//
+// Records handled through HandleAs (or the Endpoint, by URL path) are also
+// judged for ownership (OwnershipOverlaps, see OwnershipJudge): two members
+// handling records of one partition at once.
 //
 // Order is judged so that it holds across restarts and handovers, where a
 // record may legitimately come again: a record breaks its key's order when
@@ -47,6 +52,7 @@ type Ledger struct {
 	order    int
 	dups     int
 	total    int
+	own      ownership
 	changed  chan struct{}
 }
 
@@ -73,6 +79,13 @@ func ledgerKey(rec *actors.Record) string {
 
 // Handle implements actors.Handler.
 func (l *Ledger) Handle(ctx context.Context, rec *actors.Record) error {
+	return l.HandleAs(ctx, rec, "")
+}
+
+// HandleAs is Handle for records handled by member (a process, a consumer):
+// a record begun while another member handles a record of its partition is
+// an ownership overlap. "" is not judged for ownership.
+func (l *Ledger) HandleAs(ctx context.Context, rec *actors.Record, member string) error {
 	k := ledgerKey(rec)
 	if l.UnitOf != nil {
 		k = l.UnitOf(rec)
@@ -93,11 +106,18 @@ func (l *Ledger) Handle(ctx context.Context, rec *actors.Record) error {
 	}
 	l.inFlight++
 	l.peak = max(l.peak, l.inFlight)
+	tp := rec.TP().String()
+	if member != "" {
+		l.own.begin(tp, member)
+	}
 	l.mu.Unlock()
 
 	err := l.work(ctx, rec)
 
 	l.mu.Lock()
+	if member != "" {
+		l.own.end(tp, member)
+	}
 	l.running[k] = false
 	l.inFlight--
 	if err == nil {
@@ -133,13 +153,19 @@ type Report struct {
 	Overlaps        int
 	OrderViolations int
 	Peak            int
+	// OwnershipOverlaps counts records begun by one member while another
+	// handled a record of the same partition (HandleAs and the Endpoint's
+	// labelled URLs only); OwnershipExamples names the first few.
+	OwnershipOverlaps int
+	OwnershipExamples []string
 }
 
 // Report returns the ledger's figures so far.
 func (l *Ledger) Report() Report {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return Report{Distinct: len(l.handled), Total: l.total, Duplicates: l.dups, Overlaps: l.overlaps, OrderViolations: l.order, Peak: l.peak}
+	return Report{Distinct: len(l.handled), Total: l.total, Duplicates: l.dups, Overlaps: l.overlaps, OrderViolations: l.order, Peak: l.peak,
+		OwnershipOverlaps: l.own.overlaps, OwnershipExamples: append([]string(nil), l.own.examples...)}
 }
 
 // Handled returns the set of records handled successfully ("topic/p@offset").
@@ -175,14 +201,16 @@ func (o *keyOrder) start(offset int64, seen bool) bool {
 // turbo's http handler: every record any turbo process posts there is
 // handled (and judged) by the ledger, so one ledger judges across processes.
 // A request whose client vanished (a killed process) ends the record's run
-// unfinished. It returns the URL.
+// unfinished. It returns the URL. A caller that posts to URL + "/<member>"
+// is judged for ownership as that member.
 func (l *Ledger) Endpoint(t testing.TB) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		p, _ := strconv.Atoi(req.Header.Get("Kafka-Partition"))
 		off, _ := strconv.ParseInt(req.Header.Get("Kafka-Offset"), 10, 64)
 		key, _ := base64.StdEncoding.DecodeString(req.Header.Get("Kafka-Key"))
 		rec := &actors.Record{Topic: req.Header.Get("Kafka-Topic"), Partition: int32(p), Offset: off, Key: key}
-		if err := l.Handle(req.Context(), rec); err != nil {
+		member := strings.TrimPrefix(req.URL.Path, "/")
+		if err := l.HandleAs(req.Context(), rec, member); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

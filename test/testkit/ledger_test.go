@@ -1,6 +1,11 @@
 package testkit
 
-import "testing"
+import (
+	"context"
+	"testing"
+
+	"github.com/turbokafka/turbo/actors"
+)
 
 func TestKeyOrderJudgesAcrossRedeliveries(t *testing.T) {
 	type step struct {
@@ -33,5 +38,40 @@ func TestKeyOrderJudgesAcrossRedeliveries(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestLedgerJudgesOwnershipByMember(t *testing.T) {
+	l := NewLedger(0)
+	rec := func(p int32, off int64, key string) *actors.Record {
+		return &actors.Record{Topic: "t", Partition: p, Offset: off, Key: []byte(key)}
+	}
+	block := make(chan struct{})
+	started := make(chan struct{})
+	l.Fail = func(r *actors.Record) error {
+		if r.Offset == 0 && r.Partition == 0 {
+			close(started)
+			<-block
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.HandleAs(context.Background(), rec(0, 0, "a"), "m1") }()
+	<-started
+	if err := l.HandleAs(context.Background(), rec(1, 0, "b"), "m2"); err != nil { // another partition
+		t.Fatal(err)
+	}
+	if err := l.HandleAs(context.Background(), rec(0, 1, "c"), "m2"); err != nil { // m1 still runs partition 0
+		t.Fatal(err)
+	}
+	close(block)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := l.HandleAs(context.Background(), rec(0, 2, "d"), "m2"); err != nil { // after m1 ended: a clean handover
+		t.Fatal(err)
+	}
+	if rep := l.Report(); rep.OwnershipOverlaps != 1 || rep.Overlaps != 0 || len(rep.OwnershipExamples) != 1 {
+		t.Fatalf("report %+v, want exactly one ownership overlap", rep)
 	}
 }

@@ -1,0 +1,103 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+func TestSessionLiveness(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const timeout = 10 * time.Second
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	commitErr := &sarama.ConsumerError{Topic: "t", Partition: 3, Err: sarama.ErrUnknownMemberId}
+	for _, tc := range []struct {
+		name  string
+		steps func(l *sessionLiveness) error
+		lost  bool
+	}{
+		{"answered heartbeats keep it alive", func(l *sessionLiveness) error {
+			for s := time.Second; s < 60*time.Second; s += time.Second {
+				l.probed(at(s), nil)
+				if err := l.tick(at(s + 500*time.Millisecond)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, false},
+		{"REBALANCE_IN_PROGRESS is proof, not loss", func(l *sessionLiveness) error {
+			for s := time.Second; s < 60*time.Second; s += time.Second {
+				l.probed(at(s), sarama.ErrRebalanceInProgress)
+				l.commitFailed(sarama.ErrRebalanceInProgress)
+			}
+			return l.tick(at(60 * time.Second))
+		}, false},
+		{"silence for a session timeout", func(l *sessionLiveness) error {
+			l.probed(at(2*time.Second), nil)
+			if err := l.tick(at(2*time.Second + timeout - time.Millisecond)); err != nil {
+				return err
+			}
+			return l.tick(at(2*time.Second + timeout))
+		}, true},
+		{"failed probes are silence", func(l *sessionLiveness) error {
+			for s := time.Second; s <= timeout; s += time.Second {
+				l.probed(at(s), sarama.ErrOutOfBrokers)
+			}
+			return l.tick(at(timeout))
+		}, true},
+		{"a probe's ILLEGAL_GENERATION proves the member is known (a join in progress)", func(l *sessionLiveness) error {
+			for s := time.Second; s < 30*time.Second; s += time.Second {
+				l.probed(at(s), sarama.ErrIllegalGeneration)
+			}
+			return l.tick(at(30 * time.Second))
+		}, false},
+		{"a late answer proves only from when it was sent", func(l *sessionLiveness) error {
+			l.probed(at(5*time.Second), nil)
+			l.probed(at(time.Second), nil) // older, answered later
+			return l.tick(at(5*time.Second + timeout))
+		}, true},
+		{"heartbeat answered UNKNOWN_MEMBER_ID", func(l *sessionLiveness) error {
+			return l.probed(at(time.Second), sarama.ErrUnknownMemberId)
+		}, true},
+		{"heartbeat answered FENCED_INSTANCE_ID", func(l *sessionLiveness) error {
+			return l.probed(at(time.Second), sarama.ErrFencedInstancedId)
+		}, true},
+		{"commit refused: unknown member", func(l *sessionLiveness) error { return l.commitFailed(commitErr) }, true},
+		{"commit refused: illegal generation", func(l *sessionLiveness) error { return l.commitFailed(sarama.ErrIllegalGeneration) }, true},
+		{"other commit errors are not loss", func(l *sessionLiveness) error {
+			l.commitFailed(sarama.ErrOffsetMetadataTooLarge)
+			return l.commitFailed(sarama.ErrNotCoordinatorForConsumer)
+		}, false},
+		{"sarama's session ended by a refused heartbeat", func(l *sessionLiveness) error {
+			return l.sessionEnded(sarama.ErrIllegalGeneration, false)
+		}, true},
+		{"sarama's session ended by a failed rejoin", func(l *sessionLiveness) error {
+			return l.sessionEnded(context.Canceled, false)
+		}, true},
+		{"leaving ends the session on purpose", func(l *sessionLiveness) error {
+			return l.sessionEnded(context.Canceled, true)
+		}, false},
+		{"lost stays lost", func(l *sessionLiveness) error {
+			l.commitFailed(sarama.ErrUnknownMemberId)
+			l.probed(at(time.Second), nil)
+			return l.tick(at(2 * time.Second))
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newSessionLiveness(timeout, t0)
+			err := tc.steps(l)
+			if got := err != nil; got != tc.lost {
+				t.Fatalf("lost = %v (%v), want %v", got, err, tc.lost)
+			}
+			if err != nil && !errors.Is(err, ErrSessionLost) {
+				t.Fatalf("%v does not wrap ErrSessionLost", err)
+			}
+			if !errors.Is(l.err(), err) && l.err() != err {
+				t.Fatalf("err() = %v, want %v", l.err(), err)
+			}
+		})
+	}
+}
