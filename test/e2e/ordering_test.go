@@ -57,6 +57,9 @@ log: {level: warn, format: json}
 			if mode.judged && (rep.Overlaps != 0 || rep.OrderViolations != 0) {
 				t.Errorf("%d overlaps and %d order violations, want 0", rep.Overlaps, rep.OrderViolations)
 			}
+			if rep.OwnershipOverlaps != 0 {
+				t.Errorf("%d ownership overlaps %v, want 0", rep.OwnershipOverlaps, rep.OwnershipExamples)
+			}
 			if rep.Peak < mode.peak {
 				t.Errorf("peak %d records in flight, want at least %d", rep.Peak, mode.peak)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -53,6 +54,7 @@ type Ledger struct {
 	dups     int
 	total    int
 	own      ownership
+	members  map[string]bool // every member judged for ownership
 	changed  chan struct{}
 }
 
@@ -109,6 +111,10 @@ func (l *Ledger) HandleAs(ctx context.Context, rec *actors.Record, member string
 	tp := rec.TP().String()
 	if member != "" {
 		l.own.begin(tp, member)
+		if l.members == nil {
+			l.members = map[string]bool{}
+		}
+		l.members[member] = true
 	}
 	l.mu.Unlock()
 
@@ -158,6 +164,18 @@ type Report struct {
 	// labelled URLs only); OwnershipExamples names the first few.
 	OwnershipOverlaps int
 	OwnershipExamples []string
+	// Members counts the members judged for ownership (0: none was named).
+	Members int
+}
+
+// Violations is the verdict on the guarantees turbo never breaks: nil, or
+// the same-key overlaps, order violations and ownership overlaps seen.
+func (r Report) Violations() error {
+	if r.Overlaps == 0 && r.OrderViolations == 0 && r.OwnershipOverlaps == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d same-key overlaps, %d order violations, %d ownership overlaps %v; want 0 of each",
+		r.Overlaps, r.OrderViolations, r.OwnershipOverlaps, r.OwnershipExamples)
 }
 
 // Report returns the ledger's figures so far.
@@ -165,7 +183,7 @@ func (l *Ledger) Report() Report {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return Report{Distinct: len(l.handled), Total: l.total, Duplicates: l.dups, Overlaps: l.overlaps, OrderViolations: l.order, Peak: l.peak,
-		OwnershipOverlaps: l.own.overlaps, OwnershipExamples: append([]string(nil), l.own.examples...)}
+		OwnershipOverlaps: l.own.overlaps, OwnershipExamples: append([]string(nil), l.own.examples...), Members: len(l.members)}
 }
 
 // Handled returns the set of records handled successfully ("topic/p@offset").
@@ -197,25 +215,39 @@ func (o *keyOrder) start(offset int64, seen bool) bool {
 	return ok
 }
 
+// peerKey keys the connecting process's member name in a request's context.
+type peerKey struct{}
+
 // Endpoint serves the ledger over HTTP for the test, as the target of
 // turbo's http handler: every record any turbo process posts there is
 // handled (and judged) by the ledger, so one ledger judges across processes.
 // A request whose client vanished (a killed process) ends the record's run
 // unfinished. It returns the URL. A caller that posts to URL + "/<member>"
-// is judged for ownership as that member.
+// is judged for ownership as that member; any other as the process that
+// opened the connection ("pid:<pid>"), found once per connection.
 func (l *Ledger) Endpoint(t testing.TB) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		p, _ := strconv.Atoi(req.Header.Get("Kafka-Partition"))
 		off, _ := strconv.ParseInt(req.Header.Get("Kafka-Offset"), 10, 64)
 		key, _ := base64.StdEncoding.DecodeString(req.Header.Get("Kafka-Key"))
 		rec := &actors.Record{Topic: req.Header.Get("Kafka-Topic"), Partition: int32(p), Offset: off, Key: key}
 		member := strings.TrimPrefix(req.URL.Path, "/")
+		if member == "" {
+			member, _ = req.Context().Value(peerKey{}).(string)
+		}
 		if err := l.HandleAs(req.Context(), rec, member); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
+	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if pid := peerPID(c.RemoteAddr().String()); pid != 0 {
+			return context.WithValue(ctx, peerKey{}, "pid:"+strconv.Itoa(pid))
+		}
+		return ctx
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
