@@ -181,6 +181,18 @@ func (g *kafkaGroup) finishedAbove(tp TopicPartition) []offsetmeta.Range {
 	return aux.finishedAbove(tp)
 }
 
+// topicID returns the id of topic as the broker has it now (zero when
+// unknown), which tells releasedAt whether its memory is of this topic.
+func (g *kafkaGroup) topicID(topic string) topicID {
+	g.mu.Lock()
+	aux := g.aux
+	g.mu.Unlock()
+	if aux == nil {
+		return topicID{}
+	}
+	return aux.topicID(topic)
+}
+
 // unblockStop closes the client under a stopping static member once every
 // claim has ended (nothing is left to commit) but Consume still has not
 // returned: it is then waiting for a rebalance that sarama joined (a
@@ -321,7 +333,10 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	}()
 	tp := TopicPartition{Topic: claim.Topic(), Partition: claim.Partition()}
 	// Read before any record: the first records may be among them.
-	finished := g.released.finished(tp, claim.InitialOffset(), g.finishedAbove(tp))
+	id := g.topicID(tp.Topic)
+	finished := g.released.finished(tp, id, claim.InitialOffset(), g.finishedAbove(tp))
+	g.log.Debug().Str("partition", tp.String()).Int64("committed", claim.InitialOffset()).
+		Int("finished_ranges", len(finished)).Msg("claim starts")
 	epoch := g.epochs.Add(1)
 	gt := newGate(0) // the proxy sizes it on claimStarted
 	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
@@ -364,7 +379,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 						g.stats.paused.Add(1)
 					}
 				case <-sess.Context().Done():
-					return g.release(sess, tp, epoch)
+					return g.release(sess, tp, id, epoch)
 				case <-g.abort:
 					return nil
 				}
@@ -374,12 +389,12 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			case <-gt.wake:
 			case m, ok := <-msgs:
 				if !ok {
-					return g.release(sess, tp, epoch)
+					return g.release(sess, tp, id, epoch)
 				}
 				flow.hold(m)
 				g.stats.held.Add(1)
 			case <-sess.Context().Done():
-				return g.release(sess, tp, epoch)
+				return g.release(sess, tp, id, epoch)
 			case <-g.abort:
 				return nil
 			}
@@ -398,13 +413,13 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			select {
 			case first, ok = <-msgs:
 			case <-sess.Context().Done():
-				return g.release(sess, tp, epoch)
+				return g.release(sess, tp, id, epoch)
 			case <-g.abort:
 				return nil
 			}
 		}
 		if !ok {
-			return g.release(sess, tp, epoch)
+			return g.release(sess, tp, id, epoch)
 		}
 		// One allocation for the batch's records rather than one each.
 		slab := make([]Record, n)
@@ -447,14 +462,15 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		}
 		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: claim.HighWaterMarkOffset()})
 		if closed {
-			return g.release(sess, tp, epoch)
+			return g.release(sess, tp, id, epoch)
 		}
 	}
 }
 
-// release runs the revocation handshake and commits the final watermark.
-func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, tp TopicPartition, epoch uint64) error {
-	g.released.remember(tp, handOver(g.send, g.abort, g.revokeWait, g.log, sess, tp, epoch))
+// release runs the revocation handshake and commits the final watermark,
+// which it remembers with the id of the topic the claim read (id).
+func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, tp TopicPartition, id topicID, epoch uint64) error {
+	g.released.remember(tp, id, handOver(g.send, g.abort, g.revokeWait, g.log, sess, tp, epoch))
 	return nil
 }
 
