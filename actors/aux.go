@@ -104,6 +104,23 @@ func (a *kafkaAux) finishedAbove(tp TopicPartition) []offsetmeta.Range {
 	return finishedIn(tp, b.Offset, b.Metadata, &a.warnOnce, a.log)
 }
 
+// topicID returns the id of topic (KIP-516), zero when it is unknown: a
+// broker before Kafka 2.8 (or a kafka.version below it) sends none, and a
+// failed lookup is logged and taken as unknown.
+func (a *kafkaAux) topicID(topic string) topicID {
+	md, err := a.admin.DescribeTopics([]string{topic})
+	if err != nil {
+		a.log.Warn().Err(err).Str("topic", topic).Msg("reading the topic's id; not skipping records finished before a commit landed")
+		return topicID{}
+	}
+	for _, t := range md {
+		if t.Name == topic && t.Err == sarama.ErrNoError {
+			return topicID(t.Uuid)
+		}
+	}
+	return topicID{}
+}
+
 // deadLetter queues records for the dead-letter topic; their outcomes come
 // back to the proxy as deadLetterWritten messages.
 func (a *kafkaAux) deadLetter(fs []recordFailure) {

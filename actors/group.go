@@ -188,6 +188,18 @@ func (g *kafkaGroup) finishedAbove(tp TopicPartition) []offsetmeta.Range {
 	return aux.finishedAbove(tp)
 }
 
+// topicID returns the id of topic as the broker has it now (zero when
+// unknown), which tells releasedAt whether its memory is of this topic.
+func (g *kafkaGroup) topicID(topic string) topicID {
+	g.mu.Lock()
+	aux := g.aux
+	g.mu.Unlock()
+	if aux == nil {
+		return topicID{}
+	}
+	return aux.topicID(topic)
+}
+
 // unblockStop closes the client under a stopping static member once every
 // claim has ended (nothing is left to commit) but Consume still has not
 // returned: it is then waiting for a rebalance that sarama joined (a
@@ -347,7 +359,10 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		lost = w.lost
 	}
 	// Read before any record: the first records may be among them.
-	finished := g.released.finished(tp, claim.InitialOffset(), g.finishedAbove(tp))
+	id := g.topicID(tp.Topic)
+	finished := g.released.finished(tp, id, claim.InitialOffset(), g.finishedAbove(tp))
+	g.log.Debug().Str("partition", tp.String()).Int64("committed", claim.InitialOffset()).
+		Int("finished_ranges", len(finished)).Msg("claim starts")
 	epoch := g.epochs.Add(1)
 	gt := newGate(0, 0) // the proxy sizes it on claimStarted
 	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
@@ -399,9 +414,9 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 						g.stats.paused.Add(1)
 					}
 				case <-sess.Context().Done():
-					return g.end(sess, w, tp, epoch)
+					return g.end(sess, w, tp, id, epoch)
 				case <-lost:
-					return g.lose(tp, epoch)
+					return g.lose(tp, id, epoch)
 				case <-g.abort:
 					return nil
 				}
@@ -411,14 +426,14 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			case <-gt.wake:
 			case m, ok := <-msgs:
 				if !ok {
-					return g.end(sess, w, tp, epoch)
+					return g.end(sess, w, tp, id, epoch)
 				}
 				flow.hold(m)
 				g.stats.held.Add(1)
 			case <-sess.Context().Done():
-				return g.end(sess, w, tp, epoch)
+				return g.end(sess, w, tp, id, epoch)
 			case <-lost:
-				return g.lose(tp, epoch)
+				return g.lose(tp, id, epoch)
 			case <-g.abort:
 				return nil
 			}
@@ -437,15 +452,15 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			select {
 			case first, ok = <-msgs:
 			case <-sess.Context().Done():
-				return g.end(sess, w, tp, epoch)
+				return g.end(sess, w, tp, id, epoch)
 			case <-lost:
-				return g.lose(tp, epoch)
+				return g.lose(tp, id, epoch)
 			case <-g.abort:
 				return nil
 			}
 		}
 		if !ok {
-			return g.end(sess, w, tp, epoch)
+			return g.end(sess, w, tp, id, epoch)
 		}
 		// One allocation for the batch's records rather than one each.
 		slab := make([]Record, n)
@@ -490,14 +505,14 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		select {
 		case <-lost: // not one more record of a lost partition
 			gt.give(n, 0) // nothing of the batch goes on: every credit taken comes back
-			return g.lose(tp, epoch)
+			return g.lose(tp, id, epoch)
 		default:
 		}
 		// Inherited records never run: their credits come back at once.
 		gt.settle(n-len(batch)+inherited, used)
 		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: claim.HighWaterMarkOffset()})
 		if closed {
-			return g.end(sess, w, tp, epoch)
+			return g.end(sess, w, tp, id, epoch)
 		}
 	}
 }
@@ -505,22 +520,23 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 // end ends a claim whose records stopped coming or whose session ended: a
 // revocation (the session goes on) is handed over; the end of a session the
 // member did not leave is a loss.
-func (g *kafkaGroup) end(sess sarama.ConsumerGroupSession, w *sessionWatch, tp TopicPartition, epoch uint64) error {
+func (g *kafkaGroup) end(sess sarama.ConsumerGroupSession, w *sessionWatch, tp TopicPartition, id topicID, epoch uint64) error {
 	if w == nil {
-		return g.release(sess, nil, tp, epoch)
+		return g.release(sess, nil, tp, id, epoch)
 	}
 	if sess.Context().Err() != nil {
 		w.sessionEnded(context.Cause(sess.Context()), g.ctx.Err() != nil)
 	}
 	if w.reason() != nil {
-		return g.lose(tp, epoch)
+		return g.lose(tp, id, epoch)
 	}
-	return g.release(sess, w.lost, tp, epoch)
+	return g.release(sess, w.lost, tp, id, epoch)
 }
 
-// release runs the revocation handshake and commits the final watermark.
-func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, lost <-chan struct{}, tp TopicPartition, epoch uint64) error {
-	g.released.remember(tp, handOver(g.send, g.abort, lost, g.revokeWait, g.log, sess, tp, epoch))
+// release runs the revocation handshake and commits the final watermark,
+// which it remembers with the id of the topic the claim read (id).
+func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, lost <-chan struct{}, tp TopicPartition, id topicID, epoch uint64) error {
+	g.released.remember(tp, id, handOver(g.send, g.abort, lost, g.revokeWait, g.log, sess, tp, epoch))
 	return nil
 }
 
@@ -531,8 +547,8 @@ func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, lost <-chan struc
 //
 // What it had finished is still remembered (releasedAt): skipping it when
 // the partition comes back never loses a record.
-func (g *kafkaGroup) lose(tp TopicPartition, epoch uint64) error {
-	g.released.remember(tp, dropLost(g.send, g.abort, tp, epoch))
+func (g *kafkaGroup) lose(tp TopicPartition, id topicID, epoch uint64) error {
+	g.released.remember(tp, id, dropLost(g.send, g.abort, tp, epoch))
 	return nil
 }
 

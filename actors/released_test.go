@@ -13,29 +13,43 @@ func TestReleasedAtAddsWhatTheBrokerDoesNotKnow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	topic, other, unknown := topicID{1}, topicID{2}, topicID{}
 	var r releasedAt
-	r.remember(tp, finalCommit{offset: 100, meta: meta, ok: true})
-	r.remember(TopicPartition{Topic: "t", Partition: 4}, finalCommit{offset: 7, ok: false}) // nothing to commit: not remembered
+	r.remember(tp, topic, finalCommit{offset: 100, meta: meta, ok: true})
+	r.remember(TopicPartition{Topic: "t", Partition: 4}, topic, finalCommit{offset: 7, ok: false}) // nothing to commit: not remembered
+	noID := TopicPartition{Topic: "u", Partition: 0}
+	r.remember(noID, unknown, finalCommit{offset: 50, ok: true}) // a broker before Kafka 2.8
 
+	mine := []offsetmeta.Range{{From: 60, To: 99}, {From: 105, To: 109}}
 	for _, tc := range []struct {
 		name      string
 		tp        TopicPartition
+		id        topicID
 		committed int64
 		broker    []offsetmeta.Range
 		want      []offsetmeta.Range
 	}{
-		{"the final commit never landed", tp, 60, nil, []offsetmeta.Range{{From: 60, To: 99}, {From: 105, To: 109}}},
-		{"merged with the broker's metadata", tp, 60, []offsetmeta.Range{{From: 62, To: 64}, {From: 120, To: 121}},
+		{"the final commit never landed", tp, topic, 60, nil, mine},
+		{"merged with the broker's metadata", tp, topic, 60, []offsetmeta.Range{{From: 62, To: 64}, {From: 120, To: 121}},
 			[]offsetmeta.Range{{From: 60, To: 99}, {From: 105, To: 109}, {From: 120, To: 121}}},
-		{"the broker is as far", tp, 100, []offsetmeta.Range{{From: 105, To: 109}}, []offsetmeta.Range{{From: 105, To: 109}}},
-		{"another owner committed further", tp, 150, nil, nil},
-		{"no commit on the broker", tp, -1, nil, nil},
-		{"a partition never released", TopicPartition{Topic: "t", Partition: 9}, 0, nil, nil},
-		{"a release with nothing to commit", TopicPartition{Topic: "t", Partition: 4}, 0, nil, nil},
+		{"the broker is as far", tp, topic, 100, []offsetmeta.Range{{From: 105, To: 109}}, []offsetmeta.Range{{From: 105, To: 109}}},
+		{"another owner committed further", tp, topic, 150, nil, nil},
+		// No commit ever landed (a broker stopping refuses commits before it
+		// closes its connections): the claim starts at the initial offset,
+		// and the member had finished everything below 100 and 105–109.
+		{"no commit on the broker (oldest)", tp, topic, -2, nil, []offsetmeta.Range{{From: 0, To: 99}, {From: 105, To: 109}}},
+		{"no commit on the broker (newest)", tp, topic, -1, nil, []offsetmeta.Range{{From: 0, To: 99}, {From: 105, To: 109}}},
+		{"no commit, the topic's id unknown now", tp, unknown, -2, nil, nil},
+		{"no commit, the topic's id unknown then", noID, topic, -2, nil, nil},
+		{"a commit, the topic's id unknown", noID, unknown, 20, nil, []offsetmeta.Range{{From: 20, To: 49}}},
+		{"the topic was created again", tp, other, -2, nil, nil},
+		{"the topic was created again and committed", tp, other, 60, []offsetmeta.Range{{From: 62, To: 64}}, []offsetmeta.Range{{From: 62, To: 64}}},
+		{"a partition never released", TopicPartition{Topic: "t", Partition: 9}, topic, 0, nil, nil},
+		{"a release with nothing to commit", TopicPartition{Topic: "t", Partition: 4}, topic, 0, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := r.finished(tc.tp, tc.committed, tc.broker); !slices.Equal(got, tc.want) {
-				t.Errorf("finished(%v, %d, %v) = %v, want %v", tc.tp, tc.committed, tc.broker, got, tc.want)
+			if got := r.finished(tc.tp, tc.id, tc.committed, tc.broker); !slices.Equal(got, tc.want) {
+				t.Errorf("finished(%v, %v, %d, %v) = %v, want %v", tc.tp, tc.id, tc.committed, tc.broker, got, tc.want)
 			}
 		})
 	}
