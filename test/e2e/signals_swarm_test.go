@@ -19,7 +19,7 @@ import (
 // a two-node swarm (dynamic membership) posting them to a slow ledger; it
 // returns once both nodes run and some records finished. The supervisor's
 // output (and its nodes') goes to out.
-func startLedgerSwarm(t *testing.T, records int, out *lockedWriter) (sw *proc, addr, topic string, ledger *testkit.Ledger, nodes []int) {
+func startLedgerSwarm(t *testing.T, records int, out *lockedWriter) (sw *testkit.Proc, addr, topic string, ledger *testkit.Ledger, nodes []int) {
 	t.Helper()
 	topic = testkit.TopicName("orders")
 	addr = testkit.Cluster(t, 8, topic)
@@ -28,7 +28,7 @@ func startLedgerSwarm(t *testing.T, records int, out *lockedWriter) (sw *proc, a
 	live := testkit.FreeAddr(t)
 	cfg := swarmConfig(t, addr, topic, ledger.Endpoint(t), live, "")
 	cfg = rewrite(t, cfg, "commit_interval: 200ms", "commit_interval: 30s") // only a graceful stop's final commit saves the work
-	sw = startWith(t, out, out, "swarm", "--config", cfg)
+	sw = testkit.StartWith(t, out, out, "swarm", "--config", cfg)
 	testkit.Eventually(t, 60*time.Second, "both nodes running and 300 records handled", func() bool {
 		st := readStatus(t, live)
 		if len(st.Nodes) != 2 || st.Nodes[0].State != "running" || st.Nodes[1].State != "running" {
@@ -76,7 +76,7 @@ func TestSwarmNodesStopGracefullyWhenTheSupervisorIsKilled(t *testing.T) {
 	var out lockedWriter
 	out.w = new(strings.Builder)
 	sw, addr, topic, ledger, nodes := startLedgerSwarm(t, 3000, &out)
-	sw.signal(t, syscall.SIGKILL)
+	sw.Signal(t, syscall.SIGKILL)
 	// Linux sends the parent-death signal each time a supervisor thread
 	// that is the node's parent exits (the node is reparented to the next
 	// thread first), so how many SIGTERMs a node gets depends on the
@@ -107,8 +107,8 @@ func TestSwarmStopsGracefullyOnSIGHUP(t *testing.T) {
 	var out lockedWriter
 	out.w = new(strings.Builder)
 	sw, addr, topic, ledger, nodes := startLedgerSwarm(t, 3000, &out)
-	sent := sw.signal(t, syscall.SIGHUP)
-	code, how := sw.wait(t, 30*time.Second)
+	sent := sw.Signal(t, syscall.SIGHUP)
+	code, how := sw.WaitHow(t, 30*time.Second)
 	awaitGone(t, nodes, 10*time.Second)
 	handled := ledger.Handled()
 	lost := finishedNotCommitted(t, addr, topic, topic, handled)
@@ -119,7 +119,7 @@ func TestSwarmStopsGracefullyOnSIGHUP(t *testing.T) {
 		t.Errorf("%d of the %d records the nodes finished are not committed", lost, len(handled))
 	}
 	t.Logf("FIGURES sighup-swarm broker=%s: SIGHUP → %s after %s; %d handled, %d of them committed",
-		brokerKind(), how, sw.exited.Sub(sent).Round(time.Millisecond), len(handled), len(handled)-lost)
+		brokerKind(), how, sw.Exited.Sub(sent).Round(time.Millisecond), len(handled), len(handled)-lost)
 }
 
 // Point 10: a signal during start-up is a clean stop. Before the fix,
@@ -137,10 +137,10 @@ func TestSwarmSignalDuringStartUpIsACleanStop(t *testing.T) {
 	for range 3 {
 		var out lockedWriter
 		out.w = new(strings.Builder)
-		sw := startWith(t, &out, &out, "swarm", "--config", swarmConfig(t, addr, topic, url, testkit.FreeAddr(t), ""))
-		testkit.Eventually(t, 10*time.Second, "the supervisor to fork its two nodes", func() bool { return len(children(sw.cmd.Process.Pid)) == 2 })
-		sw.signal(t, syscall.SIGINT)
-		code, how := sw.wait(t, 30*time.Second)
+		sw := testkit.StartWith(t, &out, &out, "swarm", "--config", swarmConfig(t, addr, topic, url, testkit.FreeAddr(t), ""))
+		testkit.Eventually(t, 10*time.Second, "the supervisor to fork its two nodes", func() bool { return len(children(sw.Cmd.Process.Pid)) == 2 })
+		sw.Signal(t, syscall.SIGINT)
+		code, how := sw.WaitHow(t, 30*time.Second)
 		if code != 0 {
 			t.Errorf("SIGINT as the nodes start: turbo swarm ended with %s, want exit code 0\n%s", how, grepLines(out.String(), "node exited", "stopped"))
 		}
@@ -175,18 +175,18 @@ shutdown_timeout: 5s
 log: {level: info, format: json}
 `)
 		out := &lineWatcher{want: moment, seen: make(chan struct{})}
-		run := startWith(t, nil, out, "run", "--config", cfg)
+		run := testkit.StartWith(t, nil, out, "run", "--config", cfg)
 		select {
 		case <-out.seen:
 		case <-time.After(30 * time.Second):
 			t.Fatalf("turbo run did not log %q within 30 s:\n%s", moment, out.String())
 		}
-		sent := run.signal(t, syscall.SIGINT)
-		code, how := run.wait(t, 30*time.Second)
+		sent := run.Signal(t, syscall.SIGINT)
+		code, how := run.WaitHow(t, 30*time.Second)
 		if code != 0 {
 			t.Errorf("SIGINT after %q: turbo run ended with %s, want exit code 0\n%s", moment, how, out.String())
 		}
-		t.Logf("FIGURES run-startup-signal: SIGINT after %q → %s after %s", moment, how, run.exited.Sub(sent).Round(time.Millisecond))
+		t.Logf("FIGURES run-startup-signal: SIGINT after %q → %s after %s", moment, how, run.Exited.Sub(sent).Round(time.Millisecond))
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,73 +22,6 @@ import (
 // Signals and the shutdown promise (issue 11, points 1, 8, 9, 10): every
 // test drives the real binary, sends real signals, and judges the exit code,
 // the time to exit and what was committed.
-
-// proc is a turbo process with outputs of the test's choosing.
-type proc struct {
-	cmd     *exec.Cmd
-	started time.Time
-	done    chan struct{}
-	exited  time.Time
-}
-
-// startWith runs the binary with the given stdout and stderr (any writer, or
-// an *os.File such as a pipe's end); it is killed at cleanup.
-func startWith(t *testing.T, stdout, stderr io.Writer, args ...string) *proc {
-	t.Helper()
-	cmd := exec.Command(testkit.Binary(t), args...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting turbo %v: %v", args, err)
-	}
-	p := &proc{cmd: cmd, started: time.Now(), done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		p.exited = time.Now()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-func (p *proc) signal(t *testing.T, sig syscall.Signal) time.Time {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("sending %s: %v", sig, err)
-	}
-	return time.Now()
-}
-
-// wait waits for the exit and returns how it ended ("exit code N" or
-// "killed by S").
-func (p *proc) wait(t *testing.T, timeout time.Duration) (code int, how string) {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		t.Fatalf("turbo %v did not exit within %s", p.cmd.Args[1:], timeout)
-	}
-	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if ws.Signaled() {
-		return -1, "killed by " + ws.Signal().String()
-	}
-	return ws.ExitStatus(), fmt.Sprintf("exit code %d", ws.ExitStatus())
-}
-
-func (p *proc) alive() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
 
 // failingEndpoint answers 500 to every record and counts the distinct
 // records it saw, so that a handler with on_failure: skip logs one warning
@@ -182,20 +114,20 @@ func TestRunKeepsGoingWhenStderrIsNeverRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close() // kept open and never read: writes fill the pipe, then block
-	run := startWith(t, nil, w, "run", "--config", skipConfig(t, addr, topic, url))
+	run := testkit.StartWith(t, nil, w, "run", "--config", skipConfig(t, addr, topic, url))
 	w.Close()
 
 	deadline := time.Now().Add(60 * time.Second)
-	for ep.distinct() < records && time.Now().Before(deadline) && run.alive() {
+	for ep.distinct() < records && time.Now().Before(deadline) && run.Alive() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	handled := ep.distinct()
 	if handled < records {
 		t.Errorf("with stderr never read, only %d of %d records were handled in 60 s (a blocked logger holds the pipeline)", handled, records)
 	}
-	sent := run.signal(t, syscall.SIGTERM) // stderr still unread
-	code, how := run.wait(t, 30*time.Second)
-	took := run.exited.Sub(sent)
+	sent := run.Signal(t, syscall.SIGTERM) // stderr still unread
+	code, how := run.WaitHow(t, 30*time.Second)
+	took := run.Exited.Sub(sent)
 	if code != 0 {
 		t.Errorf("turbo run ended with %s after SIGTERM, want exit code 0", how)
 	}
@@ -223,7 +155,7 @@ func TestRunReportsTheLogLinesItDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	run := startWith(t, nil, w, "run", "--config", skipConfig(t, addr, topic, url))
+	run := testkit.StartWith(t, nil, w, "run", "--config", skipConfig(t, addr, topic, url))
 	w.Close()
 	testkit.Eventually(t, 60*time.Second, "every record handled with stderr unread", func() bool { return ep.distinct() == records })
 
@@ -236,8 +168,8 @@ func TestRunReportsTheLogLinesItDropped(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no line said that log lines were dropped within 20 s of the reader's return:\n%s", tail(out.String(), 2000))
 	}
-	run.signal(t, syscall.SIGTERM)
-	code, how := run.wait(t, 30*time.Second)
+	run.Signal(t, syscall.SIGTERM)
+	code, how := run.WaitHow(t, 30*time.Second)
 	if err := <-reading; err != nil {
 		t.Fatalf("reading stderr: %v", err)
 	}
@@ -266,7 +198,7 @@ func TestRunSurvivesALostOutputReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := startWith(t, w, w, "run", "--config", skipConfig(t, addr, topic, url))
+	run := testkit.StartWith(t, w, w, "run", "--config", skipConfig(t, addr, topic, url))
 	w.Close()
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil {
@@ -276,20 +208,20 @@ func TestRunSurvivesALostOutputReader(t *testing.T) {
 	t.Logf("first line: %s", strings.TrimSpace(line))
 
 	deadline := time.Now().Add(60 * time.Second)
-	for ep.distinct() < records && time.Now().Before(deadline) && run.alive() {
+	for ep.distinct() < records && time.Now().Before(deadline) && run.Alive() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	handled := ep.distinct()
-	if !run.alive() {
-		_, how := run.wait(t, time.Second)
+	if !run.Alive() {
+		_, how := run.WaitHow(t, time.Second)
 		t.Fatalf("turbo run died once its output reader was gone (%s), after %d of %d records; committed %d",
 			how, handled, records, committedSum(t, addr, topic, topic))
 	}
 	if handled < records {
 		t.Errorf("only %d of %d records handled in 60 s", handled, records)
 	}
-	sent := run.signal(t, syscall.SIGTERM)
-	code, how := run.wait(t, 30*time.Second)
+	sent := run.Signal(t, syscall.SIGTERM)
+	code, how := run.WaitHow(t, 30*time.Second)
 	if code != 0 {
 		t.Errorf("turbo run ended with %s after SIGTERM, want exit code 0", how)
 	}
@@ -298,7 +230,7 @@ func TestRunSurvivesALostOutputReader(t *testing.T) {
 		t.Errorf("committed %d of %d records", sum, records)
 	}
 	t.Logf("FIGURES lost-output-reader broker=%s: %d of %d handled, SIGTERM → %s after %s, %d of %d committed",
-		brokerKind(), handled, records, how, run.exited.Sub(sent).Round(time.Millisecond), sum, records)
+		brokerKind(), handled, records, how, run.Exited.Sub(sent).Round(time.Millisecond), sum, records)
 }
 
 // ledgerConfig consumes topic with the http handler posting to url (a
@@ -328,10 +260,10 @@ func TestRunStopsGracefullyOnSIGHUP(t *testing.T) {
 	addr := testkit.Cluster(t, 4, topic)
 	testkit.ProduceWithBinary(t, addr, topic, records, 100)
 	ledger := testkit.NewLedger(5 * time.Millisecond) // 8 × 200/s: ~2 s of work
-	run := startWith(t, nil, &lockedWriter{w: &bytes.Buffer{}}, "run", "--config", ledgerConfig(t, addr, topic, ledger.Endpoint(t), ""))
+	run := testkit.StartWith(t, nil, &lockedWriter{w: &bytes.Buffer{}}, "run", "--config", ledgerConfig(t, addr, topic, ledger.Endpoint(t), ""))
 	testkit.Eventually(t, 60*time.Second, "some records handled", func() bool { return ledger.Report().Distinct >= 300 })
-	sent := run.signal(t, syscall.SIGHUP)
-	code, how := run.wait(t, 30*time.Second)
+	sent := run.Signal(t, syscall.SIGHUP)
+	code, how := run.WaitHow(t, 30*time.Second)
 	handled := ledger.Handled()
 	lost := finishedNotCommitted(t, addr, topic, topic, handled)
 	if code != 0 {
@@ -341,7 +273,7 @@ func TestRunStopsGracefullyOnSIGHUP(t *testing.T) {
 		t.Errorf("%d of the %d records that finished before the stop are not committed", lost, len(handled))
 	}
 	t.Logf("FIGURES sighup-run broker=%s: SIGHUP → %s after %s; %d handled, %d of them committed",
-		brokerKind(), how, run.exited.Sub(sent).Round(time.Millisecond), len(handled), len(handled)-lost)
+		brokerKind(), how, run.Exited.Sub(sent).Round(time.Millisecond), len(handled), len(handled)-lost)
 }
 
 // lockedWriter serialises writes to a buffer shared with the test.
@@ -419,11 +351,11 @@ log: {level: info, format: json}
 `, addr, shutdownTimeout))
 	var out lockedWriter
 	out.w = &bytes.Buffer{}
-	run := startWith(t, nil, &out, "run", "--config", cfg)
+	run := testkit.StartWith(t, nil, &out, "run", "--config", cfg)
 	testkit.Eventually(t, 20*time.Second, "turbo connected to the silent broker", func() bool { return accepted.Load() > 0 })
-	sent := run.signal(t, syscall.SIGTERM)
-	code, how := run.wait(t, shutdownTimeout+10*time.Second)
-	took := run.exited.Sub(sent)
+	sent := run.Signal(t, syscall.SIGTERM)
+	code, how := run.WaitHow(t, shutdownTimeout+10*time.Second)
+	took := run.Exited.Sub(sent)
 	if took > shutdownTimeout+epsilon {
 		t.Errorf("exit took %s after SIGTERM: want at most shutdown_timeout (%s) + %s", took.Round(time.Millisecond), shutdownTimeout, epsilon)
 	}

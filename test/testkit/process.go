@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -66,29 +67,39 @@ func FreeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// Proc is a child process whose output goes to the test log.
+// Proc is a child process of the test, killed at cleanup.
 type Proc struct {
-	Cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	Cmd     *exec.Cmd
+	Started time.Time
+	Exited  time.Time // when it exited; read it only once Wait or Alive said so
+	done    chan struct{}
+	err     error
 }
 
 // Start runs the binary with args; stdout goes to the given writer (the test
 // log if nil), stderr to the test log. The process is killed at cleanup.
 func Start(t testing.TB, stdout io.Writer, args ...string) *Proc {
 	t.Helper()
-	cmd := exec.Command(Binary(t), args...)
 	if stdout == nil {
 		stdout = logWriter{t, "stdout"}
 	}
-	cmd.Stdout = stdout
-	cmd.Stderr = logWriter{t, "stderr"}
+	return StartWith(t, stdout, logWriter{t, "stderr"}, args...)
+}
+
+// StartWith runs the binary with args and the given stdout and stderr (any
+// writer, or an *os.File such as a pipe's end). The process is killed at
+// cleanup.
+func StartWith(t testing.TB, stdout, stderr io.Writer, args ...string) *Proc {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting turbo %v: %v", args, err)
 	}
-	p := &Proc{Cmd: cmd, done: make(chan struct{})}
+	p := &Proc{Cmd: cmd, Started: time.Now(), done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
+		p.Exited = time.Now()
 		close(p.done)
 	}()
 	t.Cleanup(func() {
@@ -102,15 +113,47 @@ func Start(t testing.TB, stdout io.Writer, args ...string) *Proc {
 	return p
 }
 
-// Wait waits for the process to exit and returns its exit code.
+// Wait waits for the process to exit and returns its exit code (-1 when a
+// signal killed it).
 func (p *Proc) Wait(t testing.TB, timeout time.Duration) int {
+	t.Helper()
+	code, _ := p.WaitHow(t, timeout)
+	return code
+}
+
+// WaitHow waits for the process to exit and says how it ended: its exit
+// code and "exit code N", or -1 and "killed by SIG".
+func (p *Proc) WaitHow(t testing.TB, timeout time.Duration) (code int, how string) {
 	t.Helper()
 	select {
 	case <-p.done:
 	case <-time.After(timeout):
 		t.Fatalf("turbo %v did not exit within %s", p.Cmd.Args[1:], timeout)
 	}
-	return p.Cmd.ProcessState.ExitCode()
+	ws := p.Cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return -1, "killed by " + ws.Signal().String()
+	}
+	return ws.ExitStatus(), fmt.Sprintf("exit code %d", ws.ExitStatus())
+}
+
+// Signal sends sig and returns when it did.
+func (p *Proc) Signal(t testing.TB, sig syscall.Signal) time.Time {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("sending %s: %v", sig, err)
+	}
+	return time.Now()
+}
+
+// Alive reports whether the process has not exited yet.
+func (p *Proc) Alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // Dev starts `turbo dev` on a free port (with extra flags such as
