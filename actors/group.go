@@ -243,6 +243,7 @@ func (g *kafkaGroup) connect() (sarama.Client, sarama.ConsumerGroup, error) {
 			}
 		}
 		if err == nil {
+			g.stats.reached.Store(true)
 			if failures > 1 {
 				g.log.Info().Strs("brokers", g.brokers).Msg("connected to Kafka")
 			}

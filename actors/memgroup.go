@@ -118,6 +118,7 @@ func (g *memGroup) run() {
 	var wg sync.WaitGroup
 	defer wg.Wait() // first: every claim has returned before the member leaves
 	sess := &memSession{member: g.member, poms: make(map[memkafka.TopicPartition]*memPOM)}
+	g.stats.reached.Store(true)
 	g.stats.sessionStarted()
 	g.send(&sessionStarted{sess: sess})
 	claims := make(map[memkafka.TopicPartition]*memClaim)

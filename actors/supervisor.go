@@ -52,10 +52,11 @@ type backoffSupervisor struct {
 func (s *backoffSupervisor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *treeFailed:
-		if m.gen == s.gen {
-			if errors.Is(m.err, errDrainTimeout) && s.drain != nil && !s.stopping && s.child != nil {
-				s.expired = true
-			}
+		switch {
+		case m.gen != s.gen:
+		case errors.Is(m.err, errDrainTimeout):
+			s.drainExpired(c)
+		default:
 			s.fail(c, m)
 		}
 	case *actor.Terminated:
@@ -164,6 +165,37 @@ func (s *backoffSupervisor) stopChild(c actor.Context) {
 		wait = drainGrace
 	}
 	s.cancelT = append(s.cancelT, s.timers.SendOnce(wait, s.self, &abandonWait{gen: s.gen}))
+}
+
+// drainExpired ends a drain that ran out of time: the handlers still
+// running are cancelled and the tree stopped, without counting a restart
+// (none follows).
+func (s *backoffSupervisor) drainExpired(c actor.Context) {
+	if s.drain == nil || s.stopping || s.child == nil {
+		return
+	}
+	s.expired = s.drainFailed()
+	if s.expired {
+		s.spec.log.Error().Err(errDrainTimeout).Int64("partitions", s.spec.stats.assigned.Load()).Bool("kafka_reached", s.spec.stats.reached.Load()).
+			Msg("stopping without the final commits")
+	} else {
+		s.spec.log.Warn().Err(errDrainTimeout).
+			Msg("every partition was released, but the consumer group did not return (a rebalance in progress); stopping it")
+	}
+	s.stopChild(c)
+}
+
+// drainFailed judges a drain that ran out of time: it failed (the stop
+// exits 1) when a partition was still held, whose finished records may not
+// be committed, or when Kafka never answered at all, so nothing this
+// process was asked to do happened. It did not when every partition had
+// been released — each one's final watermark was handed to its claim to
+// commit — and the group's goroutine merely had not returned yet: a member
+// stuck in a JoinGroup holds nothing, and sarama cannot leave before the
+// join is answered (seen in the chaos soak, when another member was killed
+// during the rebalance).
+func (s *backoffSupervisor) drainFailed() bool {
+	return s.spec.stats.assigned.Load() > 0 || !s.spec.stats.reached.Load()
 }
 
 // drainGrace bounds the teardown's wait for the consumer group's goroutine
