@@ -30,7 +30,7 @@ type Stats struct {
 	noFiles   atomic.Int64 // failed attempts: the process ran out of file descriptors
 	moves     atomic.Int64
 	inSession atomic.Bool
-	reached   atomic.Bool // Kafka answered once: the client and its consumer group were made
+	reached   atomic.Bool  // Kafka answered once: the client and its consumer group were made
 	lastPoll  atomic.Int64 // unix nanoseconds: when the group session last ended
 
 	mu      sync.Mutex
