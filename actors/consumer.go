@@ -105,6 +105,7 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 		retry:           policy,
 		dispatcher:      c.pool,
 		inMemory:        opts.InMemory,
+		released:        &releasedAt{},
 	}
 	sup := &backoffSupervisor{spec: spec, policy: policy, stopped: c.stopped}
 	props := actor.PropsFromProducer(func() actor.Actor { return sup }, actor.WithSupervisor(sup), actor.WithDispatcher(c.pool))

@@ -43,7 +43,7 @@ type kafkaGroup struct {
 	abortOnce sync.Once
 	done      chan struct{} // closed when run has returned
 
-	released   releasedAt // where this member let partitions go, for when they come back
+	released   *releasedAt // where this consumer let partitions go, for when they come back (kept across generations)
 	commitReq  chan groupSession
 	commitStop chan struct{}
 	epochs     atomic.Uint64

@@ -27,6 +27,10 @@ type treeSpec struct {
 	retry           backoff.Policy // for reconnecting to Kafka
 	dispatcher      actor.Dispatcher
 	inMemory        *memkafka.Cluster // replaces Kafka when set (test/harness)
+	// released outlives the generations: what this consumer finished on a
+	// partition stays known across a tree restart, whose commits may not
+	// have landed.
+	released *releasedAt
 }
 
 // props builds the props of one of the tree's actors.
@@ -67,6 +71,7 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 		}
 	}
 	return &kafkaGroup{
+		released:   s.released,
 		brokers:    s.brokers,
 		groupID:    s.consumer.Group,
 		topics:     s.consumer.Topics,
