@@ -55,9 +55,10 @@ type kafkaGroup struct {
 	watch  atomic.Pointer[sessionWatch] // the current session's, nil between sessions
 	probes sync.WaitGroup               // the watches and their probes
 
-	mu    sync.Mutex
-	group sarama.ConsumerGroup
-	aux   *kafkaAux
+	mu     sync.Mutex
+	group  sarama.ConsumerGroup
+	aux    *kafkaAux
+	lostID map[uint64]topicID // lost claims (by epoch) whose final watermark is still to come (rememberLost)
 }
 
 // stuckJoinGrace is how long a stopping group whose claims have all ended
@@ -537,7 +538,15 @@ func (g *kafkaGroup) end(sess sarama.ConsumerGroupSession, w *sessionWatch, tp T
 // release runs the revocation handshake and commits the final watermark,
 // which it remembers with the id of the topic the claim read (id).
 func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, lost <-chan struct{}, tp TopicPartition, id topicID, epoch uint64) error {
+	g.expectLost(epoch, id) // in case the session is lost during the handover
 	g.released.remember(tp, id, handOver(g.send, g.abort, lost, g.revokeWait, g.log, sess, tp, epoch))
+	select {
+	case <-lost: // its final watermark may still come (rememberLost)
+	default:
+		g.mu.Lock()
+		delete(g.lostID, epoch)
+		g.mu.Unlock()
+	}
 	return nil
 }
 
@@ -549,8 +558,38 @@ func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, lost <-chan struc
 // What it had finished is still remembered (releasedAt): skipping it when
 // the partition comes back never loses a record.
 func (g *kafkaGroup) lose(tp TopicPartition, id topicID, epoch uint64) error {
+	g.expectLost(epoch, id)
 	g.released.remember(tp, id, dropLost(g.send, g.abort, tp, epoch))
 	return nil
+}
+
+// expectLost notes the topic id of a claim that may be lost, for
+// rememberLost.
+func (g *kafkaGroup) expectLost(epoch uint64, id topicID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lostID == nil {
+		g.lostID = make(map[uint64]topicID)
+	}
+	g.lostID[epoch] = id
+}
+
+// rememberLost implements kafkaSide: the final watermark of a lost claim —
+// everything it finished, once its cancelled records returned — comes
+// after the claim has gone, and is remembered then. What lose remembered at
+// once is only the last watermark the offset controller published; without
+// this, the records finished since (up to a commit interval's worth, above
+// any unfinished one) ran again when the partition came back: 161 duplicates
+// of 9,000 in TestBrokerRestartMidRun, whose SIGKILLed broker ends the
+// session.
+func (g *kafkaGroup) rememberLost(tp TopicPartition, epoch uint64, fc finalCommit) {
+	g.mu.Lock()
+	id, ok := g.lostID[epoch]
+	delete(g.lostID, epoch)
+	g.mu.Unlock()
+	if ok {
+		g.released.remember(tp, id, fc)
+	}
 }
 
 func fillRecord(rec *Record, m *sarama.ConsumerMessage, epoch uint64, gt *gate) *Record {

@@ -40,6 +40,10 @@ type kafkaSide interface {
 	// deadLetter writes records to the dead-letter topic; every outcome
 	// comes back as a deadLetterWritten.
 	deadLetter(fs []recordFailure)
+	// rememberLost takes the final watermark of a claim that was lost
+	// (claimLost), known only once its cancelled records returned: what it
+	// finished, never committed, to skip if the partition comes back.
+	rememberLost(tp TopicPartition, epoch uint64, fc finalCommit)
 }
 
 // groupSession is what the proxy and the claims need of a consumer-group

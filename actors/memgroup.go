@@ -83,6 +83,10 @@ func (g *memGroup) kill() <-chan struct{} {
 // requestCommit commits at once: an in-memory commit never blocks.
 func (g *memGroup) requestCommit(sess groupSession) { sess.Commit() }
 
+// rememberLost implements kafkaSide: the in-memory side keeps no memory of
+// released partitions.
+func (g *memGroup) rememberLost(TopicPartition, uint64, finalCommit) {}
+
 func (g *memGroup) deadLetter(fs []recordFailure) {
 	for _, f := range fs {
 		err := errors.New("actors: no dead-letter producer")

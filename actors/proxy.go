@@ -25,6 +25,7 @@ type clientProxy struct {
 
 	sess     groupSession
 	parts    map[TopicPartition]*heldPartition
+	lost     map[TopicPartition]uint64 // lost partitions (their epoch) whose final watermark is still to come
 	stopping bool
 }
 
@@ -56,6 +57,11 @@ func (p *clientProxy) Receive(c actor.Context) {
 	case *claimLost:
 		p.handleClaimLost(c, m)
 	case *partitionReleased:
+		if epoch, ok := p.lost[m.tp]; ok && epoch == m.epoch {
+			delete(p.lost, m.tp)
+			p.group.rememberLost(m.tp, m.epoch, m.fc)
+			break
+		}
 		p.finishRevocation(m.tp, m.epoch, m.fc)
 	case *revokeTimeout:
 		p.handleRevokeTimeout(c, m)
@@ -209,6 +215,10 @@ func (p *clientProxy) handleClaimLost(c actor.Context, m *claimLost) {
 		hp.timeout()
 	}
 	delete(p.parts, m.tp)
+	if p.lost == nil {
+		p.lost = make(map[TopicPartition]uint64)
+	}
+	p.lost[m.tp] = m.epoch // its final watermark comes once its cancelled records returned
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
 	p.resizeGates()

@@ -67,6 +67,12 @@ func (r *releasedAt) remember(tp TopicPartition, id topicID, fc finalCommit) {
 	if r.final == nil {
 		r.final = make(map[TopicPartition]releasedFinal)
 	}
+	// A lost claim's final watermark may come after a later claim of the
+	// partition was released: the higher one of the same topic stays
+	// (everything below either was finished here).
+	if old, ok := r.final[tp]; ok && old.topic == id && old.fc.offset > fc.offset {
+		return
+	}
 	r.final[tp] = releasedFinal{fc: fc, topic: id}
 }
 

@@ -62,3 +62,25 @@ func TestUnionRanges(t *testing.T) {
 		t.Errorf("unionRanges = %v, want %v", got, want)
 	}
 }
+
+// A lost claim's final watermark can arrive after a later claim of the
+// same partition was released (rememberLost): the higher watermark of the
+// same topic stays; a new topic id replaces it whatever its offset.
+func TestReleasedAtKeepsTheHigherWatermark(t *testing.T) {
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	topic, recreated := topicID{1}, topicID{2}
+	var r releasedAt
+	r.remember(tp, topic, finalCommit{offset: 200, ok: true})
+	r.remember(tp, topic, finalCommit{offset: 120, ok: true}) // late, lower
+	if got := r.finished(tp, topic, 100, nil); !slices.Equal(got, []offsetmeta.Range{{From: 100, To: 199}}) {
+		t.Errorf("after a late lower watermark: %v, want [{100 199}]", got)
+	}
+	r.remember(tp, topic, finalCommit{offset: 250, ok: true})
+	if got := r.finished(tp, topic, 100, nil); !slices.Equal(got, []offsetmeta.Range{{From: 100, To: 249}}) {
+		t.Errorf("after a higher watermark: %v, want [{100 249}]", got)
+	}
+	r.remember(tp, recreated, finalCommit{offset: 10, ok: true})
+	if got := r.finished(tp, recreated, 5, nil); !slices.Equal(got, []offsetmeta.Range{{From: 5, To: 9}}) {
+		t.Errorf("after the topic was created again: %v, want [{5 9}]", got)
+	}
+}
