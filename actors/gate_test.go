@@ -16,7 +16,7 @@ func readBatch(g *gate, max int, sizes []int64) int {
 		used += sizes[read]
 		read++
 	}
-	g.settle(n-read, used)
+	g.settle(n-read, used, 0)
 	return read
 }
 
@@ -90,13 +90,13 @@ func TestGateOutOfBytes(t *testing.T) {
 	if g.outOfBytes() {
 		t.Fatal("out of bytes with 100 byte credits")
 	}
-	g.settle(9, 150)
+	g.settle(9, 150, 1)
 	if !g.outOfBytes() {
 		t.Fatal("not out of bytes with -50 byte credits and 9 record credits")
 	}
-	g.hold(true)
+	g.setLimit(0, 0) // offset 1 is past it
 	if g.outOfBytes() {
-		t.Fatal("a held gate is out of reading, not of bytes")
+		t.Fatal("a gate past its limit is out of reading, not of bytes")
 	}
 	g = newGate(10, 100)
 	g.take(10)
@@ -109,7 +109,7 @@ func TestGateOutOfBytes(t *testing.T) {
 func TestGateWakesOnAQuarterOfBothBudgets(t *testing.T) {
 	g := newGate(100, 1000)
 	g.take(100)
-	g.settle(0, 1000)
+	g.settle(0, 1000, 0)
 	g.give(50, 100) // half the records, a tenth of the bytes
 	select {
 	case <-g.wake:
@@ -192,7 +192,7 @@ func TestGateModel(t *testing.T) {
 				if bytesInFlight-inFlight[len(inFlight)-1] >= shareBytes {
 					t.Fatalf("seed %d step %d: read a record with %d bytes in flight, share %d", seed, step, bytesInFlight-inFlight[len(inFlight)-1], shareBytes)
 				}
-				g.settle(n-read, used)
+				g.settle(n-read, used, 0)
 				check(step, "read")
 			case op < 9: // a record finishes
 				if len(inFlight) == 0 {
@@ -224,5 +224,50 @@ func TestGateModel(t *testing.T) {
 		if n, _ := g.take(1); n != 1 {
 			t.Fatalf("seed %d: take(1) = %d with nothing in flight", seed, n)
 		}
+	}
+}
+
+// The watermark window's limit stops reading past it whatever the credits,
+// and a claim it stopped is woken only once the limit is slack past what it
+// read.
+func TestGateLimit(t *testing.T) {
+	g := newGate(100, 1<<20)
+	g.setLimit(50, 20)
+	<-g.wake // a fresh gate is far below its limit
+	n, _ := g.take(10)
+	g.settle(0, 10, 40) // read 30–39
+	if n != 10 {
+		t.Fatalf("took %d, want 10", n)
+	}
+	if n, _ := g.take(20); n != 20 {
+		t.Fatalf("below the limit: took %d, want 20", n)
+	}
+	g.settle(0, 20, 60) // a batch may end past the limit
+	if n, _ := g.take(10); n != 0 {
+		t.Fatalf("past the limit: took %d, want 0", n)
+	}
+	select { // settle's own wake (credits are free)
+	case <-g.wake:
+	default:
+	}
+	g.setLimit(70, 20) // the watermark crept: 60+20 > 70, no wake
+	select {
+	case <-g.wake:
+		t.Fatal("woken with the limit only 10 past what was read")
+	default:
+	}
+	if n, _ := g.take(5); n != 5 {
+		t.Fatalf("below the crept limit: took %d, want 5 (a claim woken by credits reads)", n)
+	}
+	g.settle(0, 5, 65)
+	select {
+	case <-g.wake:
+	default:
+	}
+	g.setLimit(100, 20) // the stuck record finished
+	select {
+	case <-g.wake:
+	default:
+		t.Fatal("not woken with the limit 35 past what was read")
 	}
 }

@@ -511,7 +511,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		default:
 		}
 		// Inherited records never run: their credits come back at once.
-		gt.settle(n-len(batch)+inherited, used)
+		gt.settle(n-len(batch)+inherited, used, batch[len(batch)-1].Offset+1)
 		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: claim.HighWaterMarkOffset()})
 		if closed {
 			return g.end(sess, w, tp, id, epoch)

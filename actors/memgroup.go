@@ -252,7 +252,7 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 		default:
 		}
 		// Inherited records never run: their credits come back at once.
-		gt.settle(n-len(batch)+inherited, used)
+		gt.settle(n-len(batch)+inherited, used, pos)
 		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: end})
 	}
 }

@@ -39,8 +39,8 @@ type partitionWatermark struct {
 	published int64 // last committable offset published, -1 if none
 	dirty     bool  // finished records since the last publish
 	last      int64 // highest offset tracked
-	gate      *gate // the partition's fetch gate (to hold a too-wide window)
-	held      bool
+	gate      *gate // the partition's fetch gate (to bound the watermark window)
+	limitFrom int64 // the committable offset the gate's limit was last set from
 }
 
 // maxWatermarkWindow bounds how far a partition may be read beyond its oldest
@@ -49,24 +49,21 @@ type partitionWatermark struct {
 // let the watermark's window of finished offsets behind it grow without end.
 var maxWatermarkWindow int64 = 100_000
 
-// checkWindow holds the partition's reading while its window is too wide, and
-// lets it go again once the window is back under half the limit.
+// checkWindow keeps the gate's reading limit at the oldest unfinished
+// offset plus the window, so that reading stops by itself once the window
+// would grow past it (gate.setLimit), and starts again when the oldest
+// unfinished record finishes. It takes the gate's lock only when that
+// offset moved.
 func (p *partitionWatermark) checkWindow() {
 	if p.gate == nil {
 		return
 	}
 	off, ok := p.tracker.Committable()
-	if !ok {
+	if !ok || off == p.limitFrom {
 		return
 	}
-	switch w := p.last - off; {
-	case !p.held && w > maxWatermarkWindow:
-		p.held = true
-		p.gate.hold(true)
-	case p.held && w <= maxWatermarkWindow/2:
-		p.held = false
-		p.gate.hold(false)
-	}
+	p.limitFrom = off
+	p.gate.setLimit(off+maxWatermarkWindow, maxWatermarkWindow/2)
 }
 
 // publishTick is the offset controller's commit_interval timer.
@@ -103,7 +100,7 @@ func (oc *offsetController) Receive(c actor.Context) {
 		oc.publish(c, false)
 		oc.armTick(c)
 	case *trackPartition:
-		oc.parts[m.tp] = &partitionWatermark{epoch: m.epoch, tracker: watermark.New(), published: -1}
+		oc.parts[m.tp] = &partitionWatermark{epoch: m.epoch, tracker: watermark.New(), published: -1, limitFrom: -1}
 	case *finalizePartition:
 		oc.handleFinalize(c, m)
 	case *actor.Started:
@@ -155,10 +152,14 @@ func (oc *offsetController) handleTrack(m *trackRecords) {
 
 func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 	var p *partitionWatermark
+	var touched []*partitionWatermark // for checkWindow, once per partition run
 	urgent := false
 	for _, rec := range m.records {
 		if p = oc.current(rec, p); p == nil {
 			continue
+		}
+		if n := len(touched); n == 0 || touched[n-1] != p {
+			touched = append(touched, p)
 		}
 		if err := p.tracker.Done(rec.Offset); err != nil {
 			panic(fmt.Errorf("actors: finishing %s@%d: %w", rec.TP(), rec.Offset, err))
@@ -167,9 +168,9 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 		if off, _ := p.tracker.Committable(); p.published >= 0 && off-p.published >= oc.commitEvery {
 			urgent = true
 		}
-		if p.held {
-			p.checkWindow()
-		}
+	}
+	for _, p := range touched {
+		p.checkWindow()
 	}
 	if urgent {
 		oc.publish(c, true)
