@@ -242,7 +242,7 @@ func (l *Ledger) Endpoint(t testing.TB) string {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		if pid := peerPID(c.RemoteAddr().String()); pid != 0 {
+		if pid := peerPID(c.RemoteAddr().String(), c.LocalAddr().String()); pid != 0 {
 			return context.WithValue(ctx, peerKey{}, "pid:"+strconv.Itoa(pid))
 		}
 		return ctx

@@ -25,7 +25,7 @@ func TestPeerPID(t *testing.T) {
 	}
 	defer own.Close()
 	accepted := accept(t, ln)
-	if got := peerPID(accepted.RemoteAddr().String()); got != os.Getpid() {
+	if got := peerPID(accepted.RemoteAddr().String(), accepted.LocalAddr().String()); got != os.Getpid() {
 		t.Errorf("peerPID of this process's connection = %d, want %d", got, os.Getpid())
 	}
 
@@ -35,11 +35,15 @@ func TestPeerPID(t *testing.T) {
 	}
 	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
 	accepted = accept(t, ln)
-	if got := peerPID(accepted.RemoteAddr().String()); got != child.Process.Pid {
+	if got := peerPID(accepted.RemoteAddr().String(), accepted.LocalAddr().String()); got != child.Process.Pid {
 		t.Errorf("peerPID of the child's connection = %d, want %d", got, child.Process.Pid)
 	}
-	if got := peerPID("127.0.0.1:1"); got != 0 {
+	if got := peerPID("127.0.0.1:1", ln.Addr().String()); got != 0 {
 		t.Errorf("peerPID of an address nobody holds = %d, want 0", got)
+	}
+	// The client's port with another destination names no socket of ours.
+	if got := peerPID(accepted.RemoteAddr().String(), "127.0.0.1:1"); got != 0 {
+		t.Errorf("peerPID with the wrong server end = %d, want 0", got)
 	}
 }
 
