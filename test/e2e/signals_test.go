@@ -98,24 +98,44 @@ func finishedNotCommitted(t *testing.T, addr, group, topic string, handled map[s
 	return n
 }
 
+// stderrRecords are enough warnings (~3 MB) to fill the pipe and turbo's
+// 1 MiB queue.
+const stderrRecords = 10000
+
+// stderrUnread is a `turbo run` skipping stderrRecords records against an
+// endpoint that fails them all (a warning each), with stderr a pipe whose
+// read end the test holds and does not read.
+type stderrUnread struct {
+	ep          *failingEndpoint
+	run         *testkit.Proc
+	addr, topic string
+	stderr      *os.File // the read end: kept open, read only if the test says so
+}
+
+func startWithStderrUnread(t *testing.T) stderrUnread {
+	t.Helper()
+	topic := testkit.TopicName("orders")
+	addr := testkit.Cluster(t, 4, topic)
+	testkit.ProduceWithBinary(t, addr, topic, stderrRecords, 100)
+	ep, url := newFailingEndpoint(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() }) // until then, writes fill the pipe and then block
+	run := testkit.StartWith(t, nil, w, "run", "--config", skipConfig(t, addr, topic, url))
+	w.Close()
+	return stderrUnread{ep: ep, run: run, addr: addr, topic: topic, stderr: r}
+}
+
 // Point 1: a stderr nobody reads (a stuck log shipper) and one warning per
 // record. Before the fix, turbo blocked once the pipe's 64 KiB filled (a few
 // hundred records) and then ignored SIGTERM: logging must never block the
 // pipeline or the signal path.
 func TestRunKeepsGoingWhenStderrIsNeverRead(t *testing.T) {
-	const records = 10000 // ~3 MB of warnings: more than the pipe and turbo's 1 MiB queue hold
-	topic := testkit.TopicName("orders")
-	addr := testkit.Cluster(t, 4, topic)
-	testkit.ProduceWithBinary(t, addr, topic, records, 100)
-	ep, url := newFailingEndpoint(t)
-
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close() // kept open and never read: writes fill the pipe, then block
-	run := testkit.StartWith(t, nil, w, "run", "--config", skipConfig(t, addr, topic, url))
-	w.Close()
+	sr := startWithStderrUnread(t)
+	const records = stderrRecords
+	ep, run, addr, topic := sr.ep, sr.run, sr.addr, sr.topic
 
 	deadline := time.Now().Add(60 * time.Second)
 	for ep.distinct() < records && time.Now().Before(deadline) && run.Alive() {
@@ -145,19 +165,9 @@ func TestRunKeepsGoingWhenStderrIsNeverRead(t *testing.T) {
 // Point 1: the lines dropped while stderr was not read are counted: one line
 // in the log once the reader is back, and the total in the exit summary.
 func TestRunReportsTheLogLinesItDropped(t *testing.T) {
-	const records = 10000 // ~3 MB of warnings: more than the pipe and turbo's 1 MiB queue hold
-	topic := testkit.TopicName("orders")
-	addr := testkit.Cluster(t, 4, topic)
-	testkit.ProduceWithBinary(t, addr, topic, records, 100)
-	ep, url := newFailingEndpoint(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	run := testkit.StartWith(t, nil, w, "run", "--config", skipConfig(t, addr, topic, url))
-	w.Close()
-	testkit.Eventually(t, 60*time.Second, "every record handled with stderr unread", func() bool { return ep.distinct() == records })
+	sr := startWithStderrUnread(t)
+	ep, run, r := sr.ep, sr.run, sr.stderr
+	testkit.Eventually(t, 60*time.Second, "every record handled with stderr unread", func() bool { return ep.distinct() == stderrRecords })
 
 	// The reader comes back.
 	out := &lineWatcher{want: `"dropped_lines"`, seen: make(chan struct{})}
