@@ -72,18 +72,20 @@ test-kafka:
 	echo "test-kafka:$$summary"; \
 	exit $$rc
 
-## test-kafka-line: test-kafka on one line, KAFKA_LINE (3.9 or 4).
+## test-kafka-line: test-kafka on one line, KAFKA_LINE (3.9 or 4). It passes
+## TURBO_KAFKA_LINE to kafka.sh only: turbo rejects TURBO_KAFKA_* variables
+## that name no configuration key. Tests that start brokers of their own get
+## the same line from TURBO_TEST_KAFKA_VERSION.
 KAFKA_LINE ?= 3.9
 test-kafka-line:
-	@export TURBO_KAFKA_LINE=$(KAFKA_LINE); \
-	rc=0; bash $(KAFKA_SH) fetch || rc=$$?; \
+	@rc=0; TURBO_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) fetch || rc=$$?; \
 	if [ $$rc -eq 3 ]; then echo "test-kafka: skipped: Java cannot be installed"; exit 0; fi; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
 	state=$$(mktemp -d) || exit 1; \
 	trap 'bash $(KAFKA_SH) stop "$$state"; rm -rf "$$state"' EXIT; \
 	trap 'exit 130' INT TERM; \
-	bash $(KAFKA_SH) start "$$state" >/dev/null || exit 1; \
-	set -a; . "$$state/env" || exit 1; set +a; \
+	TURBO_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) start "$$state" >/dev/null || exit 1; \
+	unset TURBO_KAFKA_LINE; set -a; . "$$state/env" || exit 1; set +a; \
 	echo "test-kafka: Kafka $$TURBO_TEST_KAFKA_VERSION: TURBO_TEST_BROKERS=$$TURBO_TEST_BROKERS (PLAINTEXT)," \
 		"SASL_SSL $$TURBO_TEST_SASL_SSL_BROKERS, SSL $$TURBO_TEST_SSL_BROKERS"; \
 	$(GO) test -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_PKGS) || exit $$?; \
