@@ -361,3 +361,29 @@ func blameEnv(err error, origins map[string]string) error {
 	}
 	return err
 }
+
+// KafkaFromEnv returns the default kafka section with the environment
+// overrides of environ (TURBO_KAFKA_* only), validated: how tools and tests
+// that have no configuration file reach a secured cluster with the same
+// variables `turbo run` reads.
+func KafkaFromEnv(environ []string) (Kafka, error) {
+	var kafkaEnv []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, EnvPrefix+"_KAFKA_") {
+			kafkaEnv = append(kafkaEnv, kv)
+		}
+	}
+	raw := toRaw(reflect.ValueOf(Default())).(map[string]any)
+	origins, err := applyEnv(raw, kafkaEnv)
+	if err != nil {
+		return Kafka{}, err
+	}
+	var c Config
+	if err := decode(raw, &c); err != nil {
+		return Kafka{}, blameEnv(err, origins)
+	}
+	if err := c.Kafka.validate(); err != nil {
+		return Kafka{}, blameEnv(err, origins)
+	}
+	return c.Kafka, nil
+}

@@ -232,3 +232,17 @@ func TestPasswordFileIsReadAgain(t *testing.T) {
 		t.Errorf("ReadSecretFile of a %d-byte file: %v, want a size error", MaxSecretFileSize+1, err)
 	}
 }
+
+func TestKafkaFromEnv(t *testing.T) {
+	f := writeTLSFiles(t)
+	k, err := KafkaFromEnv([]string{"TURBO_KAFKA_TLS_ENABLED=true", "TURBO_KAFKA_TLS_CA_FILE=" + f.ca, "TURBO_KAFKA_SASL_MECHANISM=SCRAM-SHA-512",
+		"TURBO_KAFKA_SASL_USERNAME=u", "TURBO_KAFKA_SASL_PASSWORD=" + secretValue, "TURBO_LOG_LEVEL=nonsense", "PATH=/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k.TLS.Enabled || k.TLS.CAFile != f.ca || k.SASL.Mechanism != SASLScramSHA512 || k.SASL.Password.Reveal() != secretValue || k.Version != Default().Kafka.Version {
+		t.Errorf("KafkaFromEnv = %+v", k)
+	}
+	_, err = KafkaFromEnv([]string{"TURBO_KAFKA_SASL_MECHANISM=SCRAM"})
+	checkInvalid(t, err, "kafka.sasl.mechanism", "TURBO_KAFKA_SASL_MECHANISM")
+}
