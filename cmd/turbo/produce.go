@@ -26,26 +26,35 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	opts := embedded.ProduceOptions{Brokers: brokers, Topic: *topic, Count: *count, Keys: *keys, Rate: *rate}
-	var kn *kafkanet.Net
+	// The kafka section comes from --config, else from the TURBO_KAFKA_*
+	// environment alone (TLS and SASL as `turbo run` would read them).
+	var k config.Kafka
+	var log = newLogger(config.Default().Log, stderr)
 	if *cfgPath != "" {
 		cfg, err := config.Load(*cfgPath, configEnviron(os.Environ()))
 		if err != nil {
 			return err
 		}
-		k := cfg.Kafka
-		if k.IsEmbedded() {
+		if cfg.Kafka.IsEmbedded() && len(brokers) == 0 {
 			return fmt.Errorf("%w: --config %s names the embedded broker, which lives inside a turbo run: give --brokers", errUsage, *cfgPath)
 		}
+		k, log = cfg.Kafka, newLogger(cfg.Log, stderr)
 		if len(brokers) == 0 {
 			opts.Brokers = k.Brokers
 		}
 		opts.Version = k.Version
-		if kn, err = kafkanet.New(k, newLogger(cfg.Log, stderr)); err != nil {
+	} else {
+		var err error
+		if k, err = config.KafkaFromEnv(os.Environ()); err != nil {
 			return err
 		}
-		kn.Warn()
-		opts.Secure = kn.Apply
 	}
+	kn, err := kafkanet.New(k, log)
+	if err != nil {
+		return err
+	}
+	kn.Warn()
+	opts.Secure = kn.Apply
 	switch {
 	case len(opts.Brokers) == 0:
 		return fmt.Errorf("%w: --brokers or --config is required", errUsage)
@@ -59,7 +68,7 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%w: --rate must be >= 0", errUsage)
 	}
 	start := time.Now()
-	err := embedded.Produce(ctx, opts)
+	err = embedded.Produce(ctx, opts)
 	if r := kn.Explain(err); r != nil {
 		return r
 	}
