@@ -50,3 +50,16 @@ func ClientConfig(t testing.TB) *sarama.Config {
 
 // SecureProducer returns what embedded.ProduceOptions.Secure needs.
 func SecureProducer(t testing.TB) func(*sarama.Config) error { return clientNet(t).Apply }
+
+// Kafka returns the default kafka section for brokers, secured as the
+// TURBO_KAFKA_* environment says: what a test's in-process consumer uses so
+// that it runs over TLS and SASL when the suite does.
+func Kafka(t testing.TB, brokers []string) config.Kafka {
+	t.Helper()
+	k, err := config.KafkaFromEnv(os.Environ())
+	if err != nil {
+		t.Fatalf("the TURBO_KAFKA_* variables: %v", err)
+	}
+	k.Brokers = brokers
+	return k
+}
