@@ -20,6 +20,20 @@
 //	GET  /jwks         the public key (kid, RS256)
 //	GET  /stats        {"tokens_issued":N,"refused":M,"jwks_served":K}
 //	POST /fail?count=N the next N token requests get 503 temporarily_unavailable
+//
+// Broker settings checked with Kafka 3.9.2 and 4.4.0 (listener "sasl_plaintext"):
+//
+//	listener.name.sasl_plaintext.sasl.enabled.mechanisms=OAUTHBEARER
+//	listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+//	listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;
+//	sasl.oauthbearer.jwks.endpoint.url=http://HOST:PORT/jwks
+//	sasl.oauthbearer.expected.audience=turbo-test
+//	sasl.oauthbearer.expected.issuer=turbo-test-oidc   (optional)
+//
+// and the JVM property -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=http://HOST:PORT/jwks
+// (4.x refuses to start without it; 3.9.2 does not need it and accepts it).
+// The expected audience is not optional: 4.4 refuses to start without it,
+// 3.9 rejects every token that has an aud claim.
 package main
 
 import (
