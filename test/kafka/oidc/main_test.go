@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -183,8 +184,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"no client id", with("-client-id", ""), "-client-id"},
 		{"fractional lifetime", with("-lifetime", "1500ms"), "-lifetime"},
 		{"missing secret file", with("-client-secret-file", filepath.Join(dir, "nope")), "nope"},
-		{"unknown flag", append(good, "-port", "1"), "-port"},
-		{"extra argument", append(good, "extra"), "extra"},
+		{"unknown flag", slices.Concat(good, []string{"-port", "1"}), "-port"},
+		{"extra argument", slices.Concat(good, []string{"extra"}), "extra"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
