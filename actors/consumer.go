@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
 )
@@ -93,15 +94,24 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 		return nil, fmt.Errorf("%w: %w", config.ErrInvalid, err)
 	}
 	cc := cfg.Consumers[0]
+	log := opts.Logger.With().Str("consumer", cc.Name).Logger()
+	kn, err := kafkanet.New(cfg.Kafka, log)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", config.ErrInvalid, err)
+	}
+	if opts.InMemory == nil {
+		kn.Warn()
+	}
 	c := &Consumer{name: cc.Name, sys: sys, stats: &Stats{}, stopped: make(chan struct{}), pool: newWorkerPool(300), shutdown: cfg.ShutdownTimeout}
 	spec := &treeSpec{
 		consumer:        cc,
 		kafka:           cfg.Kafka,
+		net:             kn,
 		brokers:         cfg.Kafka.Brokers,
 		shutdownTimeout: cfg.ShutdownTimeout,
 		handler:         opts.Handler,
 		stats:           c.stats,
-		log:             opts.Logger.With().Str("consumer", cc.Name).Logger(),
+		log:             log,
 		retry:           policy,
 		dispatcher:      c.pool,
 		inMemory:        opts.InMemory,
@@ -122,6 +132,22 @@ func (c *Consumer) Name() string { return c.name }
 
 // Stats returns the consumer's live counters.
 func (c *Consumer) Stats() Snapshot { return c.stats.Snapshot() }
+
+// Failed is closed when the consumer gives up for good: Kafka refused every
+// attempt to connect at start-up (a wrong password, an untrusted
+// certificate, TLS or SASL on the wrong listener), which retrying will not
+// cure. Err then says why. The consumer must still be stopped.
+func (c *Consumer) Failed() <-chan struct{} {
+	ch, _ := c.stats.gaveUpWith()
+	return ch
+}
+
+// Err returns why the consumer gave up (see Failed), or nil. The error
+// wraps kafkanet.ErrRefused.
+func (c *Consumer) Err() error {
+	_, err := c.stats.gaveUpWith()
+	return err
+}
 
 // Done is closed once the consumer has stopped.
 func (c *Consumer) Done() <-chan struct{} { return c.stopped }

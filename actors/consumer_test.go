@@ -51,8 +51,7 @@ func (r *run) consumer(name string, mod func(*config.Consumer)) config.Consumer 
 
 func (r *run) start(c config.Consumer, h actors.Handler) *actors.Consumer {
 	r.t.Helper()
-	k := config.Default().Kafka
-	k.Brokers = r.brokers
+	k := testkit.Kafka(r.t, r.brokers) // secured as the suite's environment says
 	sys := actors.NewSystem(testkit.Logger(r.t))
 	cons, err := actors.Start(sys, actors.Options{
 		Consumer: c, Kafka: k, ShutdownTimeout: 10 * time.Second, Handler: h,

@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 )
 
@@ -27,6 +28,7 @@ type kafkaGroup struct {
 	groupID    string
 	topics     []string
 	cfg        *sarama.Config
+	net        *kafkanet.Net // secures cfg before every attempt to connect
 	send       func(msg any) // delivers to the proxy actor
 	log        zerolog.Logger
 	retry      backoff.Policy
@@ -232,30 +234,68 @@ func (g *kafkaGroup) unblockStop(client sarama.Client, consumed <-chan struct{})
 }
 
 // connect creates the client and the consumer group on it, retrying with
-// backoff while Kafka is unreachable; it gives up only when the group is
-// stopped. The caller closes the client after the group.
+// backoff while Kafka is unreachable; it gives up when the group is stopped,
+// or when Kafka refuses every one of the first startupRefusals attempts of
+// a consumer that never reached it (a configuration mistake: wrong
+// password, wrong CA, TLS or SASL on the wrong listener), which the
+// consumer reports through Failed. A refusal later in a run (a rotated
+// password) is retried like an outage, and shows in the stats meanwhile.
+// The caller closes the client after the group.
 func (g *kafkaGroup) connect() (sarama.Client, sarama.ConsumerGroup, error) {
+	refusals := 0
 	for failures := 1; ; failures++ {
-		client, err := sarama.NewClient(g.brokers, g.cfg)
-		var group sarama.ConsumerGroup
-		if err == nil {
-			if group, err = sarama.NewConsumerGroupFromClient(g.groupID, client); err != nil {
-				client.Close()
-			}
-		}
+		client, group, err := g.dial()
 		if err == nil {
 			g.stats.reached.Store(true)
+			g.stats.setKafkaError("")
 			if failures > 1 {
 				g.log.Info().Strs("brokers", g.brokers).Msg("connected to Kafka")
 			}
 			return client, group, nil
 		}
 		d := g.retry.Delay(failures, rand.Float64())
-		g.log.Warn().Err(err).Strs("brokers", g.brokers).Dur("retry_in", d).Msg("cannot reach Kafka; retrying")
+		r := g.net.Explain(err)
+		if r == nil {
+			refusals = 0
+			g.log.Warn().Err(err).Strs("brokers", g.brokers).Dur("retry_in", d).Msg("cannot reach Kafka; retrying")
+		} else {
+			refusals++
+			g.stats.setKafkaError(r.Cause)
+			if !g.stats.reached.Load() && refusals >= startupRefusals {
+				g.log.Error().Str("cause", r.Cause).Int("attempts", refusals).Strs("brokers", g.brokers).
+					Msg("Kafka refuses the connection: " + r.Cause + "; giving up (a configuration mistake does not fix itself)")
+				g.stats.giveUp(r)
+				return nil, nil, r
+			}
+			g.log.Error().Str("cause", r.Cause).Strs("brokers", g.brokers).Dur("retry_in", d).
+				Msg("Kafka refuses the connection: " + r.Cause + "; retrying")
+		}
 		if !g.sleep(d) {
 			return nil, nil, g.ctx.Err()
 		}
 	}
+}
+
+// startupRefusals is how many refused attempts in a row end a consumer that
+// never reached Kafka.
+const startupRefusals = 3
+
+// dial secures the configuration (reading its files again) and makes the
+// client and the consumer group.
+func (g *kafkaGroup) dial() (sarama.Client, sarama.ConsumerGroup, error) {
+	if err := g.net.Apply(g.cfg); err != nil {
+		return nil, nil, err
+	}
+	client, err := sarama.NewClient(g.brokers, g.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	group, err := sarama.NewConsumerGroupFromClient(g.groupID, client)
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	return client, group, nil
 }
 
 // sleep waits d unless the group is stopped first; it reports whether to go on.

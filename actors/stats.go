@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,8 +34,48 @@ type Stats struct {
 	reached   atomic.Bool  // Kafka answered once: the client and its consumer group were made
 	lastPoll  atomic.Int64 // unix nanoseconds: when the group session last ended
 
+	kafkaErr atomic.Pointer[string] // why Kafka refuses the connection now; nil once it answers
+
 	mu      sync.Mutex
 	running []*atomic.Int64 // per runner: when its current handler call began (unix ns), 0 when idle
+	gaveUp  chan struct{}   // closed by giveUp; made on first use
+	fatal   error
+}
+
+// setKafkaError records why Kafka refuses the connection ("" once it
+// answers), for the status output and health reports.
+func (s *Stats) setKafkaError(cause string) {
+	if cause == "" {
+		s.kafkaErr.Store(nil)
+		return
+	}
+	s.kafkaErr.Store(&cause)
+}
+
+// giveUp records that the consumer cannot run (Kafka refuses it at
+// start-up) and closes the channel of gaveUpWith; only the first call counts.
+func (s *Stats) giveUp(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fatal != nil {
+		return
+	}
+	s.fatal = err
+	close(s.failedLocked())
+}
+
+// gaveUpWith returns a channel closed once giveUp is called, and its error.
+func (s *Stats) gaveUpWith() (<-chan struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failedLocked(), s.fatal
+}
+
+func (s *Stats) failedLocked() chan struct{} {
+	if s.gaveUp == nil {
+		s.gaveUp = make(chan struct{})
+	}
+	return s.gaveUp
 }
 
 // handlerClock returns runner id's slot for the start of its handler calls.
@@ -97,6 +138,9 @@ type Snapshot struct {
 	Moves     int64     // partitions gained or handed over: unchanged while the assignment is
 	LastPoll  time.Time // now while in a group session; else when the last one ended (zero if never)
 	Oldest    time.Time // when the longest-running handler call began (zero if none runs)
+	// KafkaError says why Kafka refuses the connection now (credentials, a
+	// certificate, TLS or SASL on the wrong listener); empty once it answers.
+	KafkaError string
 }
 
 // Snapshot returns the current values.
@@ -132,6 +176,12 @@ func (s *Stats) Snapshot() Snapshot {
 		Moves:     s.moves.Load(),
 		LastPoll:  poll,
 		Oldest:    s.oldestHandler(),
+		KafkaError: func() string {
+			if p := s.kafkaErr.Load(); p != nil {
+				return *p
+			}
+			return ""
+		}(),
 	}
 }
 
@@ -169,6 +219,8 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		Moves:     a.Moves + b.Moves,
 		LastPoll:  poll,
 		Oldest:    oldest,
+		// Consumers share the kafka section: one cause says it for all.
+		KafkaError: cmp.Or(a.KafkaError, b.KafkaError),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
 )
@@ -19,6 +20,7 @@ import (
 type treeSpec struct {
 	consumer        config.Consumer
 	kafka           config.Kafka
+	net             *kafkanet.Net // TLS and SASL, shared by every generation (one OAuth token)
 	brokers         []string
 	shutdownTimeout time.Duration
 	handler         Handler
@@ -76,6 +78,7 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 		groupID:    s.consumer.Group,
 		topics:     s.consumer.Topics,
 		cfg:        saramaConfig(s.kafka, s.consumer, s.shutdownTimeout),
+		net:        s.net,
 		log:        s.log,
 		retry:      s.retry,
 		maxBatch:   maxFetchBatch,
@@ -199,7 +202,15 @@ func validSarama(k config.Kafka, c config.Consumer, shutdownTimeout time.Duratio
 	if _, err := sarama.ParseKafkaVersion(k.Version); err != nil {
 		return err
 	}
-	return saramaConfig(k, c, shutdownTimeout).Validate()
+	cfg := saramaConfig(k, c, shutdownTimeout)
+	n, err := kafkanet.New(k, zerolog.Nop())
+	if err == nil {
+		err = n.Apply(cfg)
+	}
+	if err != nil {
+		return err
+	}
+	return cfg.Validate()
 }
 
 // FailureError is the reason recorded when an actor of the tree panicked.

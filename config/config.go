@@ -35,6 +35,11 @@ type Kafka struct {
 	// GroupInstanceID enables static group membership when non-empty, so a
 	// quick restart does not trigger a rebalance.
 	GroupInstanceID string `mapstructure:"group_instance_id"`
+	// TLS encrypts the connections to the brokers (and, with a client
+	// certificate, authenticates turbo to them).
+	TLS TLS `mapstructure:"tls"`
+	// SASL authenticates turbo to the brokers.
+	SASL SASL `mapstructure:"sasl"`
 	// Embedded configures the in-memory broker; ignored unless IsEmbedded.
 	Embedded Embedded `mapstructure:"embedded"`
 }

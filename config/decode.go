@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
@@ -44,7 +45,7 @@ func decode(raw map[string]any, c *Config) error {
 
 func decodeValue(key string, raw any, dst reflect.Value) error {
 	t := dst.Type()
-	if es, ok := raw.(envString); ok && t.Kind() != reflect.Int {
+	if es, ok := raw.(envString); ok && t.Kind() != reflect.Int && t.Kind() != reflect.Bool {
 		raw = string(es) // only integers treat env values apart
 	}
 	if t == byteSizeType {
@@ -96,8 +97,55 @@ func decodeValue(key string, raw any, dst reflect.Value) error {
 		}
 		dst.SetInt(n)
 		return nil
+	case reflect.Bool:
+		b, err := toBool(raw)
+		if err != nil {
+			return fieldErr(key, err.Error())
+		}
+		dst.SetBool(b)
+		return nil
+	case reflect.Map:
+		return decodeStringMap(key, raw, dst)
 	default:
 		panic("config: unsupported schema kind " + t.Kind().String())
+	}
+}
+
+// decodeStringMap fills a map[string]string (free-form names, such as SASL
+// extensions) from a mapping of scalars.
+func decodeStringMap(key string, raw any, dst reflect.Value) error {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return fieldErr(key, "expected a mapping, got "+describe(raw))
+	}
+	out := reflect.MakeMapWithSize(dst.Type(), len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		s, err := toString(m[k])
+		if err != nil {
+			return fieldErr(joinKey(key, quoteKey(k)), err.Error())
+		}
+		out.SetMapIndex(reflect.ValueOf(k), reflect.ValueOf(s))
+	}
+	dst.Set(out)
+	return nil
+}
+
+// toBool accepts booleans, and "true"/"false" from the environment; a
+// quoted "true" in the file is a string, as quoted numbers are.
+func toBool(raw any) (bool, error) {
+	switch v := raw.(type) {
+	case bool:
+		return v, nil
+	case envString:
+		b, err := strconv.ParseBool(strings.TrimSpace(string(v)))
+		if err != nil {
+			return false, fmt.Errorf("expected true or false, got %s", quoteValue(string(v)))
+		}
+		return b, nil
+	case string:
+		return false, fmt.Errorf("expected true or false, got %s (a string: remove the quotes)", quoteValue(v))
+	default:
+		return false, fmt.Errorf("expected true or false, got %s", describe(raw))
 	}
 }
 

@@ -198,6 +198,17 @@ func toRaw(v reflect.Value) any {
 		return v.String()
 	case reflect.Int:
 		return int(v.Int())
+	case reflect.Bool:
+		return v.Bool()
+	case reflect.Map:
+		if v.Len() == 0 {
+			return nil
+		}
+		m := map[string]any{}
+		for it := v.MapRange(); it.Next(); {
+			m[it.Key().String()] = it.Value().String()
+		}
+		return m
 	default:
 		panic("config: unsupported schema kind " + v.Kind().String())
 	}
@@ -312,7 +323,15 @@ func envWalk(t reflect.Type, m map[string]any, keyPrefix, envPrefix string, vars
 			if !ok {
 				continue
 			}
-			if f.Type.Kind() == reflect.Slice {
+			if f.Type.Kind() == reflect.Map {
+				// name=value pairs, comma-separated.
+				mv := map[string]any{}
+				for _, p := range strings.Split(v, ",") {
+					k, val, _ := strings.Cut(strings.TrimSpace(p), "=")
+					mv[k] = val
+				}
+				m[name] = mv
+			} else if f.Type.Kind() == reflect.Slice {
 				parts := strings.Split(v, ",")
 				l := make([]any, len(parts))
 				for j, p := range parts {
@@ -341,4 +360,30 @@ func blameEnv(err error, origins map[string]string) error {
 		}
 	}
 	return err
+}
+
+// KafkaFromEnv returns the default kafka section with the environment
+// overrides of environ (TURBO_KAFKA_* only), validated: how tools and tests
+// that have no configuration file reach a secured cluster with the same
+// variables `turbo run` reads.
+func KafkaFromEnv(environ []string) (Kafka, error) {
+	var kafkaEnv []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, EnvPrefix+"_KAFKA_") {
+			kafkaEnv = append(kafkaEnv, kv)
+		}
+	}
+	raw := toRaw(reflect.ValueOf(Default())).(map[string]any)
+	origins, err := applyEnv(raw, kafkaEnv)
+	if err != nil {
+		return Kafka{}, err
+	}
+	var c Config
+	if err := decode(raw, &c); err != nil {
+		return Kafka{}, blameEnv(err, origins)
+	}
+	if err := c.Kafka.validate(); err != nil {
+		return Kafka{}, blameEnv(err, origins)
+	}
+	return c.Kafka, nil
 }

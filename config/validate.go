@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 )
 
 var (
@@ -95,6 +96,12 @@ func (k *Kafka) validate() error {
 	}
 	if id := k.GroupInstanceID; id != "" && (!instanceIDPattern.MatchString(id) || id == "." || id == "..") {
 		return fieldErr("kafka.group_instance_id", fmt.Sprintf("must be 1 to 240 characters of [0-9a-zA-Z._-], not . or .. (got %s)", quoteValue(id)))
+	}
+	if err := k.TLS.validate(k.IsEmbedded(), time.Now()); err != nil {
+		return err
+	}
+	if err := k.SASL.validate(k.IsEmbedded()); err != nil {
+		return err
 	}
 	// The embedded section is checked even when unused, so a mistake there
 	// does not surface only on the day someone switches to ["embedded"].

@@ -51,6 +51,7 @@ type NodeStatus struct {
 	Assigned      int64   `json:"assigned_partitions"`
 	PartitionMove int64   `json:"partition_moves"`
 	Lag           int64   `json:"lag"`
+	KafkaError    string  `json:"kafka_error,omitempty"`
 	LastExit      string  `json:"last_exit,omitempty"`
 }
 
@@ -69,6 +70,7 @@ func (s *slot) snapshot(now time.Time) NodeStatus {
 	if r := s.report; r != nil {
 		n.HeapBytes, n.Processed, n.InFlight, n.Buffered = r.HeapBytes, r.Processed, r.InFlight, r.Buffered
 		n.Assigned, n.PartitionMove, n.Lag = r.AssignedPartitions, r.PartitionMoves, r.Lag
+		n.KafkaError = r.KafkaError
 	}
 	return n
 }

@@ -169,6 +169,9 @@ func BuildReport(now, started time.Time, consumers []ConsumerHealth, lim HealthL
 		r.AssignedPartitions += s.Assigned
 		r.Lag += s.Lag
 		r.PartitionMoves += s.Moves
+		if r.KafkaError == "" {
+			r.KafkaError = s.KafkaError
+		}
 		poll := s.LastPoll
 		if poll.IsZero() {
 			poll = started

@@ -56,6 +56,11 @@ func TestBuildReport(t *testing.T) {
 	if r.Status != swarmpb.Status_STATUS_OK || r.Processed != 10 || r.InFlight != 4 || r.AssignedPartitions != 6 || r.Lag != 14 || r.PartitionMoves != 6 {
 		t.Errorf("report %v: want OK and the sums of both consumers", r)
 	}
+	refused := ok
+	refused.Stats.KafkaError = "the broker refused user \"u\""
+	if r := BuildReport(t0, t0, []ConsumerHealth{ok, refused}, lim); r.KafkaError != refused.Stats.KafkaError || r.Status != swarmpb.Status_STATUS_OK {
+		t.Errorf("report %v: want kafka_error %q carried to the supervisor (no restart: a restart cannot cure it)", r, refused.Stats.KafkaError)
+	}
 	neverPolled := ConsumerHealth{}
 	if r := BuildReport(t0.Add(61*time.Second), t0, []ConsumerHealth{ok, neverPolled}, lim); r.Status != swarmpb.Status_STATUS_POLL_STALLED {
 		t.Errorf("a consumer that never polled in 61 s: %v, want POLL_STALLED", r.Status)

@@ -19,6 +19,9 @@ type ProduceOptions struct {
 	Keys    int
 	Rate    float64 // records per second; 0 = as fast as possible
 	Version string  // Kafka protocol version; "" = sarama's default
+	// Secure, when set, adds TLS and SASL to the producer's configuration
+	// (kafkanet.Net.Apply).
+	Secure func(*sarama.Config) error
 }
 
 // Produce writes the records and returns once the broker acknowledged all of
@@ -46,6 +49,11 @@ func Produce(ctx context.Context, o ProduceOptions) error {
 	cfg.Producer.Flush.Bytes = 1 << 20
 	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	if o.Secure != nil {
+		if err := o.Secure(cfg); err != nil {
+			return err
+		}
+	}
 	p, err := sarama.NewAsyncProducer(o.Brokers, cfg)
 	if err != nil {
 		return fmt.Errorf("embedded: connecting producer to %v: %w", o.Brokers, err)

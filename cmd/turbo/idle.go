@@ -8,6 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/config"
 )
 
@@ -28,11 +29,18 @@ func waitIdle(ctx context.Context, k config.Kafka, consumers []config.Consumer, 
 	scfg.Net.DialTimeout, scfg.Net.ReadTimeout, scfg.Net.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
 	scfg.Metadata.Retry.Max = 1
 	scfg.Admin.Timeout = 5 * time.Second
+	kn, err := kafkanet.New(k, log)
+	if err != nil {
+		return err
+	}
 	var admin sarama.ClusterAdmin
 	var client sarama.Client
 	for {
-		var err error
-		if client, err = sarama.NewClient(k.Brokers, scfg); err == nil {
+		err := kn.Apply(scfg)
+		if err == nil {
+			client, err = sarama.NewClient(k.Brokers, scfg)
+		}
+		if err == nil {
 			if admin, err = sarama.NewClusterAdminFromClient(client); err == nil {
 				break
 			}

@@ -136,11 +136,25 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	}
 	status := newStatus(o.stderr, log, consumers, o.node == nil)
 	bg.Go(func() { status.run(watchCtx) })
+	// A consumer that Kafka refuses at start-up (a wrong password, an
+	// untrusted certificate) ends the run: retrying will not cure it.
+	refused := make(chan error, len(consumers))
+	for _, c := range consumers {
+		bg.Go(func() {
+			select {
+			case <-c.Failed():
+				refused <- fmt.Errorf("consumer %s: %w", c.Name(), c.Err())
+			case <-watchCtx.Done():
+			}
+		})
+	}
 
 	var idleErr, stopErr error
 	select {
 	case <-ctx.Done():
 		log.Info().Msg("stopping: signal received")
+	case stopErr = <-refused:
+		log.Error().Err(stopErr).Msg("stopping: Kafka refuses the connection")
 	case <-lost:
 		log.Warn().Msg("stopping: the swarm supervisor is gone")
 		stopErr = errSupervisorGone

@@ -66,13 +66,21 @@ func (s *status) run(ctx context.Context) {
 			rate := float64(cur.Processed-last.Processed) / now.Sub(lastAt).Seconds()
 			last, lastAt = cur, now
 			if s.tty {
-				fmt.Fprintf(s.out, "\r\033[K%8.0f rec/s  processed %d  in flight %d  buffered %d  lag %d  committed %d  partitions %d",
-					rate, cur.Processed, cur.InFlight, cur.Buffered, cur.Lag, cur.Committed, cur.Assigned)
+				kafka := ""
+				if cur.KafkaError != "" {
+					kafka = "  kafka: " + cur.KafkaError
+				}
+				fmt.Fprintf(s.out, "\r\033[K%8.0f rec/s  processed %d  in flight %d  buffered %d  lag %d  committed %d  partitions %d%s",
+					rate, cur.Processed, cur.InFlight, cur.Buffered, cur.Lag, cur.Committed, cur.Assigned, kafka)
 				continue
 			}
-			s.log.Info().Float64("records_per_s", rate).Int64("processed", cur.Processed).Int64("failed", cur.Failed).
+			ev := s.log.Info().Float64("records_per_s", rate).Int64("processed", cur.Processed).Int64("failed", cur.Failed).
 				Int64("in_flight", cur.InFlight).Int64("buffered", cur.Buffered).Int64("lag", cur.Lag).
-				Int64("committed", cur.Committed).Int64("partitions", cur.Assigned).Msg("status")
+				Int64("committed", cur.Committed).Int64("partitions", cur.Assigned)
+			if cur.KafkaError != "" {
+				ev.Str("kafka_error", cur.KafkaError)
+			}
+			ev.Msg("status")
 		}
 	}
 }

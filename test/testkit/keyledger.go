@@ -551,8 +551,7 @@ func (l *KeyLedger) Produce(t testing.TB, brokers []string, topic string, o KeyP
 	if o.Keys <= 0 {
 		o.Keys = 100
 	}
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_6_0_0
+	cfg := ClientConfig(t)
 	cfg.ClientID = "turbo-keyledger"
 	cfg.Producer.Idempotent = true
 	cfg.Net.MaxOpenRequests = 1

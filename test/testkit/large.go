@@ -21,8 +21,7 @@ func ProduceSized(t testing.TB, brokers []string, topic string, count, keys, val
 	if valueSize > MaxRecordValue {
 		t.Fatalf("ProduceSized: a %d-byte value exceeds the broker's message.max.bytes", valueSize)
 	}
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_6_0_0
+	cfg := ClientConfig(t)
 	cfg.ClientID = "turbo-test-sized"
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.RequiredAcks = sarama.WaitForAll

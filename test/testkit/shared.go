@@ -117,8 +117,7 @@ func createTopics(t testing.TB, brokers []string, partitions int, topics []strin
 // deleteTopic deletes topic from the shared brokers; a failure is only
 // logged, the topic's name being unique to its test.
 func deleteTopic(t testing.TB, brokers []string, topic string) {
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_6_0_0
+	cfg := ClientConfig(t)
 	admin, err := sarama.NewClusterAdmin(brokers, cfg)
 	if err != nil {
 		t.Logf("topic %q left on %v: connecting to delete it: %v", topic, brokers, err)

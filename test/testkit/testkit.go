@@ -49,7 +49,7 @@ func Produce(t testing.TB, brokers []string, topic string, count, keys int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := embedded.Produce(ctx, embedded.ProduceOptions{Brokers: brokers, Topic: topic, Count: count, Keys: keys}); err != nil {
+	if err := embedded.Produce(ctx, embedded.ProduceOptions{Brokers: brokers, Topic: topic, Count: count, Keys: keys, Secure: SecureProducer(t)}); err != nil {
 		t.Fatalf("producing %d records to %s: %v", count, topic, err)
 	}
 }
@@ -150,8 +150,7 @@ func EndOffsets(t testing.TB, brokers []string, topic string) map[int32]int64 {
 // cannot; close both when done.
 func Admin(t testing.TB, brokers []string) (sarama.ClusterAdmin, sarama.Client) {
 	t.Helper()
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_6_0_0
+	cfg := ClientConfig(t)
 	client, err := sarama.NewClient(brokers, cfg)
 	if err != nil {
 		t.Fatalf("connecting to %v: %v", brokers, err)
@@ -168,8 +167,7 @@ func Admin(t testing.TB, brokers []string) (sarama.ClusterAdmin, sarama.Client) 
 // until want records arrived or the timeout passes, and fails the test then.
 func ReadTopic(t testing.TB, brokers []string, topic string, want int, timeout time.Duration) []*sarama.ConsumerMessage {
 	t.Helper()
-	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_6_0_0
+	cfg := ClientConfig(t)
 	c, err := sarama.NewConsumer(brokers, cfg)
 	if err != nil {
 		t.Fatalf("consumer for %s: %v", topic, err)

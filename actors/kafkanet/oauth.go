@@ -1,0 +1,185 @@
+package kafkanet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/config"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// Token refresh and retry. A token is replaced once four fifths of its
+// life have passed (as Kafka's Java client does by default), so the
+// re-authentication sarama does before a session expires (KIP-368) always
+// gets a fresh one.
+const (
+	refreshAtFraction = 0.8
+	// tokenTimeout bounds one request to the token endpoint: sarama waits
+	// for the token with a broker connection's lock held.
+	tokenTimeout = 10 * time.Second
+	// tokenRetryMin and tokenRetryMax bound the wait between failed token
+	// requests: a failing endpoint is not hammered by every connection.
+	tokenRetryMin = time.Second
+	tokenRetryMax = 30 * time.Second
+	// noExpiryRefresh is when a token the endpoint gave no lifetime is
+	// replaced anyway.
+	noExpiryRefresh = time.Hour
+)
+
+// TokenError is a failure to get an OAUTHBEARER token. Its message names the
+// endpoint and what it answered, never the client secret.
+type TokenError struct {
+	// URL is the token endpoint.
+	URL string
+	// Status is the HTTP status the endpoint answered, 0 when it could not
+	// be reached.
+	Status int
+	msg    string
+}
+
+func (e *TokenError) Error() string { return e.msg }
+
+// refused reports whether the endpoint refused the client (a
+// configuration mistake), rather than failing for a while.
+func (e *TokenError) refused() bool {
+	return e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
+}
+
+// tokenProvider is sarama's AccessTokenProvider for OAUTHBEARER: it gets
+// tokens with the client-credentials flow and caches each until it is due
+// for refresh. It has no goroutine: a token is fetched when a connection
+// (or a re-authentication) asks for one and the cached one is due.
+type tokenProvider struct {
+	o      config.OAuth
+	client *http.Client
+	log    zerolog.Logger
+	now    func() time.Time
+
+	mu       sync.Mutex
+	cc       clientcredentials.Config // kept: it remembers the client authentication style the endpoint took
+	tok      *oauth2.Token
+	refresh  time.Time // when tok is due for replacement
+	failures int
+	retryAt  time.Time // no request before this after a failure
+	lastErr  error
+}
+
+func newTokenProvider(o config.OAuth, log zerolog.Logger) *tokenProvider {
+	return &tokenProvider{o: o, client: &http.Client{Timeout: tokenTimeout}, log: log, now: time.Now,
+		cc: clientcredentials.Config{ClientID: o.ClientID, TokenURL: o.TokenURL, Scopes: o.Scopes}}
+}
+
+var _ sarama.AccessTokenProvider = (*tokenProvider)(nil)
+
+// Token returns a valid token: the cached one until it is due for refresh,
+// else a new one. When the endpoint fails, a cached token that has not
+// expired is still returned, and the endpoint is asked again only after a
+// backoff.
+func (p *tokenProvider) Token() (*sarama.AccessToken, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	valid := p.tok != nil && (p.tok.Expiry.IsZero() || now.Before(p.tok.Expiry))
+	if valid && now.Before(p.refresh) {
+		return p.access(), nil
+	}
+	if now.Before(p.retryAt) {
+		if valid {
+			return p.access(), nil
+		}
+		return nil, p.lastErr
+	}
+	tok, err := p.fetch()
+	if err != nil {
+		p.failures++
+		p.retryAt = now.Add(min(tokenRetryMin<<min(p.failures-1, 5), tokenRetryMax))
+		p.lastErr = err
+		ev := p.log.Warn().Err(err).Time("retry_after", p.retryAt)
+		if valid {
+			ev.Time("token_expires", p.tok.Expiry).Msg("OAUTHBEARER: cannot refresh the token; the current one is still valid")
+			return p.access(), nil
+		}
+		ev.Msg("OAUTHBEARER: cannot get a token")
+		return nil, err
+	}
+	if p.failures > 0 {
+		p.log.Info().Int("failures", p.failures).Msg("OAUTHBEARER: token endpoint answering again")
+	}
+	p.failures, p.lastErr = 0, nil
+	p.tok = tok
+	if tok.Expiry.IsZero() {
+		p.refresh = now.Add(noExpiryRefresh)
+	} else {
+		p.refresh = now.Add(time.Duration(float64(tok.Expiry.Sub(now)) * refreshAtFraction))
+	}
+	p.log.Debug().Time("expires", tok.Expiry).Time("refresh", p.refresh).Msg("OAUTHBEARER: got a token")
+	return p.access(), nil
+}
+
+func (p *tokenProvider) access() *sarama.AccessToken {
+	return &sarama.AccessToken{Token: p.tok.AccessToken, Extensions: p.o.Extensions}
+}
+
+// fetch asks the token endpoint for a new token, reading the client secret
+// (or its file) now.
+func (p *tokenProvider) fetch() (*oauth2.Token, error) {
+	secret, err := p.o.ClientSecretValue()
+	if err != nil {
+		return nil, &TokenError{URL: p.o.TokenURL, msg: "OAUTHBEARER: kafka.sasl.oauth.client_secret_file: " + err.Error()}
+	}
+	p.cc.ClientSecret = secret
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), oauth2.HTTPClient, p.client), tokenTimeout)
+	defer cancel()
+	tok, err := p.cc.Token(ctx)
+	if err == nil {
+		if tok.AccessToken == "" {
+			return nil, &TokenError{URL: p.o.TokenURL, Status: http.StatusOK, msg: fmt.Sprintf("OAUTHBEARER: the token endpoint %s answered without an access_token", p.o.TokenURL)}
+		}
+		return tok, nil
+	}
+	return nil, tokenError(p.o.TokenURL, err, secret)
+}
+
+// tokenError turns what oauth2 returned into a TokenError whose message
+// holds the endpoint, the HTTP status and the OAuth error code, and
+// never the secret (even if a broken endpoint echoed it).
+func tokenError(url string, err error, secret string) *TokenError {
+	var re *oauth2.RetrieveError
+	e := &TokenError{URL: url}
+	if errors.As(err, &re) && re.Response != nil {
+		e.Status = re.Response.StatusCode
+		e.msg = fmt.Sprintf("OAUTHBEARER: the token endpoint %s answered HTTP %d", url, e.Status)
+		if re.ErrorCode != "" {
+			e.msg += " " + clip(re.ErrorCode)
+			if re.ErrorDescription != "" {
+				e.msg += ": " + clip(re.ErrorDescription)
+			}
+		}
+		if e.refused() {
+			e.msg += " (check kafka.sasl.oauth.client_id and client_secret)"
+		}
+	} else {
+		e.msg = fmt.Sprintf("OAUTHBEARER: cannot get a token from %s: %v", url, err)
+	}
+	if secret != "" {
+		e.msg = strings.ReplaceAll(e.msg, secret, "[redacted]")
+	}
+	return e
+}
+
+// clip bounds text from a remote party in a log line.
+func clip(s string) string {
+	const max = 200
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}

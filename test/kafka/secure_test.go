@@ -1,0 +1,249 @@
+//go:build kafka
+
+package kafka_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/turbokafka/turbo/test/testkit"
+)
+
+// secured is the secured side of the broker `make test-kafka` starts
+// (kafka.sh writes these variables into its state dir's env file).
+type secured struct {
+	plain, saslSSL, ssl      string // listeners: PLAINTEXT, SASL_SSL, SSL with client certificates
+	tlsDir                   string
+	scram512User, scram512PW string
+	scram256User, scram256PW string
+	plainUser, plainPW       string
+	tokenURL, clientID       string
+	secretFile, statsURL     string
+}
+
+func securedFromEnv(t *testing.T) secured {
+	t.Helper()
+	get := func(name string) string {
+		v := os.Getenv(name)
+		if v == "" {
+			t.Fatalf("%s is not set: run this through `make test-kafka` (kafka.sh writes it into its state dir's env file)", name)
+		}
+		return v
+	}
+	return secured{
+		plain: get("TURBO_TEST_BROKERS"), saslSSL: get("TURBO_TEST_SASL_SSL_BROKERS"), ssl: get("TURBO_TEST_SSL_BROKERS"),
+		tlsDir:       get("TURBO_TEST_TLS_DIR"),
+		scram512User: get("TURBO_TEST_SCRAM512_USER"), scram512PW: get("TURBO_TEST_SCRAM512_PASSWORD"),
+		scram256User: get("TURBO_TEST_SCRAM256_USER"), scram256PW: get("TURBO_TEST_SCRAM256_PASSWORD"),
+		plainUser: get("TURBO_TEST_PLAIN_USER"), plainPW: get("TURBO_TEST_PLAIN_PASSWORD"),
+		tokenURL: get("TURBO_TEST_OAUTH_TOKEN_URL"), clientID: get("TURBO_TEST_OAUTH_CLIENT_ID"),
+		secretFile: get("TURBO_TEST_OAUTH_CLIENT_SECRET_FILE"), statsURL: get("TURBO_TEST_OAUTH_STATS_URL"),
+	}
+}
+
+func (s secured) file(name string) string { return filepath.Join(s.tlsDir, name) }
+
+// secrets are every secret of the broker's users, and the wrong ones the
+// tests try: none may appear in anything turbo prints.
+func (s secured) secrets(t *testing.T, extra ...string) []string {
+	t.Helper()
+	client, err := os.ReadFile(s.secretFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{s.scram512PW, s.scram256PW, s.plainPW, strings.TrimSpace(string(client))}, extra...)
+}
+
+// noSecrets fails the test if out shows any of secrets.
+func noSecrets(t *testing.T, what, out string, secrets []string) {
+	t.Helper()
+	for _, sec := range secrets {
+		if sec != "" && strings.Contains(out, sec) {
+			t.Errorf("%s shows a secret (%d characters long):\n%s", what, len(sec), out)
+		}
+	}
+}
+
+// Each mistake an operator makes connecting to a secured cluster ends
+// `turbo run` within a bounded time with exit 1 (a configuration mistake a
+// loaded file cannot show: exit 2) and one line naming the cause; none
+// prints a secret.
+func TestSecuredMistakesEndTheRunWithTheirCause(t *testing.T) {
+	s := securedFromEnv(t)
+	topic := testkit.TopicName("secured-mistakes")
+	testkit.Cluster(t, 2, topic)
+	const wrongPW = "not-the-password-7d1e"
+	wrongSecret := filepath.Join(t.TempDir(), "wrong-secret")
+	if err := os.WriteFile(wrongSecret, []byte("not-the-client-secret-91aa\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secrets := s.secrets(t, wrongPW, "not-the-client-secret-91aa")
+	for _, tc := range []struct {
+		name, kafka string
+		code        int
+		want        string
+	}{
+		{"wrong password", fmt.Sprintf(`brokers: [%q]
+  tls: {enabled: true, ca_file: %q}
+  sasl: {mechanism: SCRAM-SHA-512, username: %q, password: %q}`, s.saslSSL, s.file("ca.pem"), s.scram512User, wrongPW),
+			1, fmt.Sprintf(`the broker refused user %q (SASL SCRAM-SHA-512): wrong username or password, or a user the cluster does not know (kafka.sasl)`, s.scram512User)},
+		{"wrong CA", fmt.Sprintf(`brokers: [%q]
+  tls: {enabled: true, ca_file: %q}
+  sasl: {mechanism: SCRAM-SHA-256, username: %q, password: %q}`, s.saslSSL, s.file("other-ca.pem"), s.scram256User, s.scram256PW),
+			1, `is signed by an authority turbo does not trust: set kafka.tls.ca_file to the CA that signed it`},
+		{"client certificate from another CA", fmt.Sprintf(`brokers: [%q]
+  tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}`, s.ssl, s.file("ca.pem"), s.file("other-client.pem"), s.file("other-client-key.pem")),
+			1, `TLS: the broker refused turbo's client certificate`},
+		{"no client certificate for mTLS", fmt.Sprintf(`brokers: [%q]
+  tls: {enabled: true, ca_file: %q}`, s.ssl, s.file("ca.pem")),
+			1, `TLS: the broker `},
+		{"expired client certificate", fmt.Sprintf(`brokers: [%q]
+  tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}`, s.ssl, s.file("ca.pem"), s.file("expired-client.pem"), s.file("expired-client-key.pem")),
+			2, fmt.Sprintf(`config: kafka.tls.cert_file: the certificate in %s expired at`, s.file("expired-client.pem"))},
+		{"SASL against a PLAINTEXT listener", fmt.Sprintf(`brokers: [%q]
+  sasl: {mechanism: PLAIN, username: %q, password: %q}`, s.plain, s.plainUser, s.plainPW),
+			1, `the broker's listener does not expect SASL: kafka.sasl.mechanism is PLAIN, but the listener is PLAINTEXT or SSL`},
+		{"plaintext against SASL_SSL", fmt.Sprintf(`brokers: [%q]`, s.saslSSL),
+			1, fmt.Sprintf(`the broker at %s speaks TLS, but kafka.tls.enabled is false`, s.saslSSL)},
+		{"TLS without SASL against SASL_SSL", fmt.Sprintf(`brokers: [%q]
+  tls: {enabled: true, ca_file: %q}`, s.saslSSL, s.file("ca.pem")),
+			1, fmt.Sprintf(`the broker at %s wants SASL authentication (it offers `, s.saslSSL)},
+		{"TLS against PLAINTEXT", fmt.Sprintf(`brokers: [%q]
+  tls: {enabled: true, ca_file: %q}`, s.plain, s.file("ca.pem")),
+			1, `kafka.tls.enabled is true, but the listener is PLAINTEXT or SASL_PLAINTEXT`},
+		{"wrong OAuth client secret", fmt.Sprintf(`brokers: [%q]
+  tls: {enabled: true, ca_file: %q}
+  sasl:
+    mechanism: OAUTHBEARER
+    oauth: {token_url: %q, client_id: %q, client_secret_file: %q}`, s.saslSSL, s.file("ca.pem"), s.tokenURL, s.clientID, wrongSecret),
+			1, fmt.Sprintf(`OAUTHBEARER: the token endpoint %s answered HTTP 401 invalid_client`, s.tokenURL)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+kafka:
+  %s
+consumers:
+  - name: secured
+    group: %s
+    topics: [%s]
+shutdown_timeout: 5s
+log: {level: info, format: json}
+`, tc.kafka, topic, topic))
+			var stdout, stderr bytes.Buffer
+			began := time.Now()
+			run := testkit.StartWith(t, &stdout, &stderr, "run", "--config", cfg)
+			code := run.Wait(t, 90*time.Second)
+			took := time.Since(began)
+			out := stdout.String() + stderr.String()
+			if code != tc.code {
+				t.Errorf("exit %d after %s, want %d; output:\n%s", code, took.Round(time.Millisecond), tc.code, out)
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("the output does not say %q:\n%s", tc.want, out)
+			}
+			noSecrets(t, "the output", out, secrets)
+			line := ""
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, "turbo:") || strings.Contains(l, "giving up") || strings.HasPrefix(l, "config:") {
+					line = l
+				}
+			}
+			t.Logf("FIGURES secured-mistake %q: exit %d after %s; %s", tc.name, code, took.Round(time.Millisecond), line)
+		})
+	}
+}
+
+// OAUTHBEARER for real: the broker validates the tokens against the JWKS of
+// the test's issuer, whose tokens live 10 s; a run longer than several
+// lifetimes keeps consuming because turbo fetches a new token before the
+// old one expires and re-authenticates its connections (KIP-368). The
+// ledger judges the run as any other.
+func TestOAuthBearerRunOutlivesItsTokens(t *testing.T) {
+	s := securedFromEnv(t)
+	topic := testkit.TopicName("oauth")
+	testkit.Cluster(t, 4, topic)
+	ledger := testkit.NewLedger(2 * time.Millisecond)
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+kafka:
+  brokers: [%q]
+  tls: {enabled: true, ca_file: %q}
+  sasl:
+    mechanism: OAUTHBEARER
+    oauth: {token_url: %q, client_id: %q, client_secret_file: %q, scopes: [kafka]}
+consumers:
+  - name: oauth
+    group: %s
+    topics: [%s]
+    concurrency: 8
+    commit_interval: 200ms
+    handler: {type: http, url: %q, timeout: 5s}
+shutdown_timeout: 10s
+log: {level: info, format: json}
+`, s.saslSSL, s.file("ca.pem"), s.tokenURL, s.clientID, s.secretFile, topic, topic, ledger.Endpoint(t)))
+	before := tokensIssued(t, s.statsURL)
+	var stdout, stderr bytes.Buffer
+	run := testkit.StartWith(t, &stdout, &stderr, "run", "--config", cfg)
+	const batches, batch, keys = 4, 500, 50
+	began := time.Now()
+	for i := 1; i <= batches; i++ {
+		testkit.ProduceWithBinary(t, s.plain, topic, batch, keys)
+		testkit.Eventually(t, 2*time.Minute, fmt.Sprintf("batch %d handled", i), func() bool { return ledger.Report().Distinct == i*batch })
+		if i < batches {
+			// The next batch goes to connections re-authenticated with a
+			// new token: the issuer's tokens live 10 s, turbo replaces
+			// them after 8.
+			seen := tokensIssued(t, s.statsURL)
+			testkit.Eventually(t, 30*time.Second, "turbo to fetch a new token", func() bool { return tokensIssued(t, s.statsURL) > seen })
+		}
+	}
+	testkit.Eventually(t, time.Minute, "every record committed", func() bool {
+		var sum int64
+		for _, off := range testkit.CommittedOffsets(t, []string{s.plain}, topic, topic) {
+			sum += max(off, 0)
+		}
+		return sum == batches*batch
+	})
+	run.Signal(t, syscall.SIGTERM)
+	if code := run.Wait(t, 30*time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0:\n%s", code, stderr.String())
+	}
+	elapsed := time.Since(began)
+	issued := tokensIssued(t, s.statsURL) - before
+	if min := int(elapsed/(10*time.Second)) + 1; issued < min {
+		t.Errorf("%d tokens issued during a %s run of 10 s tokens, want at least %d: turbo did not refresh its token", issued, elapsed.Round(time.Second), min)
+	}
+	rep := ledger.Report()
+	if err := rep.Violations(); err != nil {
+		t.Error(err)
+	}
+	if rep.Distinct != batches*batch {
+		t.Errorf("%d of %d records handled", rep.Distinct, batches*batch)
+	}
+	noSecrets(t, "the output", stdout.String()+stderr.String(), s.secrets(t))
+	t.Logf("FIGURES oauthbearer records=%d lost=%d duplicates=%d overlaps=%d order_violations=%d run=%s tokens_issued=%d",
+		rep.Distinct, batches*batch-rep.Distinct, rep.Duplicates, rep.Overlaps, rep.OrderViolations, elapsed.Round(time.Second), issued)
+}
+
+func tokensIssued(t *testing.T, statsURL string) int {
+	t.Helper()
+	resp, err := http.Get(statsURL)
+	if err != nil {
+		t.Fatalf("the issuer's stats: %v", err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		TokensIssued int `json:"tokens_issued"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("the issuer's stats: %v", err)
+	}
+	return st.TokensIssued
+}
