@@ -10,15 +10,10 @@ KAFKA_PKGS := ./test/kafka/ ./test/e2e/... ./test/chaos/ ./actors/...
 KAFKA_LINES ?= 3.9 4
 KAFKA_SH   := test/kafka/kafka.sh
 
-# HOOK (lead engineer): the secured runs of the e2e suite. test-kafka runs
-# this shell command on each line after KAFKA_PKGS, with every variable of the
-# broker's env file exported (see testkit.SecuredFromEnv); its failure fails
-# the line. To be filled in, e.g. (one line, or joined with backslashes):
-#   TURBO_TEST_BROKERS=$$TURBO_TEST_SASL_SSL_BROKERS TURBO_KAFKA_TLS_ENABLED=true
-#   TURBO_KAFKA_TLS_CA_FILE=$$TURBO_TEST_TLS_DIR/ca.pem TURBO_KAFKA_SASL_MECHANISM=SCRAM-SHA-512
-#   TURBO_KAFKA_SASL_USERNAME=$$TURBO_TEST_SCRAM512_USER TURBO_KAFKA_SASL_PASSWORD=$$TURBO_TEST_SCRAM512_PASSWORD
-#   $(GO) test -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
-KAFKA_SECURED_RUNS = true
+# The secured runs of test-kafka, after KAFKA_PKGS on each line: the e2e
+# suites over SASL_SSL with SCRAM and over mTLS, then a search of all they
+# printed for the broker's secrets (test/kafka/secured-runs.sh).
+KAFKA_SECURED_RUNS = bash test/kafka/secured-runs.sh $(GO) $(TEST_TIMEOUT)
 
 .PHONY: all build run test vet fmt-check proto proto-check bench bench-quick fuzz fuzz-config clean
 
@@ -72,27 +67,25 @@ test-kafka:
 	echo "test-kafka:$$summary"; \
 	exit $$rc
 
-## test-kafka-line: test-kafka on one line, KAFKA_LINE (3.9 or 4). It passes
-## TURBO_KAFKA_LINE to kafka.sh only: turbo rejects TURBO_KAFKA_* variables
-## that name no configuration key. Tests that start brokers of their own get
-## the same line from TURBO_TEST_KAFKA_VERSION.
+## test-kafka-line: test-kafka on one line, KAFKA_LINE (3.9 or 4). Tests that
+## start brokers of their own get the same line from TURBO_TEST_KAFKA_VERSION.
 KAFKA_LINE ?= 3.9
 test-kafka-line:
-	@rc=0; TURBO_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) fetch || rc=$$?; \
+	@rc=0; TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) fetch || rc=$$?; \
 	if [ $$rc -eq 3 ]; then echo "test-kafka: skipped: Java cannot be installed"; exit 0; fi; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
 	state=$$(mktemp -d) || exit 1; \
 	trap 'bash $(KAFKA_SH) stop "$$state"; rm -rf "$$state"' EXIT; \
 	trap 'exit 130' INT TERM; \
-	TURBO_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) start "$$state" >/dev/null || exit 1; \
-	unset TURBO_KAFKA_LINE; set -a; . "$$state/env" || exit 1; set +a; \
+	TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) start "$$state" >/dev/null || exit 1; \
+	unset TURBO_TEST_KAFKA_LINE; set -a; . "$$state/env" || exit 1; TURBO_TEST_STATE=$$state; set +a; \
 	echo "test-kafka: Kafka $$TURBO_TEST_KAFKA_VERSION: TURBO_TEST_BROKERS=$$TURBO_TEST_BROKERS (PLAINTEXT)," \
 		"SASL_SSL $$TURBO_TEST_SASL_SSL_BROKERS, SSL $$TURBO_TEST_SSL_BROKERS"; \
 	$(GO) test -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_PKGS) || exit $$?; \
 	$(KAFKA_SECURED_RUNS)
 
 ## kafka-start: a real Kafka broker in the background for manual runs
-## (TURBO_KAFKA_LINE=4 for Kafka 4.x); then TURBO_TEST_BROKERS=<the address it
+## (TURBO_TEST_KAFKA_LINE=4 for Kafka 4.x); then TURBO_TEST_BROKERS=<the address it
 ## prints> go test ./... uses it, and `bash test/kafka/kafka.sh env` prints
 ## all its settings, the secured listeners' too, for `set -a; . FILE; set +a`.
 kafka-start:

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -35,6 +36,21 @@ func readStatus(t *testing.T, live string) swarmStatus {
 		t.Fatalf("GET /status: %v", err)
 	}
 	return s
+}
+
+// rawStatus returns the body of the swarm's /status.
+func rawStatus(t *testing.T, live string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + live + "/status")
+	if err != nil {
+		t.Fatalf("GET /status: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET /status: %v", err)
+	}
+	return string(b)
 }
 
 // swarmConfig is a two-node swarm consuming topic (group: the topic's name)
@@ -109,6 +125,9 @@ func TestSwarmSharesPartitionsAndStopsCleanly(t *testing.T) {
 
 	testkit.Eventually(t, 90*time.Second, "every record handled", func() bool { return ledger.Report().Distinct == records })
 	st := readStatus(t, live)
+	// Into the test's output as served, which the secured runs of
+	// `make test-kafka` grep for the broker's passwords.
+	t.Logf("GET /status: %s", rawStatus(t, live))
 	for _, n := range st.Nodes {
 		if n.Processed == 0 {
 			t.Errorf("node %d processed nothing: the partitions were not shared (%+v)", n.Index, st.Nodes)

@@ -13,7 +13,7 @@
 #                               with the same data, certificates and users;
 #                               prints HOST:PORT when ready
 #
-# TURBO_KAFKA_LINE picks the Kafka line: 3.9 (Kafka 3.9.2, the default) or 4
+# TURBO_TEST_KAFKA_LINE picks the Kafka line: 3.9 (Kafka 3.9.2, the default) or 4
 # (Kafka 4.4.0, Java 17); unset, the line of TURBO_TEST_KAFKA_VERSION.
 #
 # The broker listens on PLAINTEXT; on SASL_SSL with PLAIN, SCRAM-SHA-256,
@@ -43,23 +43,21 @@
 # installable (callers treat that as "skip").
 set -euo pipefail
 
-# The Kafka line to run, from TURBO_KAFKA_LINE: 3.9 (the default) or 4.
+# The Kafka line to run, from TURBO_TEST_KAFKA_LINE: 3.9 (the default) or 4.
 # 3.9 is the newest line that still accepts every protocol version sarama may
 # pick and runs on Java 11 or newer; 4.x removed the old versions (KIP-896),
 # logs through log4j2 instead of reload4j and needs Java 17.
 #
-# Without TURBO_KAFKA_LINE, the line of TURBO_TEST_KAFKA_VERSION (from an env
+# Without TURBO_TEST_KAFKA_LINE, the line of TURBO_TEST_KAFKA_VERSION (from an env
 # file) is taken: a test that starts a broker of its own while the suites run
-# on 4.x gets 4.x too. TURBO_KAFKA_LINE must not reach turbo itself, which
-# rejects TURBO_KAFKA_* variables that name no configuration key, so test
-# runs pass it to this script only.
+# on 4.x gets 4.x too.
 default_line() {
 	case ${TURBO_TEST_KAFKA_VERSION:-} in
 	4.*) printf '4' ;;
 	*) printf '3.9' ;;
 	esac
 }
-KAFKA_LINE="${TURBO_KAFKA_LINE:-$(default_line)}"
+KAFKA_LINE="${TURBO_TEST_KAFKA_LINE:-$(default_line)}"
 readonly KAFKA_LINE
 case $KAFKA_LINE in
 3.9)
@@ -69,7 +67,7 @@ case $KAFKA_LINE in
 	readonly KAFKA_VERSION=4.4.0 JAVA_MIN=17
 	;;
 *)
-	printf 'kafka: TURBO_KAFKA_LINE=%s: want 3.9 or 4\n' "$KAFKA_LINE" >&2
+	printf 'kafka: TURBO_TEST_KAFKA_LINE=%s: want 3.9 or 4\n' "$KAFKA_LINE" >&2
 	exit 2
 	;;
 esac
