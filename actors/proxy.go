@@ -27,6 +27,7 @@ type clientProxy struct {
 	parts    map[TopicPartition]*heldPartition
 	lost     map[TopicPartition]uint64 // lost partitions (their epoch) whose final watermark is still to come
 	stopping bool
+	stopped  bool // the group's goroutine has ended (groupStopped arrived)
 }
 
 type heldPartition struct {
@@ -73,6 +74,11 @@ func (p *clientProxy) Receive(c actor.Context) {
 		// commits and leaving the group fit in shutdown_timeout.
 		p.revokeTimeout = min(p.revokeTimeout, newStopBudget(p.shutdownTimeout).revoke)
 		p.group.stop()
+		if p.stopped {
+			// The group ended before the drain began (Kafka refused it at
+			// start-up): there is nothing to wait for.
+			c.Send(c.Parent(), &intakeStopped{})
+		}
 	case *groupStopped:
 		p.handleGroupStopped(c, m)
 	case *actor.Started:
@@ -262,6 +268,7 @@ func (p *clientProxy) handleGroupStopped(c actor.Context, m *groupStopped) {
 		p.log.Warn().Err(m.err).Msg("closing the consumer group")
 	}
 	p.sess = nil
+	p.stopped = true
 	if p.stopping {
 		c.Send(c.Parent(), &intakeStopped{})
 	}

@@ -47,7 +47,7 @@ func (n *Net) Explain(err error) *Refusal {
 	if cause := n.explain(err); cause != "" {
 		return &Refusal{Cause: cause, Err: err}
 	}
-	if hungUp(err) || (n.k.TLS.Enabled && timedOut(err)) {
+	if hungUp(err) || (n.k.TLS.Enabled && timedOut(err)) || bareOutOfBrokers(err) {
 		if cause := n.Diagnose(); cause != "" {
 			return &Refusal{Cause: cause, Err: err}
 		}
@@ -98,8 +98,10 @@ func (n *Net) explain(err error) string {
 	if _, alert, ok := strings.Cut(msg, "remote error: tls: "); ok {
 		alert, _, _ = strings.Cut(alert, "\n")
 		switch {
-		case strings.Contains(alert, "certificate required"):
-			return "TLS: the broker requires a client certificate (mTLS): set kafka.tls.cert_file and kafka.tls.key_file"
+		case strings.Contains(alert, "certificate required") || n.k.TLS.CertFile == "":
+			// Kafka answers a missing client certificate with "bad
+			// certificate", Go's servers with "certificate required".
+			return fmt.Sprintf("TLS: the broker requires a client certificate (mTLS): set kafka.tls.cert_file and kafka.tls.key_file (it answered: %s)", alert)
 		case strings.Contains(alert, "expired"):
 			return fmt.Sprintf("TLS: the broker refused turbo's client certificate as expired (%s; kafka.tls.cert_file)", alert)
 		default:
@@ -169,6 +171,14 @@ func hungUp(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
+// bareOutOfBrokers reports sarama's "run out of available brokers" without
+// the brokers' errors: sarama drops the Kafka error codes a broker answered
+// a connection's first requests with (ILLEGAL_SASL_STATE from a listener
+// without SASL, UNSUPPORTED_SASL_MECHANISM), keeping only this.
+func bareOutOfBrokers(err error) bool {
+	return errors.Is(err, sarama.ErrOutOfBrokers) && err.Error() == sarama.ErrOutOfBrokers.Error()
+}
+
 // timedOut reports a network timeout: what a plaintext listener that waits
 // for the rest of a "request" as long as a TLS hello's first bytes say
 // gives a TLS client.
@@ -198,14 +208,23 @@ func (n *Net) diagnose(addr string) string {
 	case n.k.TLS.Enabled && !tlsOn && speaksPlainKafka(addr):
 		return fmt.Sprintf("the broker at %s does not speak TLS: kafka.tls.enabled is true, but the listener is PLAINTEXT or SASL_PLAINTEXT (turn TLS off, or use the TLS listener's port)", addr)
 	}
-	if n.k.SASL.Mechanism != config.SASLNone {
-		return ""
-	}
 	conn, err := n.dial(addr)
 	if err != nil {
 		return ""
 	}
 	defer conn.Close()
+	if mech := n.k.SASL.Mechanism; mech != config.SASLNone {
+		code, mechs, answered := saslHandshake(conn, string(mech))
+		switch {
+		case !answered:
+			return ""
+		case sarama.KError(code) == sarama.ErrIllegalSASLState:
+			return fmt.Sprintf("the broker's listener at %s does not expect SASL: kafka.sasl.mechanism is %s, but the listener is PLAINTEXT or SSL (clear kafka.sasl.mechanism, or use the SASL listener's port)", addr, mech)
+		case sarama.KError(code) == sarama.ErrUnsupportedSASLMechanism:
+			return fmt.Sprintf("the broker's listener at %s does not offer SASL %s (it offers %s): kafka.sasl.mechanism", addr, mech, strings.Join(mechs, ", "))
+		}
+		return ""
+	}
 	mechs, ok := saslMechanisms(conn)
 	if !ok {
 		return ""
@@ -254,7 +273,7 @@ func speaksPlainKafka(addr string) bool {
 		return false
 	}
 	defer conn.Close()
-	_, _, answered := saslHandshake(conn)
+	_, _, answered := saslHandshake(conn, "TURBO-PROBE")
 	return answered
 }
 
@@ -263,7 +282,7 @@ func speaksPlainKafka(addr string) bool {
 // offers; ok is false for a listener without SASL (which answers
 // ILLEGAL_SASL_STATE) or any failure.
 func saslMechanisms(conn net.Conn) (mechs []string, ok bool) {
-	code, mechs, answered := saslHandshake(conn)
+	code, mechs, answered := saslHandshake(conn, "TURBO-PROBE")
 	if !answered || (code != 0 && sarama.KError(code) != sarama.ErrUnsupportedSASLMechanism) {
 		return nil, false // ILLEGAL_SASL_STATE: no SASL on this listener
 	}
@@ -273,9 +292,9 @@ func saslMechanisms(conn net.Conn) (mechs []string, ok bool) {
 // saslHandshake sends the probe's SaslHandshake request and returns the
 // answer's error code and mechanisms; answered is false when no Kafka
 // answer came.
-func saslHandshake(conn net.Conn) (code int16, mechs []string, answered bool) {
+func saslHandshake(conn net.Conn, mech string) (code int16, mechs []string, answered bool) {
 	const apiKey, version, correlation = 17, 1, 0x7475
-	clientID, mech := "turbo-probe", "TURBO-PROBE"
+	const clientID = "turbo-probe"
 	body := binary.BigEndian.AppendUint16(nil, apiKey)
 	body = binary.BigEndian.AppendUint16(body, version)
 	body = binary.BigEndian.AppendUint32(body, correlation)

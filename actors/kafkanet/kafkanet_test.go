@@ -136,7 +136,7 @@ func TestRefusalsAreExplained(t *testing.T) {
 			`TLS: the broker's certificate is not valid for "kafka.example.com" (it is valid for localhost, 127.0.0.1): connect by a name the certificate holds, or set kafka.tls.server_name`},
 		{"no client certificate for mtls", []kfake.Opt{kfake.TLS(f.serverTLS(true))},
 			config.Kafka{TLS: config.TLS{Enabled: true, CAFile: f.caFile}},
-			"TLS: the broker requires a client certificate (mTLS): set kafka.tls.cert_file and kafka.tls.key_file"},
+			"TLS: the broker requires a client certificate (mTLS): set kafka.tls.cert_file and kafka.tls.key_file (it answered: certificate required)"},
 		{"client certificate of another CA", []kfake.Opt{kfake.TLS(f.serverTLS(true))},
 			config.Kafka{TLS: config.TLS{Enabled: true, CAFile: f.caFile, CertFile: f.strangerCert, KeyFile: f.strangerK}},
 			"TLS: the broker refused turbo's client certificate (unknown certificate authority): the broker must trust the CA that signed kafka.tls.cert_file"},

@@ -16,6 +16,7 @@ import (
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/actors/embedded"
 	"github.com/turbokafka/turbo/actors/handlers"
+	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/supervisor"
 )
@@ -172,6 +173,10 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	err := stopAll()
 	bg.Wait()
 	status.summary(time.Since(start))
+	if errors.Is(stopErr, kafkanet.ErrRefused) {
+		// The cause first: what the stop says after it follows from it.
+		return errors.Join(stopErr, err)
+	}
 	if err != nil {
 		return fmt.Errorf("stopping: %w", err)
 	}

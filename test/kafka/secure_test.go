@@ -104,13 +104,13 @@ func TestSecuredMistakesEndTheRunWithTheirCause(t *testing.T) {
 			1, `TLS: the broker refused turbo's client certificate`},
 		{"no client certificate for mTLS", fmt.Sprintf(`brokers: [%q]
   tls: {enabled: true, ca_file: %q}`, s.ssl, s.file("ca.pem")),
-			1, `TLS: the broker `},
+			1, `TLS: the broker requires a client certificate (mTLS): set kafka.tls.cert_file and kafka.tls.key_file (it answered: bad certificate)`},
 		{"expired client certificate", fmt.Sprintf(`brokers: [%q]
   tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}`, s.ssl, s.file("ca.pem"), s.file("expired-client.pem"), s.file("expired-client-key.pem")),
 			2, fmt.Sprintf(`config: kafka.tls.cert_file: the certificate in %s expired at`, s.file("expired-client.pem"))},
 		{"SASL against a PLAINTEXT listener", fmt.Sprintf(`brokers: [%q]
   sasl: {mechanism: PLAIN, username: %q, password: %q}`, s.plain, s.plainUser, s.plainPW),
-			1, `the broker's listener does not expect SASL: kafka.sasl.mechanism is PLAIN, but the listener is PLAINTEXT or SSL`},
+			1, fmt.Sprintf(`the broker's listener at %s does not expect SASL: kafka.sasl.mechanism is PLAIN, but the listener is PLAINTEXT or SSL`, s.plain)},
 		{"plaintext against SASL_SSL", fmt.Sprintf(`brokers: [%q]`, s.saslSSL),
 			1, fmt.Sprintf(`the broker at %s speaks TLS, but kafka.tls.enabled is false`, s.saslSSL)},
 		{"TLS without SASL against SASL_SSL", fmt.Sprintf(`brokers: [%q]
