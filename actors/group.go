@@ -134,7 +134,15 @@ func (g *kafkaGroup) run() {
 		}
 		failures++
 		d := g.retry.Delay(failures, rand.Float64())
-		g.log.Warn().Err(err).Dur("retry_in", d).Msg("consumer group session failed; rejoining")
+		if r := g.net.Explain(err); r != nil {
+			// Later in a run (a rotated password, a renewed certificate the
+			// brokers do not trust): retried like an outage, and shown in
+			// the stats until a session starts again.
+			g.stats.setKafkaError(r.Cause)
+			g.log.Error().Str("cause", r.Cause).Dur("retry_in", d).Msg("Kafka refuses the connection: " + r.Cause + "; rejoining")
+		} else {
+			g.log.Warn().Err(err).Dur("retry_in", d).Msg("consumer group session failed; rejoining")
+		}
 		if !g.sleep(d) {
 			break
 		}
@@ -364,6 +372,7 @@ func (g *kafkaGroup) Setup(sess sarama.ConsumerGroupSession) error {
 	g.watch.Store(w)
 	g.probes.Go(w.run)
 	g.stats.sessionStarted()
+	g.stats.setKafkaError("")
 	g.send(&sessionStarted{sess: sess})
 	return nil
 }

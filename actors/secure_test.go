@@ -14,12 +14,15 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/backoff"
 	"github.com/turbokafka/turbo/actors/embedded"
 	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/test/testkit"
 	"github.com/turbokafka/turbo/test/testkit/pki"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const secureSecret = "the-consumers-password-9f2c"
@@ -45,6 +48,11 @@ func (s *syncBuffer) String() string {
 // secureCluster is a kfake broker with mTLS and SCRAM-SHA-512, and the
 // kafka section that reaches it.
 func secureCluster(t *testing.T, topic string) config.Kafka {
+	k, _ := secureClusterCtl(t, topic)
+	return k
+}
+
+func secureClusterCtl(t *testing.T, topic string) (config.Kafka, *kfake.Cluster) {
 	t.Helper()
 	dir := t.TempDir()
 	ca := pki.NewCA(t, "test CA")
@@ -68,7 +76,7 @@ func secureCluster(t *testing.T, topic string) config.Kafka {
 	k.TLS = config.TLS{Enabled: true, CAFile: pki.Write(t, dir, "ca.pem", ca.PEM),
 		CertFile: pki.Write(t, dir, "client.pem", client.Cert), KeyFile: pki.Write(t, dir, "client-key.pem", client.Key)}
 	k.SASL = config.SASL{Mechanism: config.SASLScramSHA512, Username: "turbo", PasswordFile: pki.Write(t, dir, "pw", []byte(secureSecret+"\n"))}
-	return k
+	return k, cluster
 }
 
 // A consumer over mTLS and SCRAM-SHA-512 handles and commits everything,
@@ -149,4 +157,75 @@ func TestConsumerRefusedAtStartGivesUp(t *testing.T) {
 		t.Errorf("Stop after giving up: %v", err)
 	}
 	t.Logf("FIGURES refused at start: gave up after %s", took.Round(time.Millisecond))
+}
+
+// Kafka refusing a consumer that was running (its password rotated on the
+// cluster first) is not fatal: it is retried with backoff, logged with its
+// cause and shown in the stats (and so in the health reports) until the
+// consumer is let in again, and then it carries on.
+func TestRefusalLaterInARunIsRetriedAndShown(t *testing.T) {
+	const topic, records = "later", 200
+	k, cluster := secureClusterCtl(t, topic)
+	var refuse, drop atomic.Bool
+	cluster.ControlKey(int16(kmsg.SASLAuthenticate), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		if !refuse.Load() {
+			return nil, nil, false
+		}
+		resp := req.(*kmsg.SASLAuthenticateRequest).ResponseKind().(*kmsg.SASLAuthenticateResponse)
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		msg := "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
+		resp.ErrorMessage = &msg
+		return resp, nil, true
+	})
+	cluster.ControlKey(int16(kmsg.Heartbeat), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		if drop.CompareAndSwap(true, false) {
+			return nil, errors.New("test: connection dropped"), true // closes the connection
+		}
+		return nil, nil, false
+	})
+	var logs syncBuffer
+	log := zerolog.New(&logs)
+	kn, err := kafkanet.New(k, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce := func() {
+		t.Helper()
+		if err := embedded.Produce(context.Background(), embedded.ProduceOptions{Brokers: k.Brokers, Topic: topic, Count: records, Keys: 20, Version: k.Version, Secure: kn.Apply}); err != nil {
+			t.Fatalf("producing: %v", err)
+		}
+	}
+	produce()
+	c := config.DefaultConsumer("later")
+	c.Topics = []string{topic}
+	cons, err := actors.Start(actors.NewSystem(log), actors.Options{Consumer: c, Kafka: k, ShutdownTimeout: 5 * time.Second, Logger: log,
+		Restart: backoff.Policy{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2},
+		Handler: actors.HandlerFunc(func(context.Context, *actors.Record) error { return nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Stop(context.Background())
+	testkit.Eventually(t, 60*time.Second, "the first records committed", func() bool { return cons.Stats().Committed == records })
+
+	refuse.Store(true)
+	drop.Store(true)
+	const want = `the broker refused user "turbo" (SASL SCRAM-SHA-512)`
+	testkit.Eventually(t, 60*time.Second, "the refusal shown in the stats", func() bool { return strings.HasPrefix(cons.Stats().KafkaError, want) })
+	select {
+	case <-cons.Failed():
+		t.Fatalf("the consumer gave up on a refusal later in its run: %v", cons.Err())
+	default:
+	}
+	refuse.Store(false)
+	testkit.Eventually(t, 60*time.Second, "the refusal cleared once Kafka lets the consumer in", func() bool { return cons.Stats().KafkaError == "" })
+	produce()
+	testkit.Eventually(t, 60*time.Second, "the records produced after it committed", func() bool { return cons.Stats().Committed == 2*records })
+	if n := strings.Count(logs.String(), `"message":"Kafka refuses the connection: the broker refused user`); n == 0 {
+		t.Errorf("no log line names the refusal:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), secureSecret) {
+		t.Errorf("the logs show the password")
+	}
 }
