@@ -81,7 +81,7 @@ test-kafka-line:
 	unset TURBO_TEST_KAFKA_LINE; set -a; . "$$state/env" || exit 1; TURBO_TEST_STATE=$$state; set +a; \
 	echo "test-kafka: Kafka $$TURBO_TEST_KAFKA_VERSION: TURBO_TEST_BROKERS=$$TURBO_TEST_BROKERS (PLAINTEXT)," \
 		"SASL_SSL $$TURBO_TEST_SASL_SSL_BROKERS, SSL $$TURBO_TEST_SSL_BROKERS"; \
-	$(GO) test -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_PKGS) || exit $$?; \
+	bash test/kafka/gotest.sh "$$state/plain.log" $(GO) -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_PKGS) || exit $$?; \
 	$(KAFKA_SECURED_RUNS)
 
 ## kafka-start: a real Kafka broker in the background for manual runs

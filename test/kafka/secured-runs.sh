@@ -9,8 +9,9 @@
 #   2. SSL with client certificates (mTLS): the swarm's shared run.
 #
 # Every line they print (turbo's logs and errors, swarm /status bodies, the
-# tests' own output, run with -v) and the broker's logs are then searched for
-# the broker's passwords and the OAuth client secret: finding one fails.
+# tests' own output, run with -v), the plain pass of the line before them and
+# the broker's logs are then searched for the broker's passwords and the
+# OAuth client secret: finding one fails.
 #
 #   secured-runs.sh GO TIMEOUT
 set -euo pipefail
@@ -43,11 +44,9 @@ run() {
 	done
 	shift
 	echo "secured-runs: $name"
-	env "${env[@]}" "$GO" test -tags kafka -race -count=1 -v -timeout "$TIMEOUT" "$@" >"$out/$name.log" 2>&1 || rc=$?
-	grep -E '^(--- |ok |FAIL|PASS)|FIGURES' "$out/$name.log" || true
+	env "${env[@]}" bash "$(dirname "$0")/gotest.sh" "$out/$name.log" "$GO" -tags kafka -race -count=1 -timeout "$TIMEOUT" "$@" || rc=$?
 	echo "secured-runs: $name: exit $rc after $((SECONDS - started)) s"
 	if ((rc != 0)); then
-		tail -n 200 "$out/$name.log"
 		exit "$rc"
 	fi
 }
@@ -70,12 +69,15 @@ run scram-e2e "${scram[@]}" -- -run "$e2e" ./test/e2e/
 run scram-dlq "${scram[@]}" -- -run '^TestDeadLetterTopicForPermanentFailures$' ./actors/
 run mtls-swarm "${mtls[@]}" -- -run '^TestSwarmSharesPartitionsAndStopsCleanly$' ./test/e2e/
 
-# The search. The broker's own logs count too (its work dir is in the
-# state dir the Makefile made: TURBO_TEST_STATE).
+# The search: these runs, the plain pass before them and the broker's own
+# logs (all in the state dir the Makefile made: TURBO_TEST_STATE).
 secrets=("$TURBO_TEST_SCRAM512_PASSWORD" "$TURBO_TEST_SCRAM256_PASSWORD" "$TURBO_TEST_PLAIN_PASSWORD" "$(cat "$TURBO_TEST_OAUTH_CLIENT_SECRET_FILE")")
 files=("$out"/*.log)
-if [[ -n ${TURBO_TEST_STATE:-} && -f $TURBO_TEST_STATE/work ]]; then
-	files+=("$(cat "$TURBO_TEST_STATE/work")"/logs/*.log)
+if [[ -n ${TURBO_TEST_STATE:-} ]]; then
+	# The plain pass of the same line (the Makefile's gotest.sh log), which
+	# holds the negative tests on the secured listeners and OAUTHBEARER.
+	[[ -f $TURBO_TEST_STATE/plain.log ]] && files+=("$TURBO_TEST_STATE/plain.log")
+	[[ -f $TURBO_TEST_STATE/work ]] && files+=("$(cat "$TURBO_TEST_STATE/work")"/logs/*.log)
 fi
 lines=$(cat "${files[@]}" | wc -l)
 for s in "${secrets[@]}"; do

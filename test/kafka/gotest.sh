@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs `go test -v ARGS...` with its whole output in LOG, and prints only the
+# verdicts and the measurements: each test's PASS/FAIL line, each package's
+# result, and the lines tests log as FIGURES or CHAOS (the figures the
+# README quotes). On a failure it prints the whole log. Exits with go test's
+# status.
+#
+#   gotest.sh LOG GO ARGS...
+set -uo pipefail
+
+log=$1 go=$2
+shift 2
+"$go" test -v "$@" >"$log" 2>&1
+rc=$?
+if ((rc != 0)); then
+	cat "$log"
+else
+	grep -E '^(--- |ok |FAIL|PASS$|panic)|FIGURES|CHAOS' "$log"
+fi
+exit "$rc"
