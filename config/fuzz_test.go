@@ -42,6 +42,10 @@ func FuzzLoad(f *testing.F) {
 		"consumers: [{name: a, topics: [t], handler: {type: http, url: \"http://127.0.0.1:99999/x\"}}]",
 		"consumers: [{name: a, topics: [t]}]\n---\nconsumers: []\n",
 		"kafka: {version: 2.4.0}\nconsumers: [{name: a, topics: [t], max_handler_time: 1ms, retry: {initial_backoff: 1ms, max_backoff: 24h}}]\nshutdown_timeout: 1h",
+		// Issue 12's sections.
+		"kafka: {brokers: [k:9093], tls: {enabled: true, insecure_skip_verify: true}, sasl: {mechanism: SCRAM-SHA-512, username: u, password: p}}\nconsumers: [{name: a, topics: [t]}]",
+		"kafka: {brokers: [k:9093], sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://i/t\", client_id: c, client_secret: s, scopes: [a], extensions: {logicalCluster: x}}}}\nconsumers: [{name: a, topics: [t]}]",
+		"kafka: {tls: {enabled: yes, ca_file: /dev/zero}, sasl: {mechanism: plain, oauth: {extensions: [1]}}}\nconsumers: [{name: a, topics: [t]}]",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -97,6 +101,9 @@ func withinLimits(c *Config) error {
 		{"kafka.embedded.partitions", k.Embedded.Partitions, 1, 1000},
 		{"kafka.embedded.seed.records", k.Embedded.Seed.Records, 0, 100_000},
 		{"kafka.embedded.seed.keys", k.Embedded.Seed.Keys, 0, 100_000},
+		{"kafka.sasl.oauth.scopes (count)", len(k.SASL.OAuth.Scopes), 0, 64},
+		{"kafka.sasl.oauth.extensions (count)", len(k.SASL.OAuth.Extensions), 0, 64},
+		{"kafka.sasl.username (bytes)", len(k.SASL.Username), 0, 4096},
 		{"swarm.nodes", s.Nodes, 1, 256},
 		{"swarm.max_restarts", s.MaxRestarts, 0, 10_000},
 	}

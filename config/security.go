@@ -154,6 +154,14 @@ func ReadSecretFile(path string) (string, error) {
 func ReadPEMFile(path string) ([]byte, error) { return readFileLimited(path, MaxPEMFileSize) }
 
 func readFileLimited(path string, limit ByteSize) ([]byte, error) {
+	// Only regular files (symbolic links to them included, as Kubernetes
+	// mounts secrets): opening a FIFO would block the load, and reading a
+	// device has no end.
+	if st, err := os.Stat(path); err != nil {
+		return nil, plainPathErr(path, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, plainPathErr(path, err)

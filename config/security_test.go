@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,6 +153,8 @@ func TestSecurityRejects(t *testing.T) {
 		{"scram without password", kafka("  sasl: {mechanism: SCRAM-SHA-512, username: u}"), "kafka.sasl.password", []string{"is required (or kafka.sasl.password_file)"}},
 		{"password and file", kafka("  sasl: {mechanism: PLAIN, username: u, password: " + secretValue + ", password_file: " + pwFile + "}"), "kafka.sasl.password_file", []string{"not both"}},
 		{"missing password file", kafka("  sasl: {mechanism: PLAIN, username: u, password_file: " + missing + "}"), "kafka.sasl.password_file", []string{"cannot read"}},
+		{"password file a device", kafka("  sasl: {mechanism: PLAIN, username: u, password_file: /dev/zero}"), "kafka.sasl.password_file", []string{"/dev/zero is not a regular file"}},
+		{"ca file a fifo", kafka("  tls: {enabled: true, ca_file: " + fifo(t, f.dir) + "}"), "kafka.tls.ca_file", []string{"is not a regular file"}},
 		{"empty password file", kafka("  sasl: {mechanism: PLAIN, username: u, password_file: " + empty + "}"), "kafka.sasl.password_file", []string{"is empty"}},
 		{"oauth with scram", kafka("  sasl: {mechanism: SCRAM-SHA-256, username: u, password: p, oauth: {client_id: c}}"), "kafka.sasl.oauth", []string{"for OAUTHBEARER, not SCRAM-SHA-256"}},
 		{"username with oauthbearer", kafka("  sasl: {mechanism: OAUTHBEARER, username: u}"), "kafka.sasl.username", []string{"use kafka.sasl.oauth"}},
@@ -179,6 +182,15 @@ func TestSecurityRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fifo makes a named pipe, which nothing ever writes to.
+func fifo(t *testing.T, dir string) string {
+	p := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // A secret reaches no output through the configuration: every fmt verb,
