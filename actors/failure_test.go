@@ -87,4 +87,5 @@ func TestDeadLetterTopicForPermanentFailures(t *testing.T) {
 	if s := cons.Stats(); s.Dead != int64(bad) || s.Restarts != 0 {
 		t.Errorf("stats %+v: want %d dead letters and no restart", s, bad)
 	}
+	t.Logf("FIGURES dlq: 400 records, %d answered 2xx once each, %d dead-lettered once each, all committed", ok.Load(), len(seen))
 }

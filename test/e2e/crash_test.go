@@ -157,7 +157,7 @@ func TestKill9RedeliversOnlyUnfinishedRecords(t *testing.T) {
 	testkit.ProduceWithBinary(t, addr, plain, 2000, 100)
 	withMeta, finished := crashRun(t, addr, meta, 4000)
 	without, finishedPlain := crashRun(t, addr, plain, 0)
-	t.Logf("records finished before SIGKILL: %d and %d; handled again after the restart: %d with the commit metadata, %d without",
+	t.Logf("FIGURES kill-9: records finished before SIGKILL: %d and %d; handled again after the restart: %d with the commit metadata, %d without",
 		finished, finishedPlain, withMeta, without)
 	if withMeta != 0 {
 		t.Errorf("%d finished records were handled again with the commit metadata on, want 0", withMeta)

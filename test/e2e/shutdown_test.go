@@ -102,5 +102,5 @@ log: {level: info, format: json}
 	if total := len(finished) + len(second.snapshot()); total != records {
 		t.Errorf("first run %d + second run %d distinct records, want %d", len(finished), len(second.snapshot()), records)
 	}
-	t.Logf("first run finished %d records before SIGTERM; the restart handled the other %d and none twice", len(finished), len(second.snapshot()))
+	t.Logf("FIGURES sigterm-restart: first run finished %d records before SIGTERM; the restart handled the other %d and none twice", len(finished), len(second.snapshot()))
 }

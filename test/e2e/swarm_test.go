@@ -172,7 +172,7 @@ func TestSwarmSharesPartitionsAndStopsCleanly(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("records %d, duplicates %d, overlaps %d, order violations %d, ownership overlaps %d; node processed counts %v",
+	t.Logf("FIGURES swarm-shared: records %d, duplicates %d, overlaps %d, order violations %d, ownership overlaps %d; node processed counts %v",
 		rep.Distinct, rep.Duplicates, rep.Overlaps, rep.OrderViolations, rep.OwnershipOverlaps, st.Nodes)
 }
 
@@ -213,7 +213,7 @@ func TestSwarmReplacesAKilledNodeWithoutMovingTheOther(t *testing.T) {
 	if seen > 900*time.Millisecond { // the restart timeout is 1 s; /status is polled every 10 ms
 		t.Errorf("the exit was seen after %s, want at once", seen)
 	}
-	t.Logf("kill -9 → exit seen in %s (pid gone from /status), replacement holding its 4 partitions after %s; node 0 moves %d → %d",
+	t.Logf("FIGURES swarm-kill: kill -9 → exit seen in %s (pid gone from /status), replacement holding its 4 partitions after %s; node 0 moves %d → %d",
 		seen.Round(time.Millisecond), replaced.Round(time.Millisecond), other.PartitionMove, after.Nodes[0].PartitionMove)
 }
 
@@ -248,7 +248,7 @@ func TestSwarmNodesDieWithTheirSupervisor(t *testing.T) {
 	}
 	// Orphaned nodes are re-parented and reaped by init (or the test's
 	// subreaper); either way none may linger as a zombie.
-	t.Logf("every node gone %s after SIGKILL of the supervisor (shutdown_timeout 8 s)", time.Since(killed).Round(time.Millisecond))
+	t.Logf("FIGURES swarm-supervisor-kill: every node gone %s after SIGKILL of the supervisor (shutdown_timeout 8 s)", time.Since(killed).Round(time.Millisecond))
 }
 
 // A node that hangs (SIGSTOP) stops reporting: the supervisor judges it
