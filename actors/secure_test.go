@@ -55,8 +55,8 @@ func secureCluster(t *testing.T, topic string) config.Kafka {
 func secureClusterCtl(t *testing.T, topic string) (config.Kafka, *kfake.Cluster) {
 	t.Helper()
 	dir := t.TempDir()
-	ca := pki.NewCA(t, "test CA")
-	srv := ca.Issue(t, pki.Options{CommonName: "broker", Hosts: []string{"127.0.0.1"}})
+	ca := pki.TestCA(t, "test CA")
+	srv := ca.TestIssue(t, pki.Options{CommonName: "broker", Hosts: []string{"127.0.0.1"}})
 	cert, err := tls.X509KeyPair(srv.Cert, srv.Key)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func secureClusterCtl(t *testing.T, topic string) (config.Kafka, *kfake.Cluster)
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	client := ca.Issue(t, pki.Options{CommonName: "turbo", Format: pki.PKCS1})
+	client := ca.TestIssue(t, pki.Options{CommonName: "turbo", Format: pki.PKCS1})
 	k := config.Default().Kafka
 	k.Brokers = cluster.ListenAddrs()
 	k.TLS = config.TLS{Enabled: true, CAFile: pki.Write(t, dir, "ca.pem", ca.PEM),
@@ -124,7 +124,7 @@ func TestConsumerOverMTLSAndSCRAM(t *testing.T) {
 func TestConsumerRefusedAtStartGivesUp(t *testing.T) {
 	const topic = "refused"
 	k := secureCluster(t, topic)
-	other := pki.NewCA(t, "another CA")
+	other := pki.TestCA(t, "another CA")
 	k.TLS.CAFile = pki.Write(t, t.TempDir(), "other-ca.pem", other.PEM)
 	var logs syncBuffer
 	log := zerolog.New(&logs)

@@ -25,17 +25,17 @@ type tlsFiles struct {
 func writeTLSFiles(t *testing.T) tlsFiles {
 	t.Helper()
 	dir := t.TempDir()
-	ca := pki.NewCA(t, "test CA")
+	ca := pki.TestCA(t, "test CA")
 	f := tlsFiles{dir: dir, ca: pki.Write(t, dir, "ca.pem", ca.PEM)}
-	p := ca.Issue(t, pki.Options{CommonName: "client"})
+	p := ca.TestIssue(t, pki.Options{CommonName: "client"})
 	f.cert, f.key = pki.Write(t, dir, "client.pem", p.Cert), pki.Write(t, dir, "client-key.pem", p.Key)
-	p = ca.Issue(t, pki.Options{CommonName: "client1", Format: pki.PKCS1})
+	p = ca.TestIssue(t, pki.Options{CommonName: "client1", Format: pki.PKCS1})
 	f.pkcs1Cert, f.pkcs1Key = pki.Write(t, dir, "client1.pem", p.Cert), pki.Write(t, dir, "client1-key.pem", p.Key)
-	p = ca.Issue(t, pki.Options{CommonName: "clientec", Format: pki.EC})
+	p = ca.TestIssue(t, pki.Options{CommonName: "clientec", Format: pki.EC})
 	f.ecCert, f.ecKey = pki.Write(t, dir, "clientec.pem", p.Cert), pki.Write(t, dir, "clientec-key.pem", p.Key)
-	p = ca.Issue(t, pki.Options{CommonName: "old", NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
+	p = ca.TestIssue(t, pki.Options{CommonName: "old", NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
 	f.expiredCert, f.expiredKey = pki.Write(t, dir, "expired.pem", p.Cert), pki.Write(t, dir, "expired-key.pem", p.Key)
-	p = ca.Issue(t, pki.Options{CommonName: "new", NotBefore: time.Now().Add(time.Hour), NotAfter: time.Now().Add(48 * time.Hour)})
+	p = ca.TestIssue(t, pki.Options{CommonName: "new", NotBefore: time.Now().Add(time.Hour), NotAfter: time.Now().Add(48 * time.Hour)})
 	f.futureCert, f.futureKey = pki.Write(t, dir, "future.pem", p.Cert), pki.Write(t, dir, "future-key.pem", p.Key)
 	return f
 }

@@ -29,17 +29,17 @@ type files struct {
 func newFiles(t *testing.T) files {
 	t.Helper()
 	dir := t.TempDir()
-	f := files{ca: pki.NewCA(t, "turbo test CA"), otherCA: pki.NewCA(t, "someone else's CA")}
+	f := files{ca: pki.TestCA(t, "turbo test CA"), otherCA: pki.TestCA(t, "someone else's CA")}
 	f.caFile = pki.Write(t, dir, "ca.pem", f.ca.PEM)
 	f.otherCAFile = pki.Write(t, dir, "other-ca.pem", f.otherCA.PEM)
-	srv := f.ca.Issue(t, pki.Options{CommonName: "broker", Hosts: []string{"127.0.0.1", "localhost"}})
+	srv := f.ca.TestIssue(t, pki.Options{CommonName: "broker", Hosts: []string{"127.0.0.1", "localhost"}})
 	var err error
 	if f.server, err = tls.X509KeyPair(srv.Cert, srv.Key); err != nil {
 		t.Fatal(err)
 	}
-	c := f.ca.Issue(t, pki.Options{CommonName: "turbo", Format: pki.EC})
+	c := f.ca.TestIssue(t, pki.Options{CommonName: "turbo", Format: pki.EC})
 	f.clientCert, f.clientKey = pki.Write(t, dir, "client.pem", c.Cert), pki.Write(t, dir, "client-key.pem", c.Key)
-	s := f.otherCA.Issue(t, pki.Options{CommonName: "stranger"})
+	s := f.otherCA.TestIssue(t, pki.Options{CommonName: "stranger"})
 	f.strangerCert, f.strangerK = pki.Write(t, dir, "stranger.pem", s.Cert), pki.Write(t, dir, "stranger-key.pem", s.Key)
 	return f
 }

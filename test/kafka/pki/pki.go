@@ -11,21 +11,13 @@
 package main
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/turbokafka/turbo/test/testkit/pki"
 )
 
 // File is one PEM file of the set; Secret files hold a private key.
@@ -41,9 +33,6 @@ const (
 	validity = 30 * 24 * time.Hour
 	// backdate covers clocks a little behind this one.
 	backdate = time.Hour
-	// rsaBits is the size of the RSA keys, the smallest Java accepts by
-	// default.
-	rsaBits = 2048
 )
 
 // The names of the files Generate returns, which kafka.sh and the tests use.
@@ -66,12 +55,6 @@ const (
 	otherClientCommonName = "turbo-other-client"
 )
 
-// issuer is a CA: its certificate and the key that signs with it.
-type issuer struct {
-	cert *x509.Certificate
-	key  crypto.Signer
-}
-
 // Generate makes the whole set, valid from now (the expired client
 // certificate ended a day before now).
 func Generate(now time.Time) ([]File, error) {
@@ -79,92 +62,53 @@ func Generate(now time.Time) ([]File, error) {
 	add := func(name string, data []byte, secret bool) {
 		files = append(files, File{Name: name, Data: data, Secret: secret})
 	}
+	// The CAs begin before the expired client's start.
+	ca, err := pki.NewCA("turbo-test-ca", now.Add(-3*24*time.Hour), now.Add(validity))
+	if err != nil {
+		return nil, err
+	}
+	other, err := pki.NewCA("turbo-test-other-ca", now.Add(-3*24*time.Hour), now.Add(validity))
+	if err != nil {
+		return nil, err
+	}
+	add(CAFile, ca.PEM, false)
+	add(OtherCAFile, other.PEM, false)
 
-	ca, err := newCA("turbo-test-ca", now)
-	if err != nil {
-		return nil, err
+	valid := func(name string, format pki.KeyFormat, hosts ...string) pki.Options {
+		return pki.Options{CommonName: name, Hosts: hosts, NotBefore: now.Add(-backdate), NotAfter: now.Add(validity), Format: format}
 	}
-	other, err := newCA("turbo-test-other-ca", now)
-	if err != nil {
-		return nil, err
+	for _, c := range []struct {
+		ca                   *pki.CA
+		o                    pki.Options
+		certFile, key, pkcs1 string
+		chainWithCACert      bool
+	}{
+		// The broker: an RSA key, as most clusters have; SANs for every
+		// name a client may dial.
+		{ca, valid(brokerCommonName, pki.PKCS8, "localhost", "127.0.0.1", "::1"), BrokerFile, BrokerKeyFile, "", true},
+		// The client of the good CA, its RSA key in both encodings clients
+		// meet, and the same client with an EC key.
+		{ca, valid(clientCommonName, pki.PKCS8), ClientFile, ClientKeyFile, ClientKeyPKCS1File, false},
+		{ca, valid(clientCommonName, pki.EC), ClientECFile, ClientECKeyFile, "", false},
+		// A client the broker must refuse: signed by the other CA.
+		{other, valid(otherClientCommonName, pki.ECPKCS8), OtherClientFile, OtherClientKeyFile, "", false},
+		// And one signed by the good CA but expired a day ago.
+		{ca, pki.Options{CommonName: clientCommonName, NotBefore: now.Add(-2 * 24 * time.Hour), NotAfter: now.Add(-24 * time.Hour), Format: pki.ECPKCS8},
+			ExpiredClientFile, ExpiredClientKeyFile, "", false},
+	} {
+		p, err := c.ca.Issue(c.o)
+		if err != nil {
+			return nil, err
+		}
+		if c.chainWithCACert {
+			p.Cert = append(p.Cert, c.ca.PEM...)
+		}
+		add(c.certFile, p.Cert, false)
+		add(c.key, p.Key, true)
+		if c.pkcs1 != "" {
+			add(c.pkcs1, p.KeyPKCS1, true)
+		}
 	}
-	add(CAFile, certPEM(ca.cert), false)
-	add(OtherCAFile, certPEM(other.cert), false)
-
-	// The broker: an RSA key, as most clusters have; SANs for both names a
-	// client may dial.
-	brokerKey, err := rsa.GenerateKey(rand.Reader, rsaBits)
-	if err != nil {
-		return nil, fmt.Errorf("pki: broker key: %w", err)
-	}
-	broker, err := ca.sign(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: brokerCommonName, Organization: []string{"turbo-test"}},
-		DNSNames:    []string{"localhost"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		NotBefore:   now.Add(-backdate),
-		NotAfter:    now.Add(validity),
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}, brokerKey)
-	if err != nil {
-		return nil, err
-	}
-	brokerKeyPEM, err := pkcs8PEM(brokerKey)
-	if err != nil {
-		return nil, err
-	}
-	add(BrokerFile, append(certPEM(broker), certPEM(ca.cert)...), false)
-	add(BrokerKeyFile, brokerKeyPEM, true)
-
-	// The client of the good CA, RSA: its key in both encodings clients meet.
-	clientKey, err := rsa.GenerateKey(rand.Reader, rsaBits)
-	if err != nil {
-		return nil, fmt.Errorf("pki: client key: %w", err)
-	}
-	client, err := ca.sign(clientTemplate(clientCommonName, now.Add(-backdate), now.Add(validity)), clientKey)
-	if err != nil {
-		return nil, err
-	}
-	clientKeyPEM, err := pkcs8PEM(clientKey)
-	if err != nil {
-		return nil, err
-	}
-	add(ClientFile, certPEM(client), false)
-	add(ClientKeyFile, clientKeyPEM, true)
-	add(ClientKeyPKCS1File, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(clientKey)}), true)
-
-	// The same client with an EC key, written as SEC 1 (what openssl ecparam
-	// gives).
-	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("pki: client EC key: %w", err)
-	}
-	clientEC, err := ca.sign(clientTemplate(clientCommonName, now.Add(-backdate), now.Add(validity)), ecKey)
-	if err != nil {
-		return nil, err
-	}
-	ecDER, err := x509.MarshalECPrivateKey(ecKey)
-	if err != nil {
-		return nil, fmt.Errorf("pki: client EC key: %w", err)
-	}
-	add(ClientECFile, certPEM(clientEC), false)
-	add(ClientECKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: ecDER}), true)
-
-	// A client the broker must refuse: signed by the other CA.
-	cert, keyPEM, err := other.client(otherClientCommonName, now.Add(-backdate), now.Add(validity))
-	if err != nil {
-		return nil, err
-	}
-	add(OtherClientFile, certPEM(cert), false)
-	add(OtherClientKeyFile, keyPEM, true)
-
-	// And one signed by the good CA but expired a day ago.
-	cert, keyPEM, err = ca.client(clientCommonName, now.Add(-2*24*time.Hour), now.Add(-24*time.Hour))
-	if err != nil {
-		return nil, err
-	}
-	add(ExpiredClientFile, certPEM(cert), false)
-	add(ExpiredClientKeyFile, keyPEM, true)
 	return files, nil
 }
 
@@ -192,100 +136,6 @@ func Write(dir string, files []File) error {
 		}
 	}
 	return nil
-}
-
-func newCA(name string, now time.Time) (*issuer, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("pki: %s key: %w", name, err)
-	}
-	tmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: name, Organization: []string{"turbo-test"}},
-		NotBefore:             now.Add(-3 * 24 * time.Hour), // before the expired client's start
-		NotAfter:              now.Add(validity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	if tmpl.SerialNumber, err = serial(); err != nil {
-		return nil, err
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, fmt.Errorf("pki: %s: %w", name, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("pki: %s: %w", name, err)
-	}
-	return &issuer{cert: cert, key: key}, nil
-}
-
-// sign issues tmpl for the public half of key.
-func (ca *issuer) sign(tmpl *x509.Certificate, key crypto.Signer) (*x509.Certificate, error) {
-	var err error
-	if tmpl.SerialNumber, err = serial(); err != nil {
-		return nil, err
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		return nil, fmt.Errorf("pki: %s signed by %s: %w", tmpl.Subject.CommonName, ca.cert.Subject.CommonName, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("pki: %s: %w", tmpl.Subject.CommonName, err)
-	}
-	return cert, nil
-}
-
-// client issues a client certificate with a new EC key, returned as PKCS#8.
-func (ca *issuer) client(name string, notBefore, notAfter time.Time) (*x509.Certificate, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("pki: %s key: %w", name, err)
-	}
-	cert, err := ca.sign(clientTemplate(name, notBefore, notAfter), key)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyPEM, err := pkcs8PEM(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cert, keyPEM, nil
-}
-
-func clientTemplate(name string, notBefore, notAfter time.Time) *x509.Certificate {
-	return &x509.Certificate{
-		Subject:     pkix.Name{CommonName: name, Organization: []string{"turbo-test"}},
-		NotBefore:   notBefore,
-		NotAfter:    notAfter,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-}
-
-func serial() (*big.Int, error) {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, fmt.Errorf("pki: serial number: %w", err)
-	}
-	return n, nil
-}
-
-func certPEM(cert *x509.Certificate) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
-}
-
-// pkcs8PEM encodes key as an unencrypted PKCS#8 "PRIVATE KEY" block, the
-// form Kafka's PEM key stores read.
-func pkcs8PEM(key crypto.Signer) ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("pki: encoding a key as PKCS#8: %w", err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
 // errUsage is returned for bad command lines.
