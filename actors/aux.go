@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"io"
 	"sync"
 	"time"
 
@@ -92,7 +93,11 @@ func (a *kafkaAux) waitFeed() { <-a.fed }
 // returns the offsets above it that an earlier owner already finished.
 // Metadata turbo did not write, or cannot read, is ignored with one warning.
 func (a *kafkaAux) finishedAbove(tp TopicPartition) []offsetmeta.Range {
-	resp, err := a.admin.ListConsumerGroupOffsets(a.groupID, map[string][]int32{tp.Topic: {tp.Partition}})
+	var resp *sarama.OffsetFetchResponse
+	err := a.reconnecting(func() (err error) {
+		resp, err = a.admin.ListConsumerGroupOffsets(a.groupID, map[string][]int32{tp.Topic: {tp.Partition}})
+		return err
+	}, func() (*sarama.Broker, error) { return a.admin.Coordinator(a.groupID) })
 	if err != nil {
 		a.log.Warn().Err(err).Str("partition", tp.String()).Msg("reading the committed offset metadata; not skipping finished records")
 		return nil
@@ -104,11 +109,48 @@ func (a *kafkaAux) finishedAbove(tp TopicPartition) []offsetmeta.Range {
 	return finishedIn(tp, b.Offset, b.Metadata, &a.warnOnce, a.log)
 }
 
+// auxAttempts bounds reconnecting's tries, auxRetryWait the wait before each
+// retry (times the attempt).
+const (
+	auxAttempts  = 3
+	auxRetryWait = 100 * time.Millisecond
+)
+
+// reconnecting runs call, and again (auxAttempts in all) while it fails
+// because the broker it went to is "not connected": a broker restart leaves
+// sarama's cached connection to the controller or coordinator closed, and
+// sarama retries the admin calls on EOF only, so every later call failed at
+// once (after a restart in CI, no commit metadata or topic id could be read,
+// and 124 finished records ran again). Closing the cached broker makes the
+// next call open it anew.
+func (a *kafkaAux) reconnecting(call func() error, broker func() (*sarama.Broker, error)) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = call(); err == nil || attempt == auxAttempts || !(errors.Is(err, sarama.ErrNotConnected) || errors.Is(err, io.EOF)) {
+			return err
+		}
+		if b, berr := broker(); berr == nil {
+			_ = b.Close()
+		}
+		t := time.NewTimer(time.Duration(attempt) * auxRetryWait)
+		select {
+		case <-t.C:
+		case <-a.quit:
+			t.Stop()
+			return err
+		}
+	}
+}
+
 // topicID returns the id of topic (KIP-516), zero when it is unknown: a
 // broker before Kafka 2.8 (or a kafka.version below it) sends none, and a
 // failed lookup is logged and taken as unknown.
 func (a *kafkaAux) topicID(topic string) topicID {
-	md, err := a.admin.DescribeTopics([]string{topic})
+	var md []*sarama.TopicMetadata
+	err := a.reconnecting(func() (err error) {
+		md, err = a.admin.DescribeTopics([]string{topic})
+		return err
+	}, a.admin.Controller)
 	if err != nil {
 		a.log.Warn().Err(err).Str("topic", topic).Msg("reading the topic's id; not skipping records finished before a commit landed")
 		return topicID{}
