@@ -14,6 +14,6 @@ rc=$?
 if ((rc != 0)); then
 	cat "$log"
 else
-	grep -E '^(ok |FAIL|panic)|FIGURES|CHAOS' "$log"
+	grep -E '^(ok |FAIL|panic)|FIGURES|CHAOS|REBALANCE' "$log"
 fi
 exit "$rc"
