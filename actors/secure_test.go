@@ -1,13 +1,11 @@
 package actors_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,24 +24,6 @@ import (
 )
 
 const secureSecret = "the-consumers-password-9f2c"
-
-// syncBuffer is a log sink the test reads while the consumer writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // secureCluster is a kfake broker with mTLS and SCRAM-SHA-512, and the
 // kafka section that reaches it.
@@ -84,7 +64,7 @@ func secureClusterCtl(t *testing.T, topic string) (config.Kafka, *kfake.Cluster)
 func TestConsumerOverMTLSAndSCRAM(t *testing.T) {
 	const topic, records = "secure", 400
 	k := secureCluster(t, topic)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	log := zerolog.New(&logs)
 	kn, err := kafkanet.New(k, log)
 	if err != nil {
@@ -126,7 +106,7 @@ func TestConsumerRefusedAtStartGivesUp(t *testing.T) {
 	k := secureCluster(t, topic)
 	other := pki.TestCA(t, "another CA")
 	k.TLS.CAFile = pki.Write(t, t.TempDir(), "other-ca.pem", other.PEM)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	log := zerolog.New(&logs)
 	c := config.DefaultConsumer("refused")
 	c.Topics = []string{topic}
@@ -185,7 +165,7 @@ func TestRefusalLaterInARunIsRetriedAndShown(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	var logs syncBuffer
+	var logs testkit.Buffer
 	log := zerolog.New(&logs)
 	kn, err := kafkanet.New(k, log)
 	if err != nil {

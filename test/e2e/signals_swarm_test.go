@@ -19,7 +19,7 @@ import (
 // a two-node swarm (dynamic membership) posting them to a slow ledger; it
 // returns once both nodes run and some records finished. The supervisor's
 // output (and its nodes') goes to out.
-func startLedgerSwarm(t *testing.T, records int, out *lockedWriter) (sw *testkit.Proc, addr, topic string, ledger *testkit.Ledger, nodes []int) {
+func startLedgerSwarm(t *testing.T, records int, out *testkit.Buffer) (sw *testkit.Proc, addr, topic string, ledger *testkit.Ledger, nodes []int) {
 	t.Helper()
 	topic = testkit.TopicName("orders")
 	addr = testkit.Cluster(t, 8, topic)
@@ -73,8 +73,7 @@ func awaitGone(t *testing.T, pids []int, timeout time.Duration) time.Duration {
 // fix the nodes took them as two signals and exited through "second signal,
 // exiting now" without their final commits.
 func TestSwarmNodesStopGracefullyWhenTheSupervisorIsKilled(t *testing.T) {
-	var out lockedWriter
-	out.w = new(strings.Builder)
+	var out testkit.Buffer
 	sw, addr, topic, ledger, nodes := startLedgerSwarm(t, 3000, &out)
 	sw.Signal(t, syscall.SIGKILL)
 	// Linux sends the parent-death signal each time a supervisor thread
@@ -104,8 +103,7 @@ func TestSwarmNodesStopGracefullyWhenTheSupervisorIsKilled(t *testing.T) {
 // Before the fix it killed the supervisor at once (exit 129); its nodes were
 // then orphaned as in the SIGKILL case.
 func TestSwarmStopsGracefullyOnSIGHUP(t *testing.T) {
-	var out lockedWriter
-	out.w = new(strings.Builder)
+	var out testkit.Buffer
 	sw, addr, topic, ledger, nodes := startLedgerSwarm(t, 3000, &out)
 	sent := sw.Signal(t, syscall.SIGHUP)
 	code, how := sw.WaitHow(t, 30*time.Second)
@@ -135,8 +133,7 @@ func TestSwarmSignalDuringStartUpIsACleanStop(t *testing.T) {
 	ledger := testkit.NewLedger(0)
 	url := ledger.Endpoint(t)
 	for range 3 {
-		var out lockedWriter
-		out.w = new(strings.Builder)
+		var out testkit.Buffer
 		sw := testkit.StartWith(t, &out, &out, "swarm", "--config", swarmConfig(t, addr, topic, url, testkit.FreeAddr(t), ""))
 		testkit.Eventually(t, 10*time.Second, "the supervisor to fork its two nodes", func() bool { return len(children(sw.Cmd.Process.Pid)) == 2 })
 		sw.Signal(t, syscall.SIGINT)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -270,7 +269,7 @@ func TestRunStopsGracefullyOnSIGHUP(t *testing.T) {
 	addr := testkit.Cluster(t, 4, topic)
 	testkit.ProduceWithBinary(t, addr, topic, records, 100)
 	ledger := testkit.NewLedger(5 * time.Millisecond) // 8 × 200/s: ~2 s of work
-	run := testkit.StartWith(t, nil, &lockedWriter{w: &bytes.Buffer{}}, "run", "--config", ledgerConfig(t, addr, topic, ledger.Endpoint(t), ""))
+	run := testkit.StartWith(t, nil, &testkit.Buffer{}, "run", "--config", ledgerConfig(t, addr, topic, ledger.Endpoint(t), ""))
 	testkit.Eventually(t, 60*time.Second, "some records handled", func() bool { return ledger.Report().Distinct >= 300 })
 	sent := run.Signal(t, syscall.SIGHUP)
 	code, how := run.WaitHow(t, 30*time.Second)
@@ -284,27 +283,6 @@ func TestRunStopsGracefullyOnSIGHUP(t *testing.T) {
 	}
 	t.Logf("FIGURES sighup-run broker=%s: SIGHUP → %s after %s; %d handled, %d of them committed",
 		brokerKind(), how, run.Exited.Sub(sent).Round(time.Millisecond), len(handled), len(handled)-lost)
-}
-
-// lockedWriter serialises writes to a buffer shared with the test.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  interface {
-		io.Writer
-		String() string
-	}
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
 }
 
 // silentBroker accepts TCP connections and never answers: a broker that
@@ -359,8 +337,7 @@ consumers:
 shutdown_timeout: %s
 log: {level: info, format: json}
 `, addr, shutdownTimeout))
-	var out lockedWriter
-	out.w = &bytes.Buffer{}
+	var out testkit.Buffer
 	run := testkit.StartWith(t, nil, &out, "run", "--config", cfg)
 	testkit.Eventually(t, 20*time.Second, "turbo connected to the silent broker", func() bool { return accepted.Load() > 0 })
 	sent := run.Signal(t, syscall.SIGTERM)
