@@ -4,9 +4,7 @@ package kafka_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,49 +15,34 @@ import (
 	"github.com/turbokafka/turbo/test/testkit"
 )
 
-// secured is the secured side of the broker `make test-kafka` starts
-// (kafka.sh writes these variables into its state dir's env file).
-type secured struct {
-	plain, saslSSL, ssl      string // listeners: PLAINTEXT, SASL_SSL, SSL with client certificates
-	tlsDir                   string
-	scram512User, scram512PW string
-	scram256User, scram256PW string
-	plainUser, plainPW       string
-	tokenURL, clientID       string
-	secretFile, statsURL     string
-}
+// secured is the secured side of the broker `make test-kafka` starts.
+type secured struct{ testkit.Secured }
 
 func securedFromEnv(t *testing.T) secured {
 	t.Helper()
-	get := func(name string) string {
-		v := os.Getenv(name)
-		if v == "" {
-			t.Fatalf("%s is not set: run this through `make test-kafka` (kafka.sh writes it into its state dir's env file)", name)
-		}
-		return v
+	s, err := testkit.SecuredFromEnv()
+	if err != nil {
+		t.Fatalf("%v (run this through `make test-kafka`)", err)
 	}
-	return secured{
-		plain: get("TURBO_TEST_BROKERS"), saslSSL: get("TURBO_TEST_SASL_SSL_BROKERS"), ssl: get("TURBO_TEST_SSL_BROKERS"),
-		tlsDir:       get("TURBO_TEST_TLS_DIR"),
-		scram512User: get("TURBO_TEST_SCRAM512_USER"), scram512PW: get("TURBO_TEST_SCRAM512_PASSWORD"),
-		scram256User: get("TURBO_TEST_SCRAM256_USER"), scram256PW: get("TURBO_TEST_SCRAM256_PASSWORD"),
-		plainUser: get("TURBO_TEST_PLAIN_USER"), plainPW: get("TURBO_TEST_PLAIN_PASSWORD"),
-		tokenURL: get("TURBO_TEST_OAUTH_TOKEN_URL"), clientID: get("TURBO_TEST_OAUTH_CLIENT_ID"),
-		secretFile: get("TURBO_TEST_OAUTH_CLIENT_SECRET_FILE"), statsURL: get("TURBO_TEST_OAUTH_STATS_URL"),
-	}
+	return secured{s}
 }
 
-func (s secured) file(name string) string { return filepath.Join(s.tlsDir, name) }
+// The listeners' first addresses.
+func (s secured) plain() string   { return s.Brokers[0] }
+func (s secured) saslSSL() string { return s.SASLSSLBrokers[0] }
+func (s secured) ssl() string     { return s.SSLBrokers[0] }
+
+func (s secured) file(name string) string { return s.TLSFile(name) }
 
 // secrets are every secret of the broker's users, and the wrong ones the
 // tests try: none may appear in anything turbo prints.
 func (s secured) secrets(t *testing.T, extra ...string) []string {
 	t.Helper()
-	client, err := os.ReadFile(s.secretFile)
+	client, err := os.ReadFile(s.OAuth.ClientSecretFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{s.scram512PW, s.scram256PW, s.plainPW, strings.TrimSpace(string(client))}, extra...)
+	return append([]string{s.SCRAM512.Password, s.SCRAM256.Password, s.Plain.Password, strings.TrimSpace(string(client))}, extra...)
 }
 
 // noSecrets fails the test if out shows any of secrets.
@@ -93,38 +76,38 @@ func TestSecuredMistakesEndTheRunWithTheirCause(t *testing.T) {
 	}{
 		{"wrong password", fmt.Sprintf(`brokers: [%q]
   tls: {enabled: true, ca_file: %q}
-  sasl: {mechanism: SCRAM-SHA-512, username: %q, password: %q}`, s.saslSSL, s.file("ca.pem"), s.scram512User, wrongPW),
-			1, fmt.Sprintf(`the broker refused user %q (SASL SCRAM-SHA-512): wrong username or password, or a user the cluster does not know (kafka.sasl)`, s.scram512User)},
+  sasl: {mechanism: SCRAM-SHA-512, username: %q, password: %q}`, s.saslSSL(), s.file("ca.pem"), s.SCRAM512.User, wrongPW),
+			1, fmt.Sprintf(`the broker refused user %q (SASL SCRAM-SHA-512): wrong username or password, or a user the cluster does not know (kafka.sasl)`, s.SCRAM512.User)},
 		{"wrong CA", fmt.Sprintf(`brokers: [%q]
   tls: {enabled: true, ca_file: %q}
-  sasl: {mechanism: SCRAM-SHA-256, username: %q, password: %q}`, s.saslSSL, s.file("other-ca.pem"), s.scram256User, s.scram256PW),
+  sasl: {mechanism: SCRAM-SHA-256, username: %q, password: %q}`, s.saslSSL(), s.file("other-ca.pem"), s.SCRAM256.User, s.SCRAM256.Password),
 			1, `is signed by an authority turbo does not trust: set kafka.tls.ca_file to the CA that signed it`},
 		{"client certificate from another CA", fmt.Sprintf(`brokers: [%q]
-  tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}`, s.ssl, s.file("ca.pem"), s.file("other-client.pem"), s.file("other-client-key.pem")),
+  tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}`, s.ssl(), s.file("ca.pem"), s.file("other-client.pem"), s.file("other-client-key.pem")),
 			1, `TLS: the broker refused turbo's client certificate`},
 		{"no client certificate for mTLS", fmt.Sprintf(`brokers: [%q]
-  tls: {enabled: true, ca_file: %q}`, s.ssl, s.file("ca.pem")),
+  tls: {enabled: true, ca_file: %q}`, s.ssl(), s.file("ca.pem")),
 			1, `TLS: the broker requires a client certificate (mTLS): set kafka.tls.cert_file and kafka.tls.key_file (it answered: bad certificate)`},
 		{"expired client certificate", fmt.Sprintf(`brokers: [%q]
-  tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}`, s.ssl, s.file("ca.pem"), s.file("expired-client.pem"), s.file("expired-client-key.pem")),
+  tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}`, s.ssl(), s.file("ca.pem"), s.file("expired-client.pem"), s.file("expired-client-key.pem")),
 			2, fmt.Sprintf(`config: kafka.tls.cert_file: the certificate in %s expired at`, s.file("expired-client.pem"))},
 		{"SASL against a PLAINTEXT listener", fmt.Sprintf(`brokers: [%q]
-  sasl: {mechanism: PLAIN, username: %q, password: %q}`, s.plain, s.plainUser, s.plainPW),
-			1, fmt.Sprintf(`the broker's listener at %s does not expect SASL: kafka.sasl.mechanism is PLAIN, but the listener is PLAINTEXT or SSL`, s.plain)},
-		{"plaintext against SASL_SSL", fmt.Sprintf(`brokers: [%q]`, s.saslSSL),
-			1, fmt.Sprintf(`the broker at %s speaks TLS, but kafka.tls.enabled is false`, s.saslSSL)},
+  sasl: {mechanism: PLAIN, username: %q, password: %q}`, s.plain(), s.Plain.User, s.Plain.Password),
+			1, fmt.Sprintf(`the broker's listener at %s does not expect SASL: kafka.sasl.mechanism is PLAIN, but the listener is PLAINTEXT or SSL`, s.plain())},
+		{"plaintext against SASL_SSL", fmt.Sprintf(`brokers: [%q]`, s.saslSSL()),
+			1, fmt.Sprintf(`the broker at %s speaks TLS, but kafka.tls.enabled is false`, s.saslSSL())},
 		{"TLS without SASL against SASL_SSL", fmt.Sprintf(`brokers: [%q]
-  tls: {enabled: true, ca_file: %q}`, s.saslSSL, s.file("ca.pem")),
-			1, fmt.Sprintf(`the broker at %s wants SASL authentication (it offers `, s.saslSSL)},
+  tls: {enabled: true, ca_file: %q}`, s.saslSSL(), s.file("ca.pem")),
+			1, fmt.Sprintf(`the broker at %s wants SASL authentication (it offers `, s.saslSSL())},
 		{"TLS against PLAINTEXT", fmt.Sprintf(`brokers: [%q]
-  tls: {enabled: true, ca_file: %q}`, s.plain, s.file("ca.pem")),
+  tls: {enabled: true, ca_file: %q}`, s.plain(), s.file("ca.pem")),
 			1, `kafka.tls.enabled is true, but the listener is PLAINTEXT or SASL_PLAINTEXT`},
 		{"wrong OAuth client secret", fmt.Sprintf(`brokers: [%q]
   tls: {enabled: true, ca_file: %q}
   sasl:
     mechanism: OAUTHBEARER
-    oauth: {token_url: %q, client_id: %q, client_secret_file: %q}`, s.saslSSL, s.file("ca.pem"), s.tokenURL, s.clientID, wrongSecret),
-			1, fmt.Sprintf(`OAUTHBEARER: the token endpoint %s answered HTTP 401 invalid_client`, s.tokenURL)},
+    oauth: {token_url: %q, client_id: %q, client_secret_file: %q}`, s.saslSSL(), s.file("ca.pem"), s.OAuth.TokenURL, s.OAuth.ClientID, wrongSecret),
+			1, fmt.Sprintf(`OAUTHBEARER: the token endpoint %s answered HTTP 401 invalid_client`, s.OAuth.TokenURL)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testkit.WriteConfig(t, fmt.Sprintf(`
@@ -187,26 +170,26 @@ consumers:
     handler: {type: http, url: %q, timeout: 5s}
 shutdown_timeout: 10s
 log: {level: info, format: json}
-`, s.saslSSL, s.file("ca.pem"), s.tokenURL, s.clientID, s.secretFile, topic, topic, ledger.Endpoint(t)))
-	before := tokensIssued(t, s.statsURL)
+`, s.saslSSL(), s.file("ca.pem"), s.OAuth.TokenURL, s.OAuth.ClientID, s.OAuth.ClientSecretFile, topic, topic, ledger.Endpoint(t)))
+	before := tokensIssued(t, s.OAuth)
 	var stdout, stderr bytes.Buffer
 	run := testkit.StartWith(t, &stdout, &stderr, "run", "--config", cfg)
 	const batches, batch, keys = 4, 500, 50
 	began := time.Now()
 	for i := 1; i <= batches; i++ {
-		testkit.ProduceWithBinary(t, s.plain, topic, batch, keys)
+		testkit.ProduceWithBinary(t, s.plain(), topic, batch, keys)
 		testkit.Eventually(t, 2*time.Minute, fmt.Sprintf("batch %d handled", i), func() bool { return ledger.Report().Distinct == i*batch })
 		if i < batches {
 			// The next batch goes to connections re-authenticated with a
 			// new token: the issuer's tokens live 10 s, turbo replaces
 			// them after 8.
-			seen := tokensIssued(t, s.statsURL)
-			testkit.Eventually(t, 30*time.Second, "turbo to fetch a new token", func() bool { return tokensIssued(t, s.statsURL) > seen })
+			seen := tokensIssued(t, s.OAuth)
+			testkit.Eventually(t, 30*time.Second, "turbo to fetch a new token", func() bool { return tokensIssued(t, s.OAuth) > seen })
 		}
 	}
 	testkit.Eventually(t, time.Minute, "every record committed", func() bool {
 		var sum int64
-		for _, off := range testkit.CommittedOffsets(t, []string{s.plain}, topic, topic) {
+		for _, off := range testkit.CommittedOffsets(t, []string{s.plain()}, topic, topic) {
 			sum += max(off, 0)
 		}
 		return sum == batches*batch
@@ -216,8 +199,8 @@ log: {level: info, format: json}
 		t.Errorf("exit %d after SIGTERM, want 0:\n%s", code, stderr.String())
 	}
 	elapsed := time.Since(began)
-	issued := tokensIssued(t, s.statsURL) - before
-	if min := int(elapsed/(10*time.Second)) + 1; issued < min {
+	issued := tokensIssued(t, s.OAuth) - before
+	if min := int64(elapsed/(10*time.Second)) + 1; issued < min {
 		t.Errorf("%d tokens issued during a %s run of 10 s tokens, want at least %d: turbo did not refresh its token", issued, elapsed.Round(time.Second), min)
 	}
 	rep := ledger.Report()
@@ -232,17 +215,10 @@ log: {level: info, format: json}
 		rep.Distinct, batches*batch-rep.Distinct, rep.Duplicates, rep.Overlaps, rep.OrderViolations, elapsed.Round(time.Second), issued)
 }
 
-func tokensIssued(t *testing.T, statsURL string) int {
+func tokensIssued(t *testing.T, c testkit.OAuthClient) int64 {
 	t.Helper()
-	resp, err := http.Get(statsURL)
+	st, err := c.Stats()
 	if err != nil {
-		t.Fatalf("the issuer's stats: %v", err)
-	}
-	defer resp.Body.Close()
-	var st struct {
-		TokensIssued int `json:"tokens_issued"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatalf("the issuer's stats: %v", err)
 	}
 	return st.TokensIssued
