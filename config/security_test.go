@@ -258,3 +258,18 @@ func TestKafkaFromEnv(t *testing.T) {
 	_, err = KafkaFromEnv([]string{"TURBO_KAFKA_SASL_MECHANISM=SCRAM"})
 	checkInvalid(t, err, "kafka.sasl.mechanism", "TURBO_KAFKA_SASL_MECHANISM")
 }
+
+// The secured example loads with its password from the environment, and
+// says what is missing without it.
+func TestSecuredExampleLoads(t *testing.T) {
+	path := filepath.Join("..", "examples", "secured", "app.yaml")
+	c, err := Load(path, []string{"TURBO_KAFKA_SASL_PASSWORD=" + secretValue})
+	if err != nil {
+		t.Fatalf("Load(%s): %v", path, err)
+	}
+	if c.Kafka.SASL.Mechanism != SASLScramSHA512 || !c.Kafka.TLS.Enabled || c.Kafka.SASL.Password.Reveal() != secretValue {
+		t.Errorf("kafka %+v", c.Kafka)
+	}
+	_, err = Load(path, noEnv)
+	checkInvalid(t, err, "kafka.sasl.password", "is required (or kafka.sasl.password_file)")
+}
