@@ -95,10 +95,7 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 	}
 	cc := cfg.Consumers[0]
 	log := opts.Logger.With().Str("consumer", cc.Name).Logger()
-	kn, err := kafkanet.New(cfg.Kafka, log)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", config.ErrInvalid, err)
-	}
+	kn := kafkanet.New(cfg.Kafka, log)
 	if opts.InMemory == nil {
 		kn.Warn()
 	}

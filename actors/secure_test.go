@@ -66,10 +66,7 @@ func TestConsumerOverMTLSAndSCRAM(t *testing.T) {
 	k := secureCluster(t, topic)
 	var logs testkit.Buffer
 	log := zerolog.New(&logs)
-	kn, err := kafkanet.New(k, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kn := kafkanet.New(k, log)
 	if err := embedded.Produce(context.Background(), embedded.ProduceOptions{Brokers: k.Brokers, Topic: topic, Count: records, Keys: 20, Version: k.Version, Secure: kn.Apply}); err != nil {
 		t.Fatalf("producing over mTLS + SCRAM: %v", err)
 	}
@@ -167,10 +164,7 @@ func TestRefusalLaterInARunIsRetriedAndShown(t *testing.T) {
 	})
 	var logs testkit.Buffer
 	log := zerolog.New(&logs)
-	kn, err := kafkanet.New(k, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kn := kafkanet.New(k, log)
 	produce := func() {
 		t.Helper()
 		if err := embedded.Produce(context.Background(), embedded.ProduceOptions{Brokers: k.Brokers, Topic: topic, Count: records, Keys: 20, Version: k.Version, Secure: kn.Apply}); err != nil {

@@ -203,11 +203,7 @@ func validSarama(k config.Kafka, c config.Consumer, shutdownTimeout time.Duratio
 		return err
 	}
 	cfg := saramaConfig(k, c, shutdownTimeout)
-	n, err := kafkanet.New(k, zerolog.Nop())
-	if err == nil {
-		err = n.Apply(cfg)
-	}
-	if err != nil {
+	if err := kafkanet.New(k, zerolog.Nop()).Apply(cfg); err != nil {
 		return err
 	}
 	return cfg.Validate()

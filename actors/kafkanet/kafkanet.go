@@ -30,15 +30,14 @@ type Net struct {
 	tokens *tokenProvider // nil unless OAUTHBEARER
 }
 
-// New checks k's security settings (which config.Validate has done already
-// for a loaded configuration) and returns a Net for them. It logs a warning
-// for settings that weaken security.
-func New(k config.Kafka, log zerolog.Logger) (*Net, error) {
+// New returns a Net for k's security settings, which config.Validate has
+// checked; Apply reports what cannot be read when it is used.
+func New(k config.Kafka, log zerolog.Logger) *Net {
 	n := &Net{k: k, log: log}
 	if k.SASL.Mechanism == config.SASLOAuthBearer {
 		n.tokens = newTokenProvider(k.SASL.OAuth, log)
 	}
-	return n, nil
+	return n
 }
 
 // Warn logs, once per call, what in the settings weakens security: call it

@@ -67,10 +67,7 @@ func cluster(t *testing.T, opts ...kfake.Opt) []string {
 // connect applies k to a fresh sarama configuration and makes a client.
 func connect(t *testing.T, k config.Kafka) (*Net, error) {
 	t.Helper()
-	n, err := New(k, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := New(k, zerolog.Nop())
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V3_6_0_0
 	cfg.Net.DialTimeout, cfg.Net.ReadTimeout = 5*time.Second, 5*time.Second

@@ -29,10 +29,7 @@ func waitIdle(ctx context.Context, k config.Kafka, consumers []config.Consumer, 
 	scfg.Net.DialTimeout, scfg.Net.ReadTimeout, scfg.Net.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
 	scfg.Metadata.Retry.Max = 1
 	scfg.Admin.Timeout = 5 * time.Second
-	kn, err := kafkanet.New(k, log)
-	if err != nil {
-		return err
-	}
+	kn := kafkanet.New(k, log)
 	var admin sarama.ClusterAdmin
 	var client sarama.Client
 	for {

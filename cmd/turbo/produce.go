@@ -49,10 +49,7 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	kn, err := kafkanet.New(k, log)
-	if err != nil {
-		return err
-	}
+	kn := kafkanet.New(k, log)
 	kn.Warn()
 	opts.Secure = kn.Apply
 	switch {
@@ -68,7 +65,7 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("%w: --rate must be >= 0", errUsage)
 	}
 	start := time.Now()
-	err = embedded.Produce(ctx, opts)
+	err := embedded.Produce(ctx, opts)
 	if r := kn.Explain(err); r != nil {
 		return r
 	}

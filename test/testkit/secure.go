@@ -27,7 +27,7 @@ func clientNet(t testing.TB) *kafkanet.Net {
 	envNetOnce.Do(func() {
 		var k config.Kafka
 		if k, envNetErr = config.KafkaFromEnv(os.Environ()); envNetErr == nil {
-			envNet, envNetErr = kafkanet.New(k, zerolog.Nop())
+			envNet = kafkanet.New(k, zerolog.Nop())
 		}
 	})
 	if envNetErr != nil {
