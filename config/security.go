@@ -242,24 +242,34 @@ func (t TLS) CertPool() (*x509.CertPool, error) {
 // ClientCertificate reads CertFile and KeyFile; nil when neither is set.
 // Its errors never include the key.
 func (t TLS) ClientCertificate() (*tls.Certificate, error) {
+	c, _, err := t.clientCertificate()
+	return c, err
+}
+
+// clientCertificate is ClientCertificate that also names the key at fault.
+func (t TLS) clientCertificate() (*tls.Certificate, string, error) {
 	if t.CertFile == "" && t.KeyFile == "" {
-		return nil, nil
+		return nil, "", nil
 	}
 	certPEM, err := ReadPEMFile(t.CertFile)
 	if err != nil {
-		return nil, err
+		return nil, "kafka.tls.cert_file", err
 	}
 	keyPEM, err := ReadPEMFile(t.KeyFile)
 	if err != nil {
-		return nil, err
+		return nil, "kafka.tls.key_file", err
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		// crypto/tls's messages name the problem (no key found, mismatch)
-		// and never the key's bytes.
-		return nil, fmt.Errorf("%s and %s: %w", t.CertFile, t.KeyFile, err)
+		// crypto/tls's messages name the problem (no PEM data in the
+		// certificate or key input, a mismatch) and never the key's bytes.
+		key := "kafka.tls.key_file"
+		if strings.Contains(err.Error(), "certificate input") {
+			key = "kafka.tls.cert_file"
+		}
+		return nil, key, fmt.Errorf("%s and %s: %w", t.CertFile, t.KeyFile, err)
 	}
-	return &c, nil
+	return &c, "", nil
 }
 
 func (t *TLS) validate(embedded bool, now time.Time) error {
@@ -292,12 +302,8 @@ func (t *TLS) validate(embedded bool, now time.Time) error {
 	case t.CertFile == "" && t.KeyFile != "":
 		return fieldErr("kafka.tls.cert_file", "is required with kafka.tls.key_file")
 	}
-	c, err := t.ClientCertificate()
+	c, key, err := t.clientCertificate()
 	if err != nil {
-		key := "kafka.tls.key_file"
-		if _, rerr := ReadPEMFile(t.CertFile); rerr != nil || strings.Contains(err.Error(), "certificate input") {
-			key = "kafka.tls.cert_file"
-		}
 		return fieldErr(key, err.Error())
 	}
 	if c != nil && c.Leaf != nil {
@@ -383,13 +389,16 @@ func (s *SASL) validate(embedded bool) error {
 }
 
 // secretSource checks that exactly one of a secret and its file is given,
-// and that the file can be read.
+// that the secret is at most as large as a secret file may be, and that the
+// file can be read. Its messages never show the secret.
 func secretSource(key string, v Secret, fileKey, file string) error {
 	switch {
 	case v != "" && file != "":
 		return fieldErr(fileKey, fmt.Sprintf("give %s or %s, not both", key, fileKey))
 	case v == "" && file == "":
 		return fieldErr(key, fmt.Sprintf("is required (or %s)", fileKey))
+	case len(v) > int(MaxSecretFileSize):
+		return fieldErr(key, fmt.Sprintf("at most %s (got %d bytes)", MaxSecretFileSize, len(v)))
 	case file != "":
 		if _, err := ReadSecretFile(file); err != nil {
 			return fieldErr(fileKey, err.Error())

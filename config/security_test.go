@@ -151,6 +151,7 @@ func TestSecurityRejects(t *testing.T) {
 		{"credentials without mechanism", kafka("  sasl: {username: u, password: " + secretValue + "}"), "kafka.sasl.mechanism", []string{"credentials are set"}},
 		{"scram without username", kafka("  sasl: {mechanism: SCRAM-SHA-512, password: " + secretValue + "}"), "kafka.sasl.username", []string{"required with SCRAM-SHA-512"}},
 		{"scram without password", kafka("  sasl: {mechanism: SCRAM-SHA-512, username: u}"), "kafka.sasl.password", []string{"is required (or kafka.sasl.password_file)"}},
+		{"password too long", kafka("  sasl: {mechanism: PLAIN, username: u, password: " + strings.Repeat("p", 64*1024+1) + "}"), "kafka.sasl.password", []string{"at most 64KiB (got 65537 bytes)"}},
 		{"password and file", kafka("  sasl: {mechanism: PLAIN, username: u, password: " + secretValue + ", password_file: " + pwFile + "}"), "kafka.sasl.password_file", []string{"not both"}},
 		{"missing password file", kafka("  sasl: {mechanism: PLAIN, username: u, password_file: " + missing + "}"), "kafka.sasl.password_file", []string{"cannot read"}},
 		{"password file a device", kafka("  sasl: {mechanism: PLAIN, username: u, password_file: /dev/zero}"), "kafka.sasl.password_file", []string{"/dev/zero is not a regular file"}},

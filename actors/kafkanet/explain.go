@@ -108,13 +108,11 @@ func (n *Net) explain(err error) string {
 			return fmt.Sprintf("TLS: the broker refused turbo's client certificate (%s): the broker must trust the CA that signed kafka.tls.cert_file", alert)
 		}
 	}
-	if strings.Contains(msg, "kafka.tls.cert_file: ") || strings.Contains(msg, "kafka.sasl.password_file: ") || strings.Contains(msg, "kafka.sasl.oauth.client_secret_file: ") {
-		// A file that was readable at start is gone or broken.
-		for _, key := range []string{"kafka.tls.cert_file: ", "kafka.sasl.password_file: ", "kafka.sasl.oauth.client_secret_file: "} {
-			if _, rest, ok := strings.Cut(msg, key); ok {
-				rest, _, _ = strings.Cut(rest, "\n")
-				return key + rest
-			}
+	// A file that was readable at start is gone or broken.
+	for _, key := range []string{"kafka.tls.cert_file: ", "kafka.sasl.password_file: ", "kafka.sasl.oauth.client_secret_file: "} {
+		if _, rest, ok := strings.Cut(msg, key); ok {
+			rest, _, _ = strings.Cut(rest, "\n")
+			return key + rest
 		}
 	}
 	return ""
