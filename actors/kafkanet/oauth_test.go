@@ -174,4 +174,7 @@ func TestTokenEndpointUnreachable(t *testing.T) {
 	if r := (&Net{}).Explain(err); r != nil {
 		t.Errorf("Explain = %q: an unreachable endpoint is not a refusal", r)
 	}
+	if strings.Contains(err.Error(), testSecret) || strings.Contains(log.String(), testSecret) {
+		t.Errorf("the error or the log shows the secret: %v\n%s", err, log.String())
+	}
 }
