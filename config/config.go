@@ -15,6 +15,10 @@ type Config struct {
 	Log Log `mapstructure:"log"`
 	// Swarm configures `turbo swarm`; `turbo run` ignores it.
 	Swarm Swarm `mapstructure:"swarm"`
+	// HTTP configures the metrics, health, status and console listener.
+	HTTP HTTP `mapstructure:"http"`
+	// Tracing configures trace context and OpenTelemetry spans.
+	Tracing Tracing `mapstructure:"tracing"`
 }
 
 // EmbeddedBroker is the broker address that, as the only entry of

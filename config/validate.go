@@ -29,7 +29,7 @@ const (
 
 // Validate checks the configuration and returns its first problem as a
 // *FieldError naming the key, checking kafka, then the consumers in order,
-// then shutdown_timeout, then log, then swarm. It does not modify c: call ApplyDefaults
+// then shutdown_timeout, then log, then swarm, http and tracing. It does not modify c: call ApplyDefaults
 // first on a configuration built in code with empty groups.
 func (c *Config) Validate() error {
 	if err := c.Kafka.validate(); err != nil {
@@ -62,7 +62,13 @@ func (c *Config) Validate() error {
 	if err := oneOf("log.format", c.Log.Format, LogConsole, LogJSON); err != nil {
 		return err
 	}
-	return c.Swarm.validate()
+	if err := c.Swarm.validate(); err != nil {
+		return err
+	}
+	if err := c.HTTP.validate(); err != nil {
+		return err
+	}
+	return c.Tracing.validate()
 }
 
 func (k *Kafka) validate() error {
