@@ -54,16 +54,16 @@ type Options struct {
 
 // Consumer is a running consumer. It is safe for concurrent use.
 type Consumer struct {
-	name     string
-	group    string
-	sys      *actor.ActorSystem
-	pid      *actor.PID
-	stats    *Stats
-	stopped  chan struct{}
-	pool     *workerPool
-	stopOnce sync.Once
-	stopErr  error
-	shutdown time.Duration // shutdown_timeout: Stop's hard bound
+	name       string
+	group      string
+	sys        *actor.ActorSystem
+	pid        *actor.PID
+	stats      *Stats
+	stopped    chan struct{}
+	pool       *workerPool
+	stopOnce   sync.Once
+	stopErr    error
+	shutdown   time.Duration // shutdown_timeout: Stop's hard bound
 	maxHandler time.Duration // max_handler_time, for Live
 }
 

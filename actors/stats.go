@@ -53,7 +53,7 @@ type Stats struct {
 	mu      sync.Mutex
 	parts   map[TopicPartition]*gate // held partitions, for Partitions
 	running []*atomic.Int64          // per runner: when its current handler call began (unix ns), 0 when idle
-	gaveUp  chan struct{}   // closed by giveUp; made on first use
+	gaveUp  chan struct{}            // closed by giveUp; made on first use
 	fatal   error
 }
 
@@ -189,27 +189,27 @@ func (s *Stats) Snapshot() Snapshot {
 		poll = time.Unix(0, ns)
 	}
 	return Snapshot{
-		Fetched:   s.fetched.Load(),
-		Processed: s.processed.Load(),
-		Failed:    s.failed.Load(),
-		Retries:   s.retries.Load(),
-		Skipped:   s.skipped.Load(),
-		Dead:      s.dead.Load(),
-		Inherited: s.inherited.Load(),
-		FileLimit: s.noFiles.Load(),
-		Commits:   s.commits.Load(),
-		Committed: s.committed.Load(),
-		Restarts:  s.restarts.Load(),
-		InFlight:  s.inFlight.Load(),
-		Buffered:  s.buffered.Load(),
-		Held:      s.held.Load(),
-		Paused:    s.paused.Load(),
-		Lag:       s.lag.Load(),
-		Assigned:  s.assigned.Load(),
-		LastFetch: last,
-		Moves:     s.moves.Load(),
-		LastPoll:  poll,
-		Oldest:    s.oldestHandler(),
+		Fetched:    s.fetched.Load(),
+		Processed:  s.processed.Load(),
+		Failed:     s.failed.Load(),
+		Retries:    s.retries.Load(),
+		Skipped:    s.skipped.Load(),
+		Dead:       s.dead.Load(),
+		Inherited:  s.inherited.Load(),
+		FileLimit:  s.noFiles.Load(),
+		Commits:    s.commits.Load(),
+		Committed:  s.committed.Load(),
+		Restarts:   s.restarts.Load(),
+		InFlight:   s.inFlight.Load(),
+		Buffered:   s.buffered.Load(),
+		Held:       s.held.Load(),
+		Paused:     s.paused.Load(),
+		Lag:        s.lag.Load(),
+		Assigned:   s.assigned.Load(),
+		LastFetch:  last,
+		Moves:      s.moves.Load(),
+		LastPoll:   poll,
+		Oldest:     s.oldestHandler(),
 		Reached:    s.reached.Load(),
 		InSession:  s.inSession.Load(),
 		Rebalances: s.rebalances.Load(),
