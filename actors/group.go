@@ -263,6 +263,7 @@ func (g *kafkaGroup) connect() (sarama.Client, sarama.ConsumerGroup, error) {
 		}
 		d := g.retry.Delay(failures, rand.Float64())
 		r := g.net.Explain(err)
+		g.stats.connError(refusalKind(r))
 		if r == nil {
 			refusals = 0
 			g.log.Warn().Err(err).Strs("brokers", g.brokers).Dur("retry_in", d).Msg("cannot reach Kafka; retrying")
@@ -321,6 +322,7 @@ func (g *kafkaGroup) sleep(d time.Duration) bool {
 func (g *kafkaGroup) drainErrors(group sarama.ConsumerGroup) {
 	for err := range group.Errors() {
 		// Mostly refused commits: sarama reports nothing else of them.
+		g.stats.commitErrs.Add(1)
 		if w := g.watch.Load(); w != nil && memberGone(err) {
 			w.commitFailed(err)
 		}
@@ -334,7 +336,9 @@ func (g *kafkaGroup) committer() {
 	for {
 		select {
 		case sess := <-g.commitReq:
+			start := time.Now()
 			sess.Commit()
+			g.stats.observeCommit(start)
 		case <-g.commitStop:
 			return
 		}
@@ -436,7 +440,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	defer func() {
 		g.stats.held.Add(-int64(flow.heldLen()))
 		if flow.isPaused() {
-			g.stats.paused.Add(-1)
+			g.stats.setPaused(gt, false)
 		}
 	}()
 	starved := time.NewTimer(time.Hour)
@@ -451,7 +455,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 				// ample time to fill its channel with large records.
 				flow.starved()
 				g.pause(tp)
-				g.stats.paused.Add(1)
+				g.stats.setPaused(gt, true)
 				continue
 			}
 			if !flow.isPaused() {
@@ -462,7 +466,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 				case <-starved.C:
 					if flow.starved() {
 						g.pause(tp)
-						g.stats.paused.Add(1)
+						g.stats.setPaused(gt, true)
 					}
 				case <-sess.Context().Done():
 					return g.end(sess, w, tp, id, epoch)
@@ -492,7 +496,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		}
 		if flow.resume() {
 			g.resume(tp)
-			g.stats.paused.Add(-1)
+			g.stats.setPaused(gt, false)
 		}
 		first, ok := flow.next()
 		if ok {

@@ -76,6 +76,12 @@ func (s *backoffSupervisor) Receive(c actor.Context) {
 		}
 	case *drainTree:
 		s.handleDrain(c, m)
+	case *pingTree:
+		if s.child != nil && !s.stopping {
+			c.Forward(s.child)
+		} else {
+			c.Respond(&treePong{})
+		}
 	case *treeDrained:
 		if m.gen == s.gen && s.child != nil && !s.stopping {
 			s.stopChild(c)

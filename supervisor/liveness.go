@@ -1,58 +1,31 @@
 package supervisor
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	stdlog "log"
-	"net"
 	"net/http"
-	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/turbokafka/turbo/supervisor/web"
 )
 
 // liveness serves GET /healthz (200 while the control loop runs and every
 // node reported in time, else 503) and GET /status (the node slots as JSON),
-// for Kubernetes probes and humans.
-//
-// Whoever can reach it must not be able to starve the supervisor: measured
-// before these limits, 1,000 idle keep-alive connections took the
-// supervisor from 16 to 1,016 open files, and with a 1,024 limit every node
-// restart then failed with "too many open files". So connections are timed
-// out (livenessLimits) and at most MaxConns are held at once; the rest wait
-// in the kernel's accept queue, holding none of the supervisor's
-// descriptors.
+// for Kubernetes probes and humans, on a web.Server: timed-out connections,
+// at most Limits.MaxConns held at once (see web.Limits for the measurement
+// that made these limits).
 type liveness struct {
-	srv *http.Server
-	ln  net.Listener
-	wg  sync.WaitGroup
+	srv *web.Server
 }
 
-// livenessLimits bound what a client of the liveness endpoint can hold.
-type livenessLimits struct {
-	ReadHeader time.Duration // to send the request headers
-	Read       time.Duration // to send the whole request
-	Write      time.Duration // to take the whole response
-	Idle       time.Duration // between two requests on a keep-alive connection
-	MaxConns   int           // connections held at once
-}
-
-// defaultLivenessLimits are generous for probes (a kubelet opens one short
-// connection per probe) and for a human with curl.
-var defaultLivenessLimits = livenessLimits{
-	ReadHeader: 5 * time.Second,
-	Read:       10 * time.Second,
-	Write:      10 * time.Second,
-	Idle:       10 * time.Second,
-	MaxConns:   maxLivenessConns,
-}
+// defaultLivenessLimits are web's: generous for probes (a kubelet opens one
+// short connection per probe) and for a human with curl.
+var defaultLivenessLimits = web.DefaultLimits
 
 // maxLivenessConns is the most connections the liveness endpoint holds at
 // once; fewer when the descriptor limit is tight (livenessConnCap).
-const maxLivenessConns = 64
+const maxLivenessConns = web.MaxConns
 
 // What the supervisor needs in descriptors besides the liveness
 // connections, so that a crowd of clients cannot leave it unable to start a
@@ -106,96 +79,19 @@ func livenessHandler(src statusSource) http.Handler {
 }
 
 // startLiveness listens on addr; an empty addr serves nothing.
-func startLiveness(addr string, src statusSource, lim livenessLimits, log zerolog.Logger) (*liveness, error) {
-	l := &liveness{}
-	if addr == "" {
-		return l, nil
-	}
-	ln, err := net.Listen("tcp", addr)
+func startLiveness(addr string, src statusSource, lim web.Limits, log zerolog.Logger) (*liveness, error) {
+	srv, err := web.Listen(addr, "swarm.liveness_listen", livenessHandler(src), lim, log.With().Str("component", "liveness").Logger())
 	if err != nil {
-		return nil, fmt.Errorf("swarm.liveness_listen: %w", err)
+		return nil, err
 	}
-	l.ln = newLimitListener(ln, max(lim.MaxConns, 1))
-	l.srv = &http.Server{
-		Handler:           livenessHandler(src),
-		ReadHeaderTimeout: lim.ReadHeader,
-		ReadTimeout:       lim.Read,
-		WriteTimeout:      lim.Write,
-		IdleTimeout:       lim.Idle,
-		MaxHeaderBytes:    8 << 10, // a probe's request is a few hundred bytes
-		ErrorLog:          stdlog.New(log.With().Str("component", "liveness").Logger(), "", 0),
+	if addr != "" {
+		log.Info().Str("addr", srv.Addr()).Int("max_connections", max(lim.MaxConns, 1)).
+			Dur("idle_timeout", lim.Idle).Msg("liveness endpoint listening")
 	}
-	log.Info().Str("addr", ln.Addr().String()).Int("max_connections", max(lim.MaxConns, 1)).
-		Dur("idle_timeout", lim.Idle).Msg("liveness endpoint listening")
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		if err := l.srv.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Msg("liveness endpoint failed")
-		}
-	}()
-	return l, nil
+	return &liveness{srv: srv}, nil
 }
 
 // addr is the address the endpoint listens on.
-func (l *liveness) addr() string { return l.ln.Addr().String() }
+func (l *liveness) addr() string { return l.srv.Addr() }
 
-func (l *liveness) stop() {
-	if l.srv == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := l.srv.Shutdown(ctx); err != nil {
-		l.srv.Close()
-	}
-	l.wg.Wait()
-}
-
-// limitListener holds at most cap accepted connections at once: Accept
-// waits for one to close before it takes the next from the kernel's queue.
-// (golang.org/x/net/netutil.LimitListener does the same; this is the few
-// lines turbo needs, without the dependency.)
-type limitListener struct {
-	net.Listener
-	slots     chan struct{} // one token per held connection
-	done      chan struct{} // closed by Close: a waiting Accept returns
-	closeOnce sync.Once
-}
-
-func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
-}
-
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-// limitConn gives its slot back on the first Close (http.Server may close
-// a connection more than once).
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}
+func (l *liveness) stop() { l.srv.Stop() }

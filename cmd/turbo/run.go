@@ -19,6 +19,7 @@ import (
 	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/supervisor"
+	"github.com/turbokafka/turbo/supervisor/web"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -77,6 +78,22 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		kafka.Brokers = b.Addrs()
 	}
 
+	// Metrics, health and status: served on http.listen by a process of its
+	// own; a swarm node reports them to its supervisor, which serves them
+	// (the nodes share its configuration, and its port).
+	obs := newObserver()
+	observe := cfg.HTTP.Listen != ""
+	if observe && o.node == nil {
+		srv, err := web.Start(web.Options{Addr: cfg.HTTP.Listen, Key: "http.listen", Gatherer: obs.reg, Source: obs, Log: log})
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+	}
+	if n := o.node; n != nil {
+		n.obs, n.observe, n.log = obs, observe, log
+	}
+
 	// A node joins its supervisor before consuming: the join's hook is where
 	// user code creates its connections, and from here on the node reports.
 	var lost <-chan struct{}
@@ -110,10 +127,13 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		if err == nil {
 			var c *actors.Consumer
 			c, err = actors.Start(sys, actors.Options{
-				Consumer: cc, Kafka: kafka, ShutdownTimeout: cfg.ShutdownTimeout, Handler: h, Logger: log,
+				Consumer: cc, Kafka: kafka, ShutdownTimeout: cfg.ShutdownTimeout, Handler: h, Logger: log, Metrics: observe,
 			})
 			if err == nil {
 				consumers = append(consumers, c)
+				err = obs.add(c, cc)
+			}
+			if err == nil {
 				if o.node != nil {
 					o.node.add(c)
 				}
@@ -170,6 +190,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	// watcher's Kafka calls have short timeouts, but nothing waits for them
 	// before the consumers are stopped.
 	stopWatching()
+	obs.stop()
 	err := stopAll()
 	bg.Wait()
 	status.summary(time.Since(start))

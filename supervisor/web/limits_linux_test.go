@@ -1,6 +1,6 @@
 //go:build linux
 
-package supervisor
+package web
 
 import (
 	"bufio"
@@ -59,19 +59,20 @@ func serverConns(t *testing.T, port int) int {
 	return n
 }
 
-// Issue 11 point 11 (a): idle keep-alive connections to the liveness
-// endpoint are closed after the idle timeout, and no more than MaxConns are
-// held at once — the others wait in the kernel's accept queue, holding no
-// descriptor of the supervisor, and are served in turn.
-func TestLivenessBoundsConnections(t *testing.T) {
+// Issue 11 point 11 (a), moved here from the supervisor's liveness
+// endpoint with the limits: idle keep-alive connections are closed after the
+// idle timeout, and no more than MaxConns are held at once — the others wait
+// in the kernel's accept queue, holding no descriptor of the process, and
+// are served in turn.
+func TestServerBoundsConnections(t *testing.T) {
 	const clients = 100
-	lim := livenessLimits{ReadHeader: time.Second, Read: time.Second, Write: time.Second, Idle: 200 * time.Millisecond, MaxConns: 10}
-	live, err := startLiveness("127.0.0.1:0", fakeSource{healthy: true}, lim, zerolog.New(zerolog.NewTestWriter(t)))
+	lim := Limits{ReadHeader: time.Second, Read: time.Second, Write: time.Second, Idle: 200 * time.Millisecond, MaxConns: 10}
+	live, err := Start(Options{Addr: "127.0.0.1:0", Key: "http.listen", Source: &fakeSource{}, Limits: lim, Log: zerolog.New(zerolog.NewTestWriter(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer live.stop()
-	_, portStr, _ := net.SplitHostPort(live.addr())
+	defer live.Stop()
+	_, portStr, _ := net.SplitHostPort(live.Addr())
 	port, _ := strconv.Atoi(portStr)
 
 	var served, closed atomic.Int64
@@ -83,7 +84,7 @@ func TestLivenessBoundsConnections(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := net.Dial("tcp", live.addr())
+			c, err := net.Dial("tcp", live.Addr())
 			if err != nil {
 				fail(err)
 				return
@@ -113,7 +114,7 @@ func TestLivenessBoundsConnections(t *testing.T) {
 			}
 		}()
 	}
-	// Sample the supervisor's side while the clients run.
+	// Sample the server's side while the clients run.
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	peak := 0

@@ -1,0 +1,140 @@
+// Package web is the HTTP face of a turbo process: GET /metrics
+// (Prometheus), /healthz (liveness), /readyz (readiness), /status (JSON)
+// and / (the live console, console.html), behind the hardening every
+// listener of turbo has (Limits). `turbo run` serves its consumers with it,
+// the swarm supervisor every node's.
+//
+// It imports neither the actor tree nor a Kafka client: what it shows comes
+// through Source and a prometheus.Gatherer, so that both modes, and tests,
+// can feed it.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Options configure Start.
+type Options struct {
+	// Addr is the host:port to listen on; "" serves nothing (Start returns
+	// a Server whose Stop is a no-op).
+	Addr string
+	// Key is the configuration key Addr came from, e.g. "http.listen":
+	// listen errors name it.
+	Key string
+	// Gatherer is served on /metrics; nil serves no /metrics (404).
+	Gatherer prometheus.Gatherer
+	// Source is what /healthz, /readyz, /status and the console show.
+	Source Source
+	// Limits: the zero value is DefaultLimits, and unset fields take
+	// DefaultLimits'.
+	Limits Limits
+	Log    zerolog.Logger
+}
+
+// Server is a listener serving Handler (or, for Listen, any handler).
+type Server struct {
+	srv      *http.Server
+	ln       net.Listener
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// stopTimeout bounds Stop: requests in progress get this long to finish
+// before their connections are closed under them.
+const stopTimeout = 2 * time.Second
+
+// Start listens on o.Addr and serves Handler(o.Gatherer, o.Source) until
+// Stop.
+func Start(o Options) (*Server, error) {
+	if o.Addr == "" {
+		return &Server{}, nil
+	}
+	if o.Source == nil {
+		return nil, fmt.Errorf("web: %s: Options.Source is nil", o.Key)
+	}
+	lim := o.Limits.withDefaults()
+	log := o.Log.With().Str("component", "http").Logger()
+	s, err := Listen(o.Addr, o.Key, Handler(o.Gatherer, o.Source, log), lim, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Str("addr", s.Addr()).Int("max_connections", lim.MaxConns).
+		Dur("idle_timeout", lim.Idle).Msg("http listening: /metrics /healthz /readyz /status, console on /")
+	return s, nil
+}
+
+// Listen serves h on addr with the limits lim (unset fields from
+// DefaultLimits) until Stop. It is Start without turbo's routes, for a
+// process that keeps its own (the swarm supervisor's liveness endpoint);
+// key names addr's configuration key in the error when addr cannot be
+// listened on. An empty addr serves nothing.
+func Listen(addr, key string, h http.Handler, lim Limits, log zerolog.Logger) (*Server, error) {
+	s := &Server{}
+	if addr == "" {
+		return s, nil
+	}
+	lim = lim.withDefaults()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	s.ln = newLimitListener(ln, lim.MaxConns)
+	s.srv = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: lim.ReadHeader,
+		ReadTimeout:       lim.Read,
+		WriteTimeout:      lim.Write,
+		IdleTimeout:       lim.Idle,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          stdlog.New(log, "", 0),
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Str("addr", ln.Addr().String()).Msg("http server failed")
+		}
+	}()
+	return s, nil
+}
+
+// maxHeaderBytes bounds a request's headers: a probe's or a scraper's
+// request is a few hundred bytes, a browser's a few KiB with cookies of
+// other sites on the same host.
+const maxHeaderBytes = 16 << 10
+
+// Addr is the bound address (useful with port 0); "" when serving nothing.
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Stop closes the listener, lets requests in progress finish for up to
+// stopTimeout, then closes their connections, and waits for the serving
+// goroutine. Calling it more than once, or on a Server serving nothing, is
+// fine.
+func (s *Server) Stop() {
+	if s.srv == nil {
+		return
+	}
+	s.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := s.srv.Shutdown(ctx); err != nil {
+			s.srv.Close()
+		}
+	})
+	s.wg.Wait()
+}

@@ -1,0 +1,126 @@
+package web
+
+import (
+	"slices"
+	"time"
+)
+
+// Check is a probe's verdict.
+type Check struct {
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Source is what the process shows. Its methods are called from HTTP
+// handlers, once per request, concurrently: they must be safe for that and
+// return promptly (a snapshot, not a round trip through the actor tree that
+// can hang), since a probe that blocks is a probe that fails.
+type Source interface {
+	Live() Check
+	Ready() Check
+	Status() Status
+}
+
+// Status is the document of GET /status, which the console polls. Times are
+// in seconds (float64), counts are since the process started.
+type Status struct {
+	Mode      string     `json:"mode"` // "run" or "swarm"
+	Time      time.Time  `json:"time"`
+	Live      Check      `json:"live"`
+	Ready     Check      `json:"ready"`
+	Consumers []Consumer `json:"consumers"`       // swarm: every node's consumers, each with Node set
+	Nodes     []Node     `json:"nodes,omitempty"` // swarm only
+}
+
+// The modes of Status.Mode.
+const (
+	ModeRun   = "run"
+	ModeSwarm = "swarm"
+)
+
+// Consumer is one consumer (of one node, in swarm).
+type Consumer struct {
+	Name  string `json:"name"`
+	Group string `json:"group"`
+	Node  *int   `json:"node,omitempty"`
+	Ready Check  `json:"ready"`
+
+	Fetched      int64 `json:"fetched"`
+	Processed    int64 `json:"processed"`
+	Failed       int64 `json:"failed"` // failed attempts
+	Retries      int64 `json:"retries"`
+	Skipped      int64 `json:"skipped"`
+	DeadLettered int64 `json:"dead_lettered"`
+	Inherited    int64 `json:"inherited"`
+	Commits      int64 `json:"commits"`
+	Committed    int64 `json:"committed"`
+	Restarts     int64 `json:"restarts"`
+
+	InFlight           int64 `json:"in_flight"`
+	Buffered           int64 `json:"buffered"`
+	PausedPartitions   int64 `json:"paused_partitions"`
+	AssignedPartitions int64 `json:"assigned_partitions"`
+	Lag                int64 `json:"lag"`
+
+	// StuckAfterSeconds: an unfinished record older than this is "stuck".
+	StuckAfterSeconds float64     `json:"stuck_after_seconds"`
+	KafkaError        string      `json:"kafka_error,omitempty"`
+	Partitions        []Partition `json:"partitions"`
+}
+
+// Partition is one partition a consumer holds.
+type Partition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Owner     string `json:"owner,omitempty"`
+	// Committed is the last committed offset; -1: nothing committed yet.
+	Committed int64 `json:"committed"`
+	// HighWatermark is the partition's high watermark; -1: unknown yet.
+	HighWatermark int64 `json:"high_watermark"`
+	Lag           int64 `json:"lag"`
+	InFlight      int64 `json:"in_flight"`
+	Buffered      int64 `json:"buffered"`
+	Paused        bool  `json:"paused"`
+	// OldestUnfinishedSeconds is the age of the oldest record fetched and
+	// not finished; 0: nothing unfinished.
+	OldestUnfinishedSeconds float64 `json:"oldest_unfinished_seconds"`
+}
+
+// Node is one node process of a swarm.
+type Node struct {
+	Index              int     `json:"index"`
+	PID                int     `json:"pid"`
+	State              string  `json:"state"`
+	Detail             string  `json:"detail,omitempty"`
+	Restarts           int     `json:"restarts"`
+	RSSBytes           uint64  `json:"rss_bytes"`
+	HeapBytes          uint64  `json:"heap_bytes"`
+	SinceReportSeconds float64 `json:"seconds_since_report"`
+	Ready              bool    `json:"ready"`
+	LastExit           string  `json:"last_exit,omitempty"`
+}
+
+// normalized returns s as served: empty lists as [] rather than null (the
+// console, and jq users, iterate without a check) and a time when the source
+// gave none. The source's slices are copied before any write: they may be
+// its own.
+func (s Status) normalized(now time.Time) Status {
+	if s.Time.IsZero() {
+		s.Time = now
+	}
+	if s.Consumers == nil {
+		s.Consumers = []Consumer{}
+	}
+	cloned := false
+	for i := range s.Consumers {
+		if s.Consumers[i].Partitions != nil {
+			continue
+		}
+		if !cloned {
+			s.Consumers = slices.Clone(s.Consumers)
+			cloned = true
+		}
+		s.Consumers[i].Partitions = []Partition{}
+	}
+	return s
+}
