@@ -161,16 +161,18 @@ func outcomeOf(ctx context.Context, err error) string {
 // header, and of names for the few 11- or 10-byte ones.
 func hasTraceHeader(hs []Header) bool {
 	for i := range hs {
-		if isTraceHeader(hs[i].Key) {
+		if IsTraceHeader(hs[i].Key) {
 			return true
 		}
 	}
 	return false
 }
 
-// isTraceHeader reports whether a record header's name is one of the trace
-// context's (in any case).
-func isTraceHeader(name string) bool {
+// IsTraceHeader reports whether a record header's name is one of the trace
+// context's (in any case). Handlers that forward trace context take it from
+// the context, not from these headers (the http handler does not forward
+// them as record headers).
+func IsTraceHeader(name string) bool {
 	switch len(name) {
 	case len(TraceparentHeader):
 		return strings.EqualFold(name, TraceparentHeader)

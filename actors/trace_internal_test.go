@@ -56,8 +56,8 @@ func TestIsTraceHeader(t *testing.T) {
 		"traceparent": true, "Traceparent": true, "TRACESTATE": true, "tracestate": true,
 		"": false, "traceparen": false, "traceparent ": false, "trace-id": false, "baggage": false, "tracestatx": false,
 	} {
-		if got := isTraceHeader(name); got != want {
-			t.Errorf("isTraceHeader(%q) = %v, want %v", name, got, want)
+		if got := IsTraceHeader(name); got != want {
+			t.Errorf("IsTraceHeader(%q) = %v, want %v", name, got, want)
 		}
 	}
 }
