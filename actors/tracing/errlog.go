@@ -30,29 +30,45 @@ var sdkLog = &errorLog{lim: limiter{every: errorEvery, max: maxMessages}, now: t
 
 var installOnce sync.Once
 
-// routeErrors sends the SDK's errors and warnings to log from now on.
-func routeErrors(log zerolog.Logger) {
-	sdkLog.setLogger(log)
+// routeErrors sends the SDK's errors and warnings to log from now on, until
+// release(gen) with the generation it returns.
+func routeErrors(log zerolog.Logger) (gen uint64) {
+	gen = sdkLog.setLogger(log)
 	installOnce.Do(func() {
 		otel.SetErrorHandler(sdkLog)
 		// The SDK's own logger writes to stderr in a format of its own,
 		// which would break a JSON log.
 		otel.SetLogger(logr.New(sdkSink{sdkLog}))
 	})
+	return gen
 }
 
 // errorLog logs the SDK's reports, rate-limited.
 type errorLog struct {
 	mu  sync.Mutex
 	log zerolog.Logger
+	gen uint64 // counts setLogger calls
 	lim limiter
 	now func() time.Time
 }
 
-func (e *errorLog) setLogger(log zerolog.Logger) {
+func (e *errorLog) setLogger(log zerolog.Logger) uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.gen++
 	e.log = log
+	return e.gen
+}
+
+// release stops logging to the logger of generation gen, unless a later
+// Start replaced it already: a stopped provider's logger (a finished test's,
+// say) must not receive what the SDK reports afterwards.
+func (e *errorLog) release(gen uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gen == gen {
+		e.log = zerolog.Nop()
+	}
 }
 
 // Handle implements otel.ErrorHandler.

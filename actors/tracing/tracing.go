@@ -64,6 +64,7 @@ var ErrStart = errors.New("tracing: cannot start the span exporter")
 type Provider struct {
 	tp       *sdktrace.TracerProvider
 	endpoint string
+	logGen   uint64 // its logger's generation in sdkLog
 
 	once sync.Once
 	err  error
@@ -87,16 +88,18 @@ func Start(cfg config.Tracing, log zerolog.Logger) (*Provider, error) {
 		name = DefaultServiceName
 	}
 	log = log.With().Str("component", "tracing").Logger()
-	routeErrors(log)
+	gen := routeErrors(log)
 	exp, err := otlptracehttp.New(context.Background(),
 		otlptracehttp.WithEndpointURL(endpoint),
 		otlptracehttp.WithTimeout(RequestTimeout))
 	if err != nil {
+		sdkLog.release(gen)
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", name)))
 	if err != nil {
 		// Only conflicting schema URLs fail a merge, and ours has none.
+		sdkLog.release(gen)
 		return nil, fmt.Errorf("%w: resource: %w", ErrStart, err)
 	}
 	tp := sdktrace.NewTracerProvider(
@@ -108,7 +111,7 @@ func Start(cfg config.Tracing, log zerolog.Logger) (*Provider, error) {
 			sdktrace.WithExportTimeout(ExportTimeout)),
 	)
 	log.Info().Str("otlp_endpoint", endpoint).Str("service_name", name).Msg("exporting spans")
-	return &Provider{tp: tp, endpoint: endpoint}, nil
+	return &Provider{tp: tp, endpoint: endpoint, logGen: gen}, nil
 }
 
 // exportURL is the URL spans are posted to: the endpoint as configured, with
@@ -150,12 +153,14 @@ func (p *Provider) ForceFlush(ctx context.Context) error {
 // Shutdown exports the spans still queued and stops the exporter. It
 // returns when done or when ctx ends (spans not sent by then are lost), is
 // idempotent, and every call returns the first call's result. Spans ended
-// afterwards are dropped.
+// afterwards are dropped, and the SDK's reports no longer reach the logger
+// Start was given.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	p.once.Do(func() {
 		if err := p.tp.Shutdown(ctx); err != nil {
 			p.err = fmt.Errorf("tracing: shutting the span exporter down: %w", err)
 		}
+		sdkLog.release(p.logGen)
 	})
 	return p.err
 }

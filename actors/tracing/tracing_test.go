@@ -78,6 +78,12 @@ func TestSpansReachTheCollector(t *testing.T) {
 	if !strings.Contains(logs.String(), `"otlp_endpoint":"`+recv.URL+`/v1/traces"`) {
 		t.Errorf("the start is not logged with the endpoint:\n%s", logs.String())
 	}
+	// Stopped, the provider's logger no longer gets the SDK's reports.
+	before := logs.String()
+	sdkLog.Handle(fmt.Errorf("reported after the shutdown"))
+	if after := logs.String(); after != before {
+		t.Errorf("a report after Shutdown reached the stopped provider's logger:\n%s", after[len(before):])
+	}
 }
 
 // A collector that refuses every export shows in the log as a warning, once
