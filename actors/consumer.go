@@ -13,6 +13,7 @@ import (
 	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure one consumer: one actor tree under a backoff supervisor.
@@ -50,6 +51,10 @@ type Options struct {
 	// atomic adds per record or commit. Counters, gauges and the
 	// per-partition state are kept either way.
 	Metrics bool
+	// TracerProvider, when set, makes one span per handler attempt (see
+	// trace.go); nil makes none. Trace context reaches the handler's
+	// context either way.
+	TracerProvider trace.TracerProvider
 }
 
 // Consumer is a running consumer. It is safe for concurrent use.
@@ -117,7 +122,7 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 		net:             kn,
 		brokers:         cfg.Kafka.Brokers,
 		shutdownTimeout: cfg.ShutdownTimeout,
-		handler:         opts.Handler,
+		handler:         traced(opts.Handler, cc.Name, opts.TracerProvider),
 		stats:           c.stats,
 		log:             log,
 		retry:           policy,

@@ -108,6 +108,11 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		lost = link.Lost()
 	}
 
+	tp, stopTracing, tracingErr := startTracing(cfg.Tracing, log)
+	if tracingErr != nil {
+		return tracingErr
+	}
+	defer stopTracing() // after stopAll below: the last attempts' spans are queued by then
 	sys := actors.NewSystem(log)
 	var consumers []*actors.Consumer
 	stopAll := func() error {
@@ -128,6 +133,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 			var c *actors.Consumer
 			c, err = actors.Start(sys, actors.Options{
 				Consumer: cc, Kafka: kafka, ShutdownTimeout: cfg.ShutdownTimeout, Handler: h, Logger: log, Metrics: observe,
+				TracerProvider: tp,
 			})
 			if err == nil {
 				consumers = append(consumers, c)
