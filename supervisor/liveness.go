@@ -126,7 +126,7 @@ func startLiveness(addr string, src statusSource, lim livenessLimits, log zerolo
 		ErrorLog:          stdlog.New(log.With().Str("component", "liveness").Logger(), "", 0),
 	}
 	log.Info().Str("addr", ln.Addr().String()).Int("max_connections", max(lim.MaxConns, 1)).
-		Dur("idle_timeout", lim.Idle).Msg("liveness endpoint listening")
+		Stringer("idle_timeout", lim.Idle).Msg("liveness endpoint listening")
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()

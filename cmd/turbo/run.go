@@ -207,7 +207,7 @@ func startEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger) 
 			return nil, err
 		}
 		log.Info().Int("records", e.Seed.Records).Int("keys", e.Seed.Keys).Str("topic", e.Seed.Topic).
-			Dur("took", time.Since(t)).Msg("seeded demo records")
+			Str("took", time.Since(t).String()).Msg("seeded demo records")
 	}
 	return b, nil
 }
