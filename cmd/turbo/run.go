@@ -228,6 +228,11 @@ func reportDroppedLines(w io.Writer, l config.Log, fields func(zerolog.Context) 
 }
 
 func newLogger(l config.Log, w io.Writer) zerolog.Logger {
+	if s, ok := w.(*logSink); ok {
+		// turbo's own lines on this stderr (exit summary and error, signal
+		// notices) follow the log's format; the live line is off in JSON.
+		s.setJSON(l.Format == config.LogJSON)
+	}
 	level, err := zerolog.ParseLevel(string(l.Level))
 	if err != nil {
 		level = zerolog.InfoLevel
