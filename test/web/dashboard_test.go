@@ -610,3 +610,26 @@ swarm:
 		t.Errorf("turbo swarm exited %d after SIGTERM, want 0", code)
 	}
 }
+
+func TestExposes(t *testing.T) {
+	f := families([]byte(`# HELP a_total A.
+# TYPE a_total counter
+a_total{consumer="x"} 1
+# TYPE h_seconds histogram
+h_seconds_bucket{le="+Inf"} 1
+h_seconds_sum 1
+h_seconds_count 1
+# TYPE s summary
+s_sum 1
+s_count 1
+`))
+	for name, want := range map[string]bool{
+		"a_total": true, "a": false, "a_total_count": false,
+		"h_seconds": true, "h_seconds_bucket": true, "h_seconds_sum": true, "h_seconds_count": true,
+		"s": true, "s_sum": true, "s_count": true, "s_bucket": false, "missing": false,
+	} {
+		if got := exposes(f, name); got != want {
+			t.Errorf("exposes(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
