@@ -139,9 +139,9 @@ func (g *kafkaGroup) run() {
 			// brokers do not trust): retried like an outage, and shown in
 			// the stats until a session starts again.
 			g.stats.setKafkaError(r.Cause)
-			g.log.Error().Str("cause", r.Cause).Dur("retry_in", d).Msg("Kafka refuses the connection: " + r.Cause + "; rejoining")
+			g.log.Error().Str("cause", r.Cause).Stringer("retry_in", d).Msg("Kafka refuses the connection: " + r.Cause + "; rejoining")
 		} else {
-			g.log.Warn().Err(err).Dur("retry_in", d).Msg("consumer group session failed; rejoining")
+			g.log.Warn().Err(err).Stringer("retry_in", d).Msg("consumer group session failed; rejoining")
 		}
 		if !g.sleep(d) {
 			break
@@ -166,7 +166,7 @@ func (g *kafkaGroup) connectAux() (*kafkaAux, error) {
 			return aux, nil
 		}
 		d := g.retry.Delay(failures, rand.Float64())
-		g.log.Warn().Err(err).Dur("retry_in", d).Msg("cannot open the admin connection to Kafka; retrying")
+		g.log.Warn().Err(err).Stringer("retry_in", d).Msg("cannot open the admin connection to Kafka; retrying")
 		if !g.sleep(d) {
 			return nil, g.ctx.Err()
 		}
@@ -266,7 +266,7 @@ func (g *kafkaGroup) connect() (sarama.Client, sarama.ConsumerGroup, error) {
 		g.stats.connError(refusalKind(r))
 		if r == nil {
 			refusals = 0
-			g.log.Warn().Err(err).Strs("brokers", g.brokers).Dur("retry_in", d).Msg("cannot reach Kafka; retrying")
+			g.log.Warn().Err(err).Strs("brokers", g.brokers).Stringer("retry_in", d).Msg("cannot reach Kafka; retrying")
 		} else {
 			refusals++
 			g.stats.setKafkaError(r.Cause)
@@ -276,7 +276,7 @@ func (g *kafkaGroup) connect() (sarama.Client, sarama.ConsumerGroup, error) {
 				g.stats.giveUp(r)
 				return nil, nil, r
 			}
-			g.log.Error().Str("cause", r.Cause).Strs("brokers", g.brokers).Dur("retry_in", d).
+			g.log.Error().Str("cause", r.Cause).Strs("brokers", g.brokers).Stringer("retry_in", d).
 				Msg("Kafka refuses the connection: " + r.Cause + "; retrying")
 		}
 		if !g.sleep(d) {

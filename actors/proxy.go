@@ -209,7 +209,7 @@ func (p *clientProxy) handleRevokeTimeout(c actor.Context, m *revokeTimeout) {
 	if hp == nil || hp.epoch != m.epoch || hp.ending == nil {
 		return
 	}
-	p.log.Warn().Str("partition", m.tp.String()).Dur("waited", p.revokeTimeout).
+	p.log.Warn().Str("partition", m.tp.String()).Stringer("waited", p.revokeTimeout).
 		Msg("revoked partition still has running records; releasing it at its last watermark")
 	p.finishRevocation(m.tp, m.epoch, finalCommit{offset: hp.committed, meta: hp.meta, ok: hp.committed >= 0})
 	c.Send(c.Parent(), &revocationExpired{tp: m.tp, epoch: m.epoch})
@@ -312,7 +312,7 @@ func (p *clientProxy) handleStopping() {
 	select {
 	case <-done:
 	case <-time.After(wait):
-		p.log.Warn().Dur("waited", wait).Msg("consumer group still connecting or closing; leaving it to finish in the background")
+		p.log.Warn().Stringer("waited", wait).Msg("consumer group still connecting or closing; leaving it to finish in the background")
 	}
 	p.stats.assigned.Store(0)
 	p.stats.lag.Store(0)

@@ -86,7 +86,7 @@ func startLiveness(addr string, src statusSource, lim web.Limits, log zerolog.Lo
 	}
 	if addr != "" {
 		log.Info().Str("addr", srv.Addr()).Int("max_connections", max(lim.MaxConns, 1)).
-			Dur("idle_timeout", lim.Idle).Msg("liveness endpoint listening")
+			Stringer("idle_timeout", lim.Idle).Msg("liveness endpoint listening")
 	}
 	return &liveness{srv: srv}, nil
 }

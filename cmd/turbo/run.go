@@ -234,7 +234,7 @@ func startEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger) 
 			return nil, err
 		}
 		log.Info().Int("records", e.Seed.Records).Int("keys", e.Seed.Keys).Str("topic", e.Seed.Topic).
-			Dur("took", time.Since(t)).Msg("seeded demo records")
+			Str("took", time.Since(t).String()).Msg("seeded demo records")
 	}
 	return b, nil
 }
@@ -255,6 +255,11 @@ func reportDroppedLines(w io.Writer, l config.Log, fields func(zerolog.Context) 
 }
 
 func newLogger(l config.Log, w io.Writer) zerolog.Logger {
+	if s, ok := w.(*logSink); ok {
+		// turbo's own lines on this stderr (exit summary and error, signal
+		// notices) follow the log's format; the live line is off in JSON.
+		s.setJSON(l.Format == config.LogJSON)
+	}
 	level, err := zerolog.ParseLevel(string(l.Level))
 	if err != nil {
 		level = zerolog.InfoLevel
