@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -359,4 +360,21 @@ func (b *boundedBuffer) String() string {
 		return b.buf.String() + "\n… (truncated)"
 	}
 	return b.buf.String()
+}
+
+// Keep copies a screenshot to TURBO_TEST_WEB_SCREENSHOTS, when set, for a
+// human to look at after the run (the test's temp dir is removed).
+func Keep(t testing.TB, path string) {
+	t.Helper()
+	dir := os.Getenv("TURBO_TEST_WEB_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, filepath.Base(path)), b, 0o644)
+	}
+	if err != nil {
+		t.Errorf("keeping the screenshot in TURBO_TEST_WEB_SCREENSHOTS: %v", err)
+	}
 }

@@ -3,7 +3,6 @@ package webtest
 import (
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -112,22 +111,6 @@ func serve(t *testing.T, src web.Source, down *atomic.Bool) string {
 	return "http://" + srv.Addr() + "/"
 }
 
-// keep copies a screenshot to TURBO_TEST_WEB_SCREENSHOTS, when set, for a
-// human to look at after the run (the test's temp dir is removed).
-func keep(t *testing.T, path string) {
-	dir := os.Getenv("TURBO_TEST_WEB_SCREENSHOTS")
-	if dir == "" {
-		return
-	}
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, filepath.Base(path)), b, 0o644)
-	}
-	if err != nil {
-		t.Errorf("keeping the screenshot in TURBO_TEST_WEB_SCREENSHOTS: %v", err)
-	}
-}
-
 // TestConsoleInChromium drives the console in headless Chromium against a
 // server whose numbers move: the processed count grows in the page, the
 // blocked partition turns up in the stuck list and its row is marked, the
@@ -202,7 +185,7 @@ func TestConsoleInChromium(t *testing.T) {
 	shot := filepath.Join(t.TempDir(), "console-run.png")
 	size := p.Screenshot(shot)
 	t.Logf("screenshot %s: %d bytes", shot, size)
-	keep(t, shot)
+	Keep(t, shot)
 	if size < 10<<10 {
 		t.Errorf("the screenshot has %d bytes: blank?", size)
 	}
@@ -239,7 +222,7 @@ func TestConsoleSwarm(t *testing.T) {
 	p.Await(blocked+" in the stuck list", `document.querySelector('li[data-stuck="`+blocked+`"]') !== null`, 10*time.Second)
 	shot := filepath.Join(t.TempDir(), "console-swarm.png")
 	t.Logf("screenshot %s: %d bytes", shot, p.Screenshot(shot))
-	keep(t, shot)
+	Keep(t, shot)
 	if problems := p.Problems(); len(problems) > 0 {
 		t.Errorf("the page had script problems: %q", problems)
 	}
