@@ -15,7 +15,15 @@ KAFKA_SH   := test/kafka/kafka.sh
 # printed for the broker's secrets (test/kafka/secured-runs.sh).
 KAFKA_SECURED_RUNS = bash test/kafka/secured-runs.sh $(GO) $(TEST_TIMEOUT)
 
-.PHONY: all build run test vet fmt-check proto proto-check bench bench-quick fuzz fuzz-config clean
+# The browser test's tools (test/web/browser.sh): Chromium and promtool, found
+# or installed (apt-get) by `make tools`, which writes their paths to TOOLS_ENV
+# for the test recipes (TURBO_TEST_CHROMIUM, TURBO_TEST_PROMTOOL).
+WEB_SH    := test/web/browser.sh
+TOOLS_ENV := .cache/tools.env
+# Sources TOOLS_ENV into a recipe's shell.
+WITH_TOOLS = set -a && . ./$(TOOLS_ENV) && set +a &&
+
+.PHONY: all build run test test-web tools vet fmt-check proto proto-check bench bench-quick fuzz fuzz-config clean
 
 all: build
 
@@ -26,9 +34,26 @@ build:
 run: build
 	$(BIN) run --config examples/quickstart/app.yaml --exit-on-idle
 
-## test: formatting, vet, and every test with the race detector.
-test: fmt-check vet
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+## test: formatting, vet, and every test with the race detector; the browser
+## test (test/web) among them, hence `tools` first.
+test: fmt-check vet tools
+	$(WITH_TOOLS) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+## test-web: the web console in headless Chromium, and /metrics through
+## promtool (test/web); `tools` installs what is missing.
+test-web: tools
+	$(WITH_TOOLS) $(GO) test -race -count=1 -timeout 5m ./test/web/
+
+## tools: Chromium (Debian's chromium, with apt-get) and promtool (taken out
+## of Debian's prometheus package, which is not installed) when missing; their
+## paths go to TOOLS_ENV. When Chromium cannot be installed (not root, no
+## apt-get) this says so and goes on: the browser test then fails and says why.
+tools:
+	@mkdir -p $(dir $(TOOLS_ENV)); rc=0; \
+	bash $(WEB_SH) env > $(TOOLS_ENV).tmp || rc=$$?; \
+	if [ $$rc -eq 3 ]; then echo "tools: Chromium cannot be installed here: test/web will fail (see $(WEB_SH))" >&2; \
+	elif [ $$rc -ne 0 ]; then rm -f $(TOOLS_ENV).tmp; exit $$rc; fi; \
+	mv $(TOOLS_ENV).tmp $(TOOLS_ENV); sed 's/^/tools: /' $(TOOLS_ENV)
 
 vet:
 	$(GO) vet $(PKGS)

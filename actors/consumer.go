@@ -13,6 +13,7 @@ import (
 	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure one consumer: one actor tree under a backoff supervisor.
@@ -45,19 +46,30 @@ type Options struct {
 	// unexported messages and gates, which stay private, and the in-memory
 	// cluster is a plain data model (memkafka) that knows nothing of actors.
 	InMemory *memkafka.Cluster
+	// Metrics turns on the handler, buffer-wait and commit duration
+	// histograms of Consumer.Collector: each costs a clock read and a few
+	// atomic adds per record or commit. Counters, gauges and the
+	// per-partition state are kept either way.
+	Metrics bool
+	// TracerProvider, when set, makes one span per handler attempt (see
+	// trace.go); nil makes none. Trace context reaches the handler's
+	// context either way.
+	TracerProvider trace.TracerProvider
 }
 
 // Consumer is a running consumer. It is safe for concurrent use.
 type Consumer struct {
-	name     string
-	sys      *actor.ActorSystem
-	pid      *actor.PID
-	stats    *Stats
-	stopped  chan struct{}
-	pool     *workerPool
-	stopOnce sync.Once
-	stopErr  error
-	shutdown time.Duration // shutdown_timeout: Stop's hard bound
+	name       string
+	group      string
+	sys        *actor.ActorSystem
+	pid        *actor.PID
+	stats      *Stats
+	stopped    chan struct{}
+	pool       *workerPool
+	stopOnce   sync.Once
+	stopErr    error
+	shutdown   time.Duration // shutdown_timeout: Stop's hard bound
+	maxHandler time.Duration // max_handler_time, for Live
 }
 
 // ErrStopTimeout is returned by Stop when the context ended before the tree
@@ -99,14 +111,18 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 	if opts.InMemory == nil {
 		kn.Warn()
 	}
-	c := &Consumer{name: cc.Name, sys: sys, stats: &Stats{}, stopped: make(chan struct{}), pool: newWorkerPool(300), shutdown: cfg.ShutdownTimeout}
+	c := &Consumer{name: cc.Name, group: cc.Group, sys: sys, stats: &Stats{}, stopped: make(chan struct{}), pool: newWorkerPool(300),
+		shutdown: cfg.ShutdownTimeout, maxHandler: cc.MaxHandlerTime}
+	if opts.Metrics {
+		c.stats.enableHistograms(cc.Name)
+	}
 	spec := &treeSpec{
 		consumer:        cc,
 		kafka:           cfg.Kafka,
 		net:             kn,
 		brokers:         cfg.Kafka.Brokers,
 		shutdownTimeout: cfg.ShutdownTimeout,
-		handler:         opts.Handler,
+		handler:         traced(opts.Handler, cc.Name, opts.TracerProvider),
 		stats:           c.stats,
 		log:             log,
 		retry:           policy,
@@ -129,6 +145,13 @@ func (c *Consumer) Name() string { return c.name }
 
 // Stats returns the consumer's live counters.
 func (c *Consumer) Stats() Snapshot { return c.stats.Snapshot() }
+
+// Partitions returns the state of the partitions the consumer holds now,
+// sorted by topic and partition.
+func (c *Consumer) Partitions() []PartitionStats { return c.stats.Partitions() }
+
+// Group returns the consumer group's id.
+func (c *Consumer) Group() string { return c.group }
 
 // Failed is closed when the consumer gives up for good: Kafka refused every
 // attempt to connect at start-up (a wrong password, an untrusted

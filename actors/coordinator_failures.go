@@ -26,7 +26,7 @@ func (co *coordinator) failed(c actor.Context, rec *Record, err error) verdict {
 		co.parked[rec] = co.timers.SendOnce(delay, c.Self(), &retryDue{rec: rec})
 		co.stats.retries.Add(1)
 		co.log.Debug().Err(err).Str("topic", rec.Topic).Int32("partition", rec.Partition).Int64("offset", rec.Offset).
-			Int("attempt", rec.attempts).Dur("retry_in", delay).Msg("handler failed; retrying")
+			Int("attempt", rec.attempts).Stringer("retry_in", delay).Msg("handler failed; retrying")
 	case verdictDeadLetter:
 		co.hold(rec)
 		co.finished.dead = append(co.finished.dead, recordFailure{rec: rec, err: err})

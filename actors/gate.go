@@ -35,10 +35,12 @@ type gate struct {
 	limit      int64         // the highest offset that may be read: the watermark window's bound (setLimit)
 	slack      int64         // how far below limit next must be before a claim stopped by it is woken
 	wake       chan struct{} // 1-buffered: "enough credits to be worth reading again"
+	watch      *partWatch    // what observers see of the partition (not guarded by mu)
 }
 
 func newGate(capacity int, capBytes int64) *gate {
-	return &gate{avail: capacity, cap: capacity, availBytes: capBytes, capBytes: capBytes, limit: math.MaxInt64, wake: make(chan struct{}, 1)}
+	return &gate{avail: capacity, cap: capacity, availBytes: capBytes, capBytes: capBytes, limit: math.MaxInt64,
+		wake: make(chan struct{}, 1), watch: newPartWatch()}
 }
 
 // take removes up to max record credits and returns how many it took (0 if

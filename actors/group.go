@@ -139,9 +139,9 @@ func (g *kafkaGroup) run() {
 			// brokers do not trust): retried like an outage, and shown in
 			// the stats until a session starts again.
 			g.stats.setKafkaError(r.Cause)
-			g.log.Error().Str("cause", r.Cause).Dur("retry_in", d).Msg("Kafka refuses the connection: " + r.Cause + "; rejoining")
+			g.log.Error().Str("cause", r.Cause).Stringer("retry_in", d).Msg("Kafka refuses the connection: " + r.Cause + "; rejoining")
 		} else {
-			g.log.Warn().Err(err).Dur("retry_in", d).Msg("consumer group session failed; rejoining")
+			g.log.Warn().Err(err).Stringer("retry_in", d).Msg("consumer group session failed; rejoining")
 		}
 		if !g.sleep(d) {
 			break
@@ -166,7 +166,7 @@ func (g *kafkaGroup) connectAux() (*kafkaAux, error) {
 			return aux, nil
 		}
 		d := g.retry.Delay(failures, rand.Float64())
-		g.log.Warn().Err(err).Dur("retry_in", d).Msg("cannot open the admin connection to Kafka; retrying")
+		g.log.Warn().Err(err).Stringer("retry_in", d).Msg("cannot open the admin connection to Kafka; retrying")
 		if !g.sleep(d) {
 			return nil, g.ctx.Err()
 		}
@@ -263,9 +263,10 @@ func (g *kafkaGroup) connect() (sarama.Client, sarama.ConsumerGroup, error) {
 		}
 		d := g.retry.Delay(failures, rand.Float64())
 		r := g.net.Explain(err)
+		g.stats.connError(refusalKind(r))
 		if r == nil {
 			refusals = 0
-			g.log.Warn().Err(err).Strs("brokers", g.brokers).Dur("retry_in", d).Msg("cannot reach Kafka; retrying")
+			g.log.Warn().Err(err).Strs("brokers", g.brokers).Stringer("retry_in", d).Msg("cannot reach Kafka; retrying")
 		} else {
 			refusals++
 			g.stats.setKafkaError(r.Cause)
@@ -275,7 +276,7 @@ func (g *kafkaGroup) connect() (sarama.Client, sarama.ConsumerGroup, error) {
 				g.stats.giveUp(r)
 				return nil, nil, r
 			}
-			g.log.Error().Str("cause", r.Cause).Strs("brokers", g.brokers).Dur("retry_in", d).
+			g.log.Error().Str("cause", r.Cause).Strs("brokers", g.brokers).Stringer("retry_in", d).
 				Msg("Kafka refuses the connection: " + r.Cause + "; retrying")
 		}
 		if !g.sleep(d) {
@@ -321,6 +322,7 @@ func (g *kafkaGroup) sleep(d time.Duration) bool {
 func (g *kafkaGroup) drainErrors(group sarama.ConsumerGroup) {
 	for err := range group.Errors() {
 		// Mostly refused commits: sarama reports nothing else of them.
+		g.stats.commitErrs.Add(1)
 		if w := g.watch.Load(); w != nil && memberGone(err) {
 			w.commitFailed(err)
 		}
@@ -334,7 +336,9 @@ func (g *kafkaGroup) committer() {
 	for {
 		select {
 		case sess := <-g.commitReq:
+			start := time.Now()
 			sess.Commit()
+			g.stats.observeCommit(start)
 		case <-g.commitStop:
 			return
 		}
@@ -436,7 +440,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	defer func() {
 		g.stats.held.Add(-int64(flow.heldLen()))
 		if flow.isPaused() {
-			g.stats.paused.Add(-1)
+			g.stats.setPaused(gt, false)
 		}
 	}()
 	starved := time.NewTimer(time.Hour)
@@ -451,7 +455,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 				// ample time to fill its channel with large records.
 				flow.starved()
 				g.pause(tp)
-				g.stats.paused.Add(1)
+				g.stats.setPaused(gt, true)
 				continue
 			}
 			if !flow.isPaused() {
@@ -462,7 +466,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 				case <-starved.C:
 					if flow.starved() {
 						g.pause(tp)
-						g.stats.paused.Add(1)
+						g.stats.setPaused(gt, true)
 					}
 				case <-sess.Context().Done():
 					return g.end(sess, w, tp, id, epoch)
@@ -492,7 +496,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		}
 		if flow.resume() {
 			g.resume(tp)
-			g.stats.paused.Add(-1)
+			g.stats.setPaused(gt, false)
 		}
 		first, ok := flow.next()
 		if ok {

@@ -81,7 +81,11 @@ func (g *memGroup) kill() <-chan struct{} {
 }
 
 // requestCommit commits at once: an in-memory commit never blocks.
-func (g *memGroup) requestCommit(sess groupSession) { sess.Commit() }
+func (g *memGroup) requestCommit(sess groupSession) {
+	start := time.Now()
+	sess.Commit()
+	g.stats.observeCommit(start)
+}
 
 // rememberLost implements kafkaSide: the in-memory side keeps no memory of
 // released partitions.

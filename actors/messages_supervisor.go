@@ -43,3 +43,11 @@ type restartTree struct {
 type abandonWait struct {
 	gen int
 }
+
+// pingTree asks the tree's control loop to answer (liveness): the
+// supervisor forwards it to the orchestrator of the running generation,
+// which responds; between generations the supervisor responds itself.
+type pingTree struct{}
+
+// treePong answers pingTree.
+type treePong struct{}

@@ -41,6 +41,20 @@ type partitionWatermark struct {
 	last      int64 // highest offset tracked
 	gate      *gate // the partition's fetch gate (to bound the watermark window)
 	limitFrom int64 // the committable offset the gate's limit was last set from
+	arrivals  arrivals
+}
+
+// showOldest publishes when the partition's oldest unfinished record
+// arrived (0 when every tracked record finished), for observers.
+func (p *partitionWatermark) showOldest() {
+	if p.gate == nil {
+		return
+	}
+	var at int64
+	if off, ok := p.tracker.Committable(); ok && off <= p.last {
+		at = p.arrivals.oldest(off)
+	}
+	p.gate.watch.oldest.Store(at)
 }
 
 // maxWatermarkWindow bounds how far a partition may be read beyond its oldest
@@ -134,8 +148,11 @@ func (oc *offsetController) current(rec *Record, last *partitionWatermark) *part
 
 func (oc *offsetController) handleTrack(m *trackRecords) {
 	var p *partitionWatermark
-	for _, rec := range m.records {
+	for i, rec := range m.records {
 		if p = oc.current(rec, p); p != nil {
+			if i == 0 {
+				p.arrivals.add(rec.Offset, rec.arrived)
+			}
 			if err := p.tracker.Track(rec.Offset); err != nil {
 				// Offsets arrive in order within an assignment; anything else
 				// means the bookkeeping is broken, and restarting the tree
@@ -147,6 +164,7 @@ func (oc *offsetController) handleTrack(m *trackRecords) {
 	}
 	if p != nil { // a batch comes from one assignment
 		p.checkWindow()
+		p.showOldest()
 	}
 }
 
@@ -171,6 +189,7 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 	}
 	for _, p := range touched {
 		p.checkWindow()
+		p.showOldest()
 	}
 	if urgent {
 		oc.publish(c, true)

@@ -32,6 +32,8 @@ var escalate = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { retu
 
 func (o *orchestrator) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
+	case *pingTree:
+		c.Respond(&treePong{})
 	case *recordsFetched:
 		o.handleFetched(c, m)
 	case *recordsFinished:

@@ -102,8 +102,13 @@ func (p *clientProxy) handleFetched(c actor.Context, m *claimFetched) {
 	if hp.start < 0 && len(m.records) > 0 {
 		hp.start = m.records[0].Offset
 	}
+	now := time.Now().UnixNano()
+	for _, rec := range m.records {
+		rec.arrived = now
+	}
+	hp.gate.watch.hwm.Store(m.hwm)
 	p.stats.fetched.Add(int64(len(m.records)))
-	p.stats.lastFetch.Store(time.Now().UnixNano())
+	p.stats.lastFetch.Store(now)
 	p.updateLag()
 	c.Send(c.Parent(), &recordsFetched{records: m.records, inherited: m.inherited})
 }
@@ -148,6 +153,7 @@ func (p *clientProxy) mark(tp TopicPartition, hp *heldPartition, offset int64, m
 		return false
 	}
 	hp.committed, hp.meta = offset, meta
+	hp.gate.watch.committed.Store(offset)
 	return true
 }
 
@@ -161,8 +167,10 @@ func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWrit
 
 func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
 	p.parts[m.tp] = &heldPartition{epoch: m.epoch, gate: m.gate, committed: -1, start: -1, hwm: -1}
+	p.stats.trackPartition(m.tp, m.gate)
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
+	p.stats.gained.Add(1)
 	p.resizeGates()
 	p.log.Info().Str("partition", m.tp.String()).Msg("partition assigned")
 	c.Send(c.Parent(), &partitionAssigned{tp: m.tp, epoch: m.epoch})
@@ -201,7 +209,7 @@ func (p *clientProxy) handleRevokeTimeout(c actor.Context, m *revokeTimeout) {
 	if hp == nil || hp.epoch != m.epoch || hp.ending == nil {
 		return
 	}
-	p.log.Warn().Str("partition", m.tp.String()).Dur("waited", p.revokeTimeout).
+	p.log.Warn().Str("partition", m.tp.String()).Stringer("waited", p.revokeTimeout).
 		Msg("revoked partition still has running records; releasing it at its last watermark")
 	p.finishRevocation(m.tp, m.epoch, finalCommit{offset: hp.committed, meta: hp.meta, ok: hp.committed >= 0})
 	c.Send(c.Parent(), &revocationExpired{tp: m.tp, epoch: m.epoch})
@@ -221,6 +229,8 @@ func (p *clientProxy) handleClaimLost(c actor.Context, m *claimLost) {
 		hp.timeout()
 	}
 	delete(p.parts, m.tp)
+	p.stats.untrackPartition(m.tp, hp.gate)
+	p.stats.released.Add(1)
 	if p.lost == nil {
 		p.lost = make(map[TopicPartition]uint64)
 	}
@@ -245,6 +255,8 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 	hp.ending <- fc // buffered: the claim goroutine may have given up waiting
 	hp.timeout()
 	delete(p.parts, tp)
+	p.stats.untrackPartition(tp, hp.gate)
+	p.stats.released.Add(1)
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
 	p.resizeGates()
@@ -256,9 +268,12 @@ func (p *clientProxy) updateLag() {
 	var lag int64
 	for _, hp := range p.parts {
 		// Before the first commit, the lag counts from the first record read.
+		var l int64
 		if from := max(hp.committed, hp.start); hp.hwm >= 0 && from >= 0 && hp.hwm > from {
-			lag += hp.hwm - from
+			l = hp.hwm - from
 		}
+		hp.gate.watch.lag.Store(l)
+		lag += l
 	}
 	p.stats.lag.Store(lag)
 }
@@ -278,6 +293,7 @@ func (p *clientProxy) handleGroupStopped(c actor.Context, m *groupStopped) {
 // drain). A group still running is left without handshakes: the orchestrator
 // is going away and cannot answer them.
 func (p *clientProxy) handleStopping() {
+	p.stats.untrackAll()
 	for _, hp := range p.parts {
 		if hp.timeout != nil {
 			hp.timeout()
@@ -296,7 +312,7 @@ func (p *clientProxy) handleStopping() {
 	select {
 	case <-done:
 	case <-time.After(wait):
-		p.log.Warn().Dur("waited", wait).Msg("consumer group still connecting or closing; leaving it to finish in the background")
+		p.log.Warn().Stringer("waited", wait).Msg("consumer group still connecting or closing; leaving it to finish in the background")
 	}
 	p.stats.assigned.Store(0)
 	p.stats.lag.Store(0)

@@ -43,6 +43,9 @@ type Record struct {
 	// outOfFiles counts those of them that failed because the process ran
 	// out of file descriptors: they do not count against max_attempts.
 	outOfFiles int
+	// arrived is when the record reached the tree (unix ns), for the
+	// buffer-wait histogram.
+	arrived int64
 	// inherited marks a record that an earlier owner of the partition
 	// already finished (read from the commit metadata): it is tracked for
 	// the watermark but never run again.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // runner runs the user's handler, one record at a time. It runs the handler
@@ -22,6 +23,8 @@ type runner struct {
 	handler Handler
 	maxTime time.Duration // max_handler_time; 0 = unlimited
 	since   *atomic.Int64 // when the current handler call began (unix ns), 0 when idle: see Stats
+	// The duration histograms, nil when off (Options.Metrics).
+	handlerTime, waitTime prometheus.Observer
 }
 
 func (r *runner) Receive(c actor.Context) {
@@ -60,13 +63,33 @@ func (r *runner) run(b *runBatch) *ranRecords {
 	return &ranRecords{runner: r.id, batch: b, elapsed: time.Since(start)}
 }
 
+// finished accounts for the end of a handler call that began at start.
+func (r *runner) finished(start time.Time, w *partWatch) {
+	r.since.Store(0)
+	if w != nil {
+		w.running.Add(-1)
+	}
+	if r.handlerTime != nil {
+		r.handlerTime.Observe(time.Since(start).Seconds())
+	}
+}
+
 // ErrHandlerTimeout is the failure of a handler that ran longer than
 // max_handler_time (its context was cancelled).
 var ErrHandlerTimeout = errors.New("actors: handler exceeded max_handler_time")
 
 func (r *runner) handle(parent context.Context, rec *Record) error {
-	r.since.Store(time.Now().UnixNano())
-	defer r.since.Store(0)
+	start := time.Now()
+	r.since.Store(start.UnixNano())
+	var w *partWatch
+	if rec.gate != nil {
+		w = rec.gate.watch
+		w.running.Add(1)
+	}
+	defer r.finished(start, w)
+	if r.handlerTime != nil && rec.attempts == 0 && rec.arrived != 0 {
+		r.waitTime.Observe(float64(start.UnixNano()-rec.arrived) / 1e9)
+	}
 	if r.maxTime <= 0 {
 		return safeHandle(parent, r.handler, rec)
 	}

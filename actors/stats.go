@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Stats are a consumer's live counters. Actors write them with atomics and
@@ -36,9 +38,22 @@ type Stats struct {
 
 	kafkaErr atomic.Pointer[string] // why Kafka refuses the connection now; nil once it answers
 
+	commitErrs atomic.Int64 // errors Kafka returned for commits
+	rebalances atomic.Int64 // group sessions started
+	gained     atomic.Int64 // partitions assigned
+	released   atomic.Int64 // partitions revoked or lost
+	connErrs   [numConnErrorKinds]atomic.Int64
+
+	// Histograms, nil unless Options.Metrics: observing costs a clock read
+	// and a few atomic adds per record.
+	handlerTime prometheus.Histogram
+	waitTime    prometheus.Histogram
+	commitTime  prometheus.Histogram
+
 	mu      sync.Mutex
-	running []*atomic.Int64 // per runner: when its current handler call began (unix ns), 0 when idle
-	gaveUp  chan struct{}   // closed by giveUp; made on first use
+	parts   map[TopicPartition]*gate // held partitions, for Partitions
+	running []*atomic.Int64          // per runner: when its current handler call began (unix ns), 0 when idle
+	gaveUp  chan struct{}            // closed by giveUp; made on first use
 	fatal   error
 }
 
@@ -89,8 +104,21 @@ func (s *Stats) handlerClock(id int) *atomic.Int64 {
 	return s.running[id]
 }
 
+// setPaused shows whether the partition of gate g is paused.
+func (s *Stats) setPaused(g *gate, on bool) {
+	g.watch.paused.Store(on)
+	if on {
+		s.paused.Add(1)
+	} else {
+		s.paused.Add(-1)
+	}
+}
+
 // sessionStarted and sessionEnded follow the consumer group's sessions.
-func (s *Stats) sessionStarted() { s.inSession.Store(true) }
+func (s *Stats) sessionStarted() {
+	s.inSession.Store(true)
+	s.rebalances.Add(1)
+}
 
 func (s *Stats) sessionEnded() {
 	if s.inSession.Swap(false) {
@@ -141,6 +169,12 @@ type Snapshot struct {
 	// KafkaError says why Kafka refuses the connection now (credentials, a
 	// certificate, TLS or SASL on the wrong listener); empty once it answers.
 	KafkaError string
+	Reached    bool  // Kafka answered once
+	InSession  bool  // in a consumer group session now
+	Rebalances int64 // group sessions started
+	Gained     int64 // partitions assigned
+	Released   int64 // partitions revoked or lost
+	CommitErrs int64 // errors Kafka returned for commits
 }
 
 // Snapshot returns the current values.
@@ -155,27 +189,33 @@ func (s *Stats) Snapshot() Snapshot {
 		poll = time.Unix(0, ns)
 	}
 	return Snapshot{
-		Fetched:   s.fetched.Load(),
-		Processed: s.processed.Load(),
-		Failed:    s.failed.Load(),
-		Retries:   s.retries.Load(),
-		Skipped:   s.skipped.Load(),
-		Dead:      s.dead.Load(),
-		Inherited: s.inherited.Load(),
-		FileLimit: s.noFiles.Load(),
-		Commits:   s.commits.Load(),
-		Committed: s.committed.Load(),
-		Restarts:  s.restarts.Load(),
-		InFlight:  s.inFlight.Load(),
-		Buffered:  s.buffered.Load(),
-		Held:      s.held.Load(),
-		Paused:    s.paused.Load(),
-		Lag:       s.lag.Load(),
-		Assigned:  s.assigned.Load(),
-		LastFetch: last,
-		Moves:     s.moves.Load(),
-		LastPoll:  poll,
-		Oldest:    s.oldestHandler(),
+		Fetched:    s.fetched.Load(),
+		Processed:  s.processed.Load(),
+		Failed:     s.failed.Load(),
+		Retries:    s.retries.Load(),
+		Skipped:    s.skipped.Load(),
+		Dead:       s.dead.Load(),
+		Inherited:  s.inherited.Load(),
+		FileLimit:  s.noFiles.Load(),
+		Commits:    s.commits.Load(),
+		Committed:  s.committed.Load(),
+		Restarts:   s.restarts.Load(),
+		InFlight:   s.inFlight.Load(),
+		Buffered:   s.buffered.Load(),
+		Held:       s.held.Load(),
+		Paused:     s.paused.Load(),
+		Lag:        s.lag.Load(),
+		Assigned:   s.assigned.Load(),
+		LastFetch:  last,
+		Moves:      s.moves.Load(),
+		LastPoll:   poll,
+		Oldest:     s.oldestHandler(),
+		Reached:    s.reached.Load(),
+		InSession:  s.inSession.Load(),
+		Rebalances: s.rebalances.Load(),
+		Gained:     s.gained.Load(),
+		Released:   s.released.Load(),
+		CommitErrs: s.commitErrs.Load(),
 		KafkaError: func() string {
 			if p := s.kafkaErr.Load(); p != nil {
 				return *p
@@ -186,6 +226,7 @@ func (s *Stats) Snapshot() Snapshot {
 }
 
 // Add returns the sum of two snapshots (for totals over several consumers).
+// Reached and InSession are one consumer's: the sum leaves them false.
 func (a Snapshot) Add(b Snapshot) Snapshot {
 	last := later(a.LastFetch, b.LastFetch)
 	oldest := a.Oldest
@@ -221,6 +262,10 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		Oldest:    oldest,
 		// Consumers share the kafka section: one cause says it for all.
 		KafkaError: cmp.Or(a.KafkaError, b.KafkaError),
+		Rebalances: a.Rebalances + b.Rebalances,
+		Gained:     a.Gained + b.Gained,
+		Released:   a.Released + b.Released,
+		CommitErrs: a.CommitErrs + b.CommitErrs,
 	}
 }
 

@@ -76,6 +76,12 @@ func (s *backoffSupervisor) Receive(c actor.Context) {
 		}
 	case *drainTree:
 		s.handleDrain(c, m)
+	case *pingTree:
+		if s.child != nil && !s.stopping {
+			c.Forward(s.child)
+		} else {
+			c.Respond(&treePong{})
+		}
 	case *treeDrained:
 		if m.gen == s.gen && s.child != nil && !s.stopping {
 			s.stopChild(c)
@@ -217,7 +223,7 @@ func (s *backoffSupervisor) childGone(c actor.Context) {
 	}
 	var delay time.Duration
 	s.state, delay = s.policy.Next(s.state, time.Since(s.startedAt), rand.Float64())
-	s.spec.log.Warn().Dur("restart_in", delay).Int("failures", s.state.Failures).Msg("restarting the consumer tree")
+	s.spec.log.Warn().Stringer("restart_in", delay).Int("failures", s.state.Failures).Msg("restarting the consumer tree")
 	s.cancelT = append(s.cancelT, s.timers.SendOnce(delay, s.self, &restartTree{gen: s.gen + 1}))
 }
 

@@ -157,7 +157,7 @@ func (r *run) noticePause(now time.Time) {
 	if missed <= 0 {
 		return
 	}
-	r.log.Warn().Str("event", "swarm.manager.paused").Dur("missed", missed).Dur("supervision_interval", r.cfg.SupervisionInterval).
+	r.log.Warn().Str("event", "swarm.manager.paused").Stringer("missed", missed).Stringer("supervision_interval", r.cfg.SupervisionInterval).
 		Msg("the supervisor did not run for a while (stopped, frozen or starved): that time does not count as node silence")
 	for _, sl := range r.slots {
 		sl.forgive(missed)
@@ -262,7 +262,7 @@ func (r *run) startLater(now time.Time, sl *slot, err error) {
 	sl.startAt = now.Add(delay)
 	sl.lastExit = "did not start (the supervisor is out of resources; retrying): " + err.Error()
 	r.log.Error().Err(err).Str("event", "swarm.manager.start_failed").Int("node", sl.index).Int("attempt", sl.startFails).
-		Dur("retry_in", delay).Func(fdFields).
+		Stringer("retry_in", delay).Func(fdFields).
 		Msg("node did not start: the supervisor itself is out of resources (open files, processes or memory); " +
 			"retrying, not counted against max_restarts; raise `ulimit -n` or find what holds the supervisor's descriptors")
 }
@@ -324,7 +324,7 @@ func (r *run) exited(now time.Time, sl *slot) {
 		return
 	}
 	if !r.budget.allow(now) {
-		r.log.Error().Int("node", sl.index).Int("max_restarts", r.cfg.MaxRestarts).Dur("restart_window", r.cfg.RestartWindow).
+		r.log.Error().Int("node", sl.index).Int("max_restarts", r.cfg.MaxRestarts).Stringer("restart_window", r.cfg.RestartWindow).
 			Msg("restart budget exhausted: stopping the swarm")
 		r.stopAll(now, ErrRestartBudget)
 		return

@@ -14,12 +14,20 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // HTTP posts each record to a URL: the body is the record's value as is, and
 // the record's coordinates travel in headers (Kafka-Topic, Kafka-Partition,
 // Kafka-Offset, Kafka-Timestamp, Kafka-Key in base64, and the record's
 // headers as described at addRecordHeader).
+//
+// W3C trace context travels under its standard names, traceparent and
+// tracestate, taken from the handler's context (propagation.TraceContext):
+// actors.Start puts a record's trace context there, so the record's own
+// traceparent is forwarded as it came — or, with spans on, one naming the
+// attempt's span as the parent. The record's traceparent and tracestate
+// headers are not also sent as Kafka-Header-*.
 //
 // A 2xx answer whose body arrives whole (or is longer than maxDrain) is
 // success; 408, 429, 5xx, timeouts, connection errors and answers that break
@@ -89,8 +97,11 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 		req.Header.Set("Kafka-Key", base64.StdEncoding.EncodeToString(rec.Key))
 	}
 	for _, hd := range rec.Headers {
-		addRecordHeader(req.Header, hd)
+		if !actors.IsTraceHeader(hd.Key) { // forwarded from ctx below
+			addRecordHeader(req.Header, hd)
+		}
 	}
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("handlers: http post %s: %w", h.url, err)
@@ -173,6 +184,9 @@ func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 // arrive in the record's order; HTTP names are case-insensitive (Go's client
 // sends them canonicalized: trace-id becomes Trace-Id), so record headers
 // differing only in case arrive as repeated values of one field.
+//
+// The trace context headers (traceparent and tracestate, in any case) do not
+// come here: Handle forwards them from the context under their own names.
 func addRecordHeader(h http.Header, hd actors.Header) {
 	switch {
 	case !validHeaderName(hd.Key):

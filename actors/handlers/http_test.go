@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // rawServer answers every connection with the bytes of answer, written
@@ -249,4 +250,87 @@ func TestHTTPUnsendableHeaderNameTravelsBase64(t *testing.T) {
 	if v := h.Get("Kafka-Header-Ok"); v != "plain" {
 		t.Errorf("Kafka-Header-Ok = %q, want plain", v)
 	}
+}
+
+const (
+	traceID     = "4bf92f3577b34da6a3ce929d0e0e4736"
+	parentID    = "00f067aa0ba902b7"
+	traceparent = "00-" + traceID + "-" + parentID + "-01"
+)
+
+// Trace context travels under its standard names, from the context (where
+// actors.Start puts the record's): never as Kafka-Header-traceparent, and
+// never twice.
+func TestHTTPForwardsTraceContextUnderItsStandardNames(t *testing.T) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: mustTraceID(t, traceID), SpanID: mustSpanID(t, parentID), TraceFlags: trace.FlagsSampled, Remote: true,
+		TraceState: mustTraceState(t, "congo=t61rcWkgMzE"),
+	})
+	rec := testRecord()
+	rec.Headers = []actors.Header{
+		{Key: "traceparent", Value: []byte(traceparent)},
+		{Key: "Tracestate", Value: []byte("congo=t61rcWkgMzE")},
+		{Key: "other", Value: []byte("kept")},
+	}
+	tests := []struct {
+		name   string
+		ctx    context.Context
+		parent string // Traceparent sent; "" for none
+		state  string
+	}{
+		{"the record's trace in the context", trace.ContextWithRemoteSpanContext(context.Background(), sc), traceparent, "congo=t61rcWkgMzE"},
+		// Without it (a caller that is not actors.Start), nothing is
+		// forwarded: the record's headers are not read for it.
+		{"no trace in the context", context.Background(), "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, got := headerServer(t)
+			if err := NewHTTP(srv.URL, 5*time.Second, 1).Handle(tt.ctx, rec); err != nil {
+				t.Fatalf("Handle = %v", err)
+			}
+			h := receive(t, got, "the request")
+			if vs := h["Traceparent"]; tt.parent == "" && len(vs) != 0 || tt.parent != "" && (len(vs) != 1 || vs[0] != tt.parent) {
+				t.Errorf("Traceparent = %q, want %q", vs, tt.parent)
+			}
+			if vs := h["Tracestate"]; tt.state == "" && len(vs) != 0 || tt.state != "" && (len(vs) != 1 || vs[0] != tt.state) {
+				t.Errorf("Tracestate = %q, want %q", vs, tt.state)
+			}
+			for name := range h {
+				if l := strings.ToLower(name); strings.HasSuffix(l, "-traceparent") || strings.HasSuffix(l, "-tracestate") {
+					t.Errorf("trace context also sent as %s", name)
+				}
+			}
+			if v := h.Get("Kafka-Header-Other"); v != "kept" {
+				t.Errorf("Kafka-Header-Other = %q, want the other headers forwarded as before", v)
+			}
+		})
+	}
+}
+
+func mustTraceID(t *testing.T, s string) trace.TraceID {
+	t.Helper()
+	id, err := trace.TraceIDFromHex(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func mustSpanID(t *testing.T, s string) trace.SpanID {
+	t.Helper()
+	id, err := trace.SpanIDFromHex(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func mustTraceState(t *testing.T, s string) trace.TraceState {
+	t.Helper()
+	ts, err := trace.ParseTraceState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
 }

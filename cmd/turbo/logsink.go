@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // logSink is what turbo writes its standard error through: logs, the status
@@ -25,15 +27,22 @@ import (
 // exit summary. Zerolog's diode writer is the same idea, but its
 // Close waits for the writer goroutine without a bound (and closes the
 // wrapped file), which is the hang this type exists to avoid.
+//
+// On a terminal the sink also keeps the live status line (ShowLive,
+// HideLive) out of the way of log lines: one mutex orders both, and every
+// queued log write is framed by liveLine (see there).
 type logSink struct {
 	out   io.Writer
 	limit int // bytes queued at most
 
 	mu      sync.Mutex
 	queue   []byte
-	pending int64 // lines dropped since the last notice
-	closing bool  // Close was called: the writer returns once the queue is empty
-	exited  bool  // the writer returned: nothing more is written
+	pending int64    // lines dropped since the last notice
+	closing bool     // Close was called: the writer returns once the queue is empty
+	exited  bool     // the writer returned: nothing more is written
+	live    liveLine // the live status line, framed into the queue
+
+	json atomic.Bool // the run logs JSON: turbo's own messages are JSON too
 
 	dropped atomic.Int64
 	notice  atomic.Pointer[func(n, total int64) []byte]
@@ -60,28 +69,68 @@ func newLogSink(out io.Writer, limit int) *logSink {
 
 // SetNotice sets how the line reporting dropped lines is formatted (n since
 // the last notice, total in all), e.g. in the log's own format. The writer
-// goroutine writes it right after the lines it could write, not through the
-// queue, which may be full again by then.
+// goroutine writes it with the next batch of lines once the output moves,
+// not through the queue, which may be full again by then. f is called with
+// the sink's mutex held: it must not write to the sink.
 func (s *logSink) SetNotice(f func(n, total int64) []byte) { s.notice.Store(&f) }
 
 // Write queues p whole, or drops it when the queue is full or the writer
 // has returned; it never blocks and never fails.
 func (s *logSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
-	if s.exited || len(s.queue)+len(p) > s.limit {
+	if s.exited || len(s.queue)+len(p)+s.live.overhead() > s.limit {
 		s.pending++
 		s.mu.Unlock()
 		s.dropped.Add(1)
 		return len(p), nil
 	}
-	s.queue = append(s.queue, p...)
+	s.queue = s.live.appendLog(s.queue, p)
 	s.mu.Unlock()
+	s.signal()
+	return len(p), nil
+}
+
+// ShowLive sets the live status line and draws it (see liveLine): log lines
+// written meanwhile clear it and draw it again after them. Like Write it
+// never blocks; a redraw that does not fit the queue is skipped (the next
+// tick draws again) and counts as no dropped line.
+func (s *logSink) ShowLive(text string) {
+	s.mu.Lock()
+	if !s.exited && len(s.queue)+len(clearLine)+len(text) <= s.limit {
+		s.queue = s.live.appendShow(s.queue, text)
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+// HideLive erases the live line and draws it no more: what is written next
+// starts on a clean line.
+func (s *logSink) HideLive() {
+	s.mu.Lock()
+	if len(s.queue)+len(clearLine) <= s.limit {
+		s.queue = s.live.appendHide(s.queue)
+	} else {
+		// No room to erase it now: the next write that fits does (a shown
+		// line is cleared before any log output), and none redraws it.
+		s.live.text = ""
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *logSink) signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
-	return len(p), nil
 }
+
+// setJSON records whether the run logs JSON (newLogger does): turbo's own
+// messages on this stderr (exit summary, exit error, signal notices) follow.
+func (s *logSink) setJSON(on bool) { s.json.Store(on) }
+
+// JSON reports whether the run logs JSON.
+func (s *logSink) JSON() bool { return s.json.Load() }
 
 // Dropped returns how many writes were dropped in all.
 func (s *logSink) Dropped() int64 { return s.dropped.Load() }
@@ -95,10 +144,14 @@ func (s *logSink) loop() {
 	for {
 		s.mu.Lock()
 		buf, s.queue = s.queue, buf[:0]
-		pending := s.pending
-		if len(buf) > 0 {
+		if len(buf) > 0 && s.pending > 0 {
+			// Say what was lost since the last batch, right after the lines
+			// that could be queued, and framed like them: it goes out with
+			// this batch, not through the queue, which may be full again by
+			// then.
+			buf = s.live.appendLog(buf, (*s.notice.Load())(s.pending, s.dropped.Load()))
 			s.pending = 0
-		} else if s.closing {
+		} else if len(buf) == 0 && s.closing {
 			s.exited = true
 			s.mu.Unlock()
 			return
@@ -111,10 +164,6 @@ func (s *logSink) loop() {
 		// A write error (EPIPE: the reader is gone) loses these lines like a
 		// full queue would; there is nobody left to tell.
 		_, _ = s.out.Write(buf)
-		if pending > 0 {
-			// The output moved again: say what was lost meanwhile.
-			_, _ = s.out.Write((*s.notice.Load())(pending, s.dropped.Load()))
-		}
 	}
 }
 
@@ -139,4 +188,18 @@ func (s *logSink) Close(timeout time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// ownJSON returns a logger for turbo's own messages on w (the exit summary,
+// the exit error, signal notices) when the run logs JSON, so that every
+// line of standard error is then a JSON object; ok is false when they are
+// plain text (console logs, or before the configuration is read: usage
+// errors). These messages are written whatever log.level says, like their
+// plain form.
+func ownJSON(w io.Writer) (log zerolog.Logger, ok bool) {
+	s, isSink := w.(*logSink)
+	if !isSink || !s.JSON() {
+		return zerolog.Nop(), false
+	}
+	return zerolog.New(s).With().Timestamp().Logger(), true
 }

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/supervisor"
 )
@@ -95,14 +96,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 			case stopGracefully:
 				cancel()
 			case alreadyStopping:
-				fmt.Fprintf(stderr, "turbo: %s again: already stopping\n", sig)
+				tellSignal(stderr, sig, fmt.Sprintf("turbo: %s again: already stopping", sig), "already stopping")
 			case stopNow:
 				if f := onSecond.Load(); f != nil {
 					(*f)()
-					fmt.Fprintln(stderr, "turbo: second signal, killing every node")
+					tellSignal(stderr, sig, "turbo: second signal, killing every node", "second signal, killing every node")
 					return
 				}
-				fmt.Fprintln(stderr, "turbo: second signal, exiting now")
+				tellSignal(stderr, sig, "turbo: second signal, exiting now", "second signal, exiting now")
 				exitNow(stderr, exitFailure)
 			}
 		}
@@ -132,16 +133,29 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 var errUsage = errors.New("usage")
 
 func exitCode(err error, stderr io.Writer) int {
+	code := exitFailure
 	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, errHelp):
+	case err == nil, errors.Is(err, errHelp):
 		return exitOK
 	case errors.Is(err, errUsage), errors.Is(err, config.ErrInvalid):
-		fmt.Fprintf(stderr, "turbo: %v\n", err)
-		return exitUsage
-	default:
-		fmt.Fprintf(stderr, "turbo: %v\n", err)
-		return exitFailure
+		code = exitUsage
 	}
+	// An error before the configuration is read (a usage error) is plain
+	// text: the log format is not known yet.
+	if log, ok := ownJSON(stderr); ok {
+		log.WithLevel(zerolog.ErrorLevel).Str(zerolog.ErrorFieldName, err.Error()).Int("exit_code", code).Msg("exiting")
+	} else {
+		fmt.Fprintf(stderr, "turbo: %v\n", err)
+	}
+	return code
+}
+
+// tellSignal says what a signal did: plain is the text line, msg the
+// message of the JSON object written instead when the run logs JSON.
+func tellSignal(stderr io.Writer, sig os.Signal, plain, msg string) {
+	if log, ok := ownJSON(stderr); ok {
+		log.WithLevel(zerolog.WarnLevel).Str("signal", sig.String()).Msg(msg)
+		return
+	}
+	fmt.Fprintln(stderr, plain)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/supervisor"
+	"github.com/turbokafka/turbo/supervisor/web"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -77,6 +78,22 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		kafka.Brokers = b.Addrs()
 	}
 
+	// Metrics, health and status: served on http.listen by a process of its
+	// own; a swarm node reports them to its supervisor, which serves them
+	// (the nodes share its configuration, and its port).
+	obs := newObserver()
+	observe := cfg.HTTP.Listen != ""
+	if observe && o.node == nil {
+		srv, err := web.Start(web.Options{Addr: cfg.HTTP.Listen, Key: "http.listen", Gatherer: obs.reg, Source: obs, Log: log})
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+	}
+	if n := o.node; n != nil {
+		n.obs, n.observe, n.log = obs, observe, log
+	}
+
 	// A node joins its supervisor before consuming: the join's hook is where
 	// user code creates its connections, and from here on the node reports.
 	var lost <-chan struct{}
@@ -91,6 +108,11 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		lost = link.Lost()
 	}
 
+	tp, stopTracing, tracingErr := startTracing(cfg.Tracing, log)
+	if tracingErr != nil {
+		return tracingErr
+	}
+	defer stopTracing() // after stopAll below: the last attempts' spans are queued by then
 	sys := actors.NewSystem(log)
 	var consumers []*actors.Consumer
 	stopAll := func() error {
@@ -110,10 +132,14 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		if err == nil {
 			var c *actors.Consumer
 			c, err = actors.Start(sys, actors.Options{
-				Consumer: cc, Kafka: kafka, ShutdownTimeout: cfg.ShutdownTimeout, Handler: h, Logger: log,
+				Consumer: cc, Kafka: kafka, ShutdownTimeout: cfg.ShutdownTimeout, Handler: h, Logger: log, Metrics: observe,
+				TracerProvider: tp,
 			})
 			if err == nil {
 				consumers = append(consumers, c)
+				err = obs.add(c, cc)
+			}
+			if err == nil {
 				if o.node != nil {
 					o.node.add(c)
 				}
@@ -170,6 +196,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	// watcher's Kafka calls have short timeouts, but nothing waits for them
 	// before the consumers are stopped.
 	stopWatching()
+	obs.stop()
 	err := stopAll()
 	bg.Wait()
 	status.summary(time.Since(start))
@@ -207,7 +234,7 @@ func startEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger) 
 			return nil, err
 		}
 		log.Info().Int("records", e.Seed.Records).Int("keys", e.Seed.Keys).Str("topic", e.Seed.Topic).
-			Dur("took", time.Since(t)).Msg("seeded demo records")
+			Str("took", time.Since(t).String()).Msg("seeded demo records")
 	}
 	return b, nil
 }
@@ -228,6 +255,11 @@ func reportDroppedLines(w io.Writer, l config.Log, fields func(zerolog.Context) 
 }
 
 func newLogger(l config.Log, w io.Writer) zerolog.Logger {
+	if s, ok := w.(*logSink); ok {
+		// turbo's own lines on this stderr (exit summary and error, signal
+		// notices) follow the log's format; the live line is off in JSON.
+		s.setJSON(l.Format == config.LogJSON)
+	}
 	level, err := zerolog.ParseLevel(string(l.Level))
 	if err != nil {
 		level = zerolog.InfoLevel

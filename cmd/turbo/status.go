@@ -9,6 +9,14 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors"
+	"golang.org/x/term"
+)
+
+// Status intervals: the live line redraws often enough to look live, the
+// logged status is a heartbeat for whoever reads the log.
+const (
+	liveInterval   = 250 * time.Millisecond
+	loggedInterval = 10 * time.Second
 )
 
 // status shows progress: a live line on a terminal, a periodic log line
@@ -17,25 +25,32 @@ type status struct {
 	out       io.Writer
 	log       zerolog.Logger
 	consumers []*actors.Consumer
-	tty       bool
+	interval  time.Duration
+	// live draws the live line, nil when the status is logged instead.
+	live *logSink
+	// width is the terminal's width in columns (0: not known).
+	width func() int
 }
 
-// newStatus draws a live line only when live and out is a terminal: swarm
-// nodes share their supervisor's terminal, so they log instead.
+// newStatus draws a live line only when live, out is the process's
+// standard error sink over a terminal, and the log is not JSON (every line
+// is then a JSON object: the status is logged). Swarm nodes share their
+// supervisor's terminal, so they log instead.
 func newStatus(out io.Writer, log zerolog.Logger, consumers []*actors.Consumer, live bool) *status {
-	return &status{out: out, log: log, consumers: consumers, tty: live && isTerminal(out)}
-}
-
-func isTerminal(w io.Writer) bool {
-	if s, ok := w.(*logSink); ok {
-		w = s.Underlying()
+	s := &status{out: out, log: log, consumers: consumers, interval: loggedInterval}
+	if sink, ok := out.(*logSink); ok && live && !sink.JSON() {
+		if f, ok := sink.Underlying().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			s.live, s.interval = sink, liveInterval
+			s.width = func() int {
+				w, _, err := term.GetSize(int(f.Fd()))
+				if err != nil {
+					return 0
+				}
+				return w
+			}
+		}
 	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return s
 }
 
 func (s *status) total() actors.Snapshot {
@@ -47,31 +62,22 @@ func (s *status) total() actors.Snapshot {
 }
 
 func (s *status) run(ctx context.Context) {
-	interval := 10 * time.Second
-	if s.tty {
-		interval = 250 * time.Millisecond
-	}
-	t := time.NewTicker(interval)
+	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	last, lastAt := s.total(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
-			if s.tty {
-				fmt.Fprint(s.out, "\r\033[K")
+			if s.live != nil {
+				s.live.HideLive()
 			}
 			return
 		case now := <-t.C:
 			cur := s.total()
 			rate := float64(cur.Processed-last.Processed) / now.Sub(lastAt).Seconds()
 			last, lastAt = cur, now
-			if s.tty {
-				kafka := ""
-				if cur.KafkaError != "" {
-					kafka = "  kafka: " + cur.KafkaError
-				}
-				fmt.Fprintf(s.out, "\r\033[K%8.0f rec/s  processed %d  in flight %d  buffered %d  lag %d  committed %d  partitions %d%s",
-					rate, cur.Processed, cur.InFlight, cur.Buffered, cur.Lag, cur.Committed, cur.Assigned, kafka)
+			if s.live != nil {
+				s.live.ShowLive(oneRow(liveText(rate, cur), s.width()))
 				continue
 			}
 			ev := s.log.Info().Float64("records_per_s", rate).Int64("processed", cur.Processed).Int64("failed", cur.Failed).
@@ -85,15 +91,41 @@ func (s *status) run(ctx context.Context) {
 	}
 }
 
-// summary writes the exit summary. out never blocks in the real process (a
-// logSink), so a stderr nobody reads cannot hold the exit; the lines it
-// dropped are counted here.
+// liveText is the live status line.
+func liveText(rate float64, cur actors.Snapshot) string {
+	kafka := ""
+	if cur.KafkaError != "" {
+		kafka = "  kafka: " + cur.KafkaError
+	}
+	return fmt.Sprintf("%8.0f rec/s  processed %d  in flight %d  buffered %d  lag %d  committed %d  partitions %d%s",
+		rate, cur.Processed, cur.InFlight, cur.Buffered, cur.Lag, cur.Committed, cur.Assigned, kafka)
+}
+
+// summary writes the exit summary: a JSON object when the run logs JSON
+// (with the run's fields, e.g. the node), else one human line. out never
+// blocks in the real process (a logSink), so a stderr nobody reads cannot
+// hold the exit; the lines it dropped are counted here.
 func (s *status) summary(elapsed time.Duration) {
 	t := s.total()
-	dropped := ""
-	if ls, ok := s.out.(*logSink); ok && ls.Dropped() > 0 {
-		dropped = fmt.Sprintf("; %d lines of standard error dropped (not read fast enough)", ls.Dropped())
+	var dropped int64
+	if ls, ok := s.out.(*logSink); ok {
+		dropped = ls.Dropped()
+	}
+	rate := float64(t.Processed) / elapsed.Seconds()
+	if _, json := ownJSON(s.out); json {
+		// Log, not Info: the summary is written whatever log.level says,
+		// like its plain form.
+		s.log.Log().Str(zerolog.LevelFieldName, zerolog.InfoLevel.String()).
+			Int64("processed", t.Processed).Stringer("elapsed", elapsed.Round(time.Millisecond)).
+			Float64("records_per_s", rate).Int64("committed", t.Committed).Int64("failed_attempts", t.Failed).
+			Int64("retries", t.Retries).Int64("skipped", t.Skipped).Int64("dead_lettered", t.Dead).
+			Int64("restarts", t.Restarts).Int64("dropped_lines", dropped).Msg("exit summary")
+		return
+	}
+	note := ""
+	if dropped > 0 {
+		note = fmt.Sprintf("; %d lines of standard error dropped (not read fast enough)", dropped)
 	}
 	fmt.Fprintf(s.out, "turbo: processed %d records in %s (%.0f rec/s); committed %d; failed attempts %d, retries %d, skipped %d, dead-lettered %d, restarts %d%s\n",
-		t.Processed, elapsed.Round(time.Millisecond), float64(t.Processed)/elapsed.Seconds(), t.Committed, t.Failed, t.Retries, t.Skipped, t.Dead, t.Restarts, dropped)
+		t.Processed, elapsed.Round(time.Millisecond), rate, t.Committed, t.Failed, t.Retries, t.Skipped, t.Dead, t.Restarts, note)
 }

@@ -72,6 +72,11 @@ type nodeRun struct {
 	cfg     *config.Config
 	started time.Time
 
+	obs     *observer // set before the node joins its supervisor
+	observe bool      // http.listen is set: the supervisor serves the node's metrics and status
+	log     zerolog.Logger
+	warned  bool // a report went without its metrics or status (warned once); report runs on one goroutine
+
 	mu        sync.Mutex
 	consumers []*actors.Consumer
 }
@@ -104,9 +109,21 @@ func (n *nodeRun) report() *swarmpb.Report {
 		health[i] = supervisor.ConsumerHealth{Stats: c.Stats(), MaxHandlerTime: n.cfg.Consumers[i].MaxHandlerTime}
 	}
 	n.mu.Unlock()
-	return supervisor.BuildReport(time.Now(), n.started, health, supervisor.HealthLimits{
+	r := supervisor.BuildReport(time.Now(), n.started, health, supervisor.HealthLimits{
 		PollStall: max(n.cfg.Swarm.NodeReportTimeout, supervisor.PollStallFloor), Grace: n.cfg.ShutdownTimeout,
 	})
+	ready := n.obs.Ready()
+	r.Ready, r.ReadyDetail = ready.OK, ready.Reason
+	if n.observe {
+		m, merr := n.obs.encodeMetrics()
+		s, serr := n.obs.encodeStatus()
+		r.Metrics, r.StatusJson = m, s
+		if err := errors.Join(merr, serr); err != nil && !n.warned {
+			n.warned = true
+			n.log.Warn().Err(err).Msg("the node's reports go without what does not fit (warned once)")
+		}
+	}
+	return r
 }
 
 var errSupervisorGone = errors.New("the swarm supervisor is gone")

@@ -69,7 +69,7 @@ func Start(o Options) (*Server, error) {
 		return nil, err
 	}
 	log.Info().Str("addr", s.Addr()).Int("max_connections", lim.MaxConns).
-		Dur("idle_timeout", lim.Idle).Msg("http listening: /metrics /healthz /readyz /status, console on /")
+		Stringer("idle_timeout", lim.Idle).Msg("http listening: /metrics /healthz /readyz /status, console on /")
 	return s, nil
 }
 

@@ -169,7 +169,9 @@ func TestStatusEmpty(t *testing.T) {
 	if err := json.Unmarshal(body, &st); err != nil || st.Time.IsZero() {
 		t.Errorf("/status time %v (%v), want the serving time", st.Time, err)
 	}
+	src.mu.Lock()
 	src.status = Status{}
+	src.mu.Unlock()
 	if _, body := get(t, "GET", url+"/status"); !strings.Contains(string(body), `"consumers":[]`) {
 		t.Errorf("/status = %s, want consumers []", body)
 	}

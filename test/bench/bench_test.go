@@ -181,6 +181,33 @@ func BenchmarkNoop(b *testing.B) {
 	}
 }
 
+// BenchmarkMetricsCost: what observing costs — the no-op pipeline with
+// http.listen off and on (histograms observed per record, /metrics scraped
+// every second), key ordering, the two taking turns rounds times; the
+// target is within 5 %.
+func BenchmarkMetricsCost(b *testing.B) {
+	s := sizes()
+	j := newTopic(b, brokers(b), "metrics", s.noopRecords, uniformKeys(1000))
+	j.concurrency = 16
+	scenario := fmt.Sprintf("metrics cost, no-op: %s records, 1,000 keys, 8 partitions, concurrency 16, key ordering (median of %d, taking turns)",
+		thousands(float64(s.noopRecords)), max(s.rounds, 3))
+	peers := []peer{turbo(config.OrderingKey), turboObserved(config.OrderingKey)}
+	for range b.N {
+		runs := make([][]outcome, len(peers))
+		for range max(s.rounds, 3) {
+			for i, p := range peers {
+				runs[i] = append(runs[i], runPeer(b, p, j, limits{cap: runCap}))
+			}
+		}
+		off, on := medianOutcome(runs[0]), medianOutcome(runs[1])
+		record(row(scenario, peers[0].name, off, 1, "metrics off"))
+		onVsOff := ratio(on, off)
+		record(row(scenario, peers[1].name, on, onVsOff, "metrics off"))
+		b.ReportMetric(onVsOff, "x-metrics-off")
+		judge("no-op with metrics on ≥ 0.95× metrics off", onVsOff > 0, onVsOff >= 0.95, "%.3f×", onVsOff)
+	}
+}
+
 // BenchmarkIOBound: records that wait (a sleep) rather than compute, key
 // ordering. The seed's demo — 1,000 records, 100 keys, 100 ms each, 10 at a
 // time: ideal 10 s — and a wider one: 20,000 records, 2,000 keys, 20 ms,

@@ -3,6 +3,8 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +58,45 @@ func turbo(o config.Ordering) peer {
 	}}
 }
 
+// turboObserved is turbo with http.listen on: the histograms observed per
+// record, and /metrics scraped every second while it runs, as Prometheus
+// would.
+func turboObserved(o config.Ordering) peer {
+	return peer{name: "turbo " + string(o) + " + metrics", command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
+		addr := testkit.FreeAddr(b)
+		cfg := turboConfigWith(b, j, group, o, j.concurrency, fmt.Sprintf("http:\n  listen: %q\n", addr))
+		scrapeWhileUp(b, "http://"+addr+"/metrics")
+		return exec.Command(testkit.Binary(b), "run", "--config", cfg), nil
+	}}
+}
+
+// scrapeWhileUp GETs url every second until the benchmark ends.
+func scrapeWhileUp(b *testing.B, url string) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		client := &http.Client{Timeout: 2 * time.Second}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if resp, err := client.Get(url); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		}
+	}()
+	b.Cleanup(func() {
+		close(stop)
+		<-done
+	})
+}
+
 // turboSwarm is `turbo swarm --nodes nodes`, key ordering, the job's
 // concurrency split among the nodes (each node is a `turbo run` of the same
 // file, so a node's concurrency is the file's).
@@ -75,6 +116,12 @@ func turboSwarm(nodes int) peer {
 // built-in noop, sleep (I/O-bound work) or hash (CPU-bound work: SHA-256
 // over N bytes per record) handler.
 func turboConfig(b *testing.B, j job, group string, o config.Ordering, concurrency int) string {
+	b.Helper()
+	return turboConfigWith(b, j, group, o, concurrency, "")
+}
+
+// turboConfigWith is turboConfig with extra top-level YAML appended.
+func turboConfigWith(b *testing.B, j job, group string, o config.Ordering, concurrency int, extra string) string {
 	b.Helper()
 	handler := "{type: noop}"
 	switch {
@@ -96,7 +143,7 @@ consumers:
 shutdown_timeout: 30s
 log:
   level: warn
-`, strings.Join(j.brokers, ", "), group, j.topic, o, concurrency, commitInterval, handler)
+%s`, strings.Join(j.brokers, ", "), group, j.topic, o, concurrency, commitInterval, handler, extra)
 	path := filepath.Join(b.TempDir(), "app.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		b.Fatal(err)

@@ -165,9 +165,7 @@ func Dev(t testing.TB, extra ...string) string {
 	p := Start(t, nil, append([]string{"dev", "--listen", addr}, extra...)...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+		if Reachable(addr) {
 			return addr
 		}
 		select {
@@ -180,6 +178,16 @@ func Dev(t testing.TB, extra ...string) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Reachable reports whether something accepts TCP connections on addr.
+func Reachable(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // Cluster returns the address of a broker that turbo processes reach, with

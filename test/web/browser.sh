@@ -209,12 +209,12 @@ promtool)
 env)
 	rc=0
 	if chromium=$(need_chromium); then
-		printf 'TURBO_TEST_CHROMIUM=%s\n' "$chromium"
+		printf 'TURBO_TEST_CHROMIUM=%q\n' "$chromium"
 	else
 		rc=$?
 	fi
 	if promtool=$(need_promtool); then
-		printf 'TURBO_TEST_PROMTOOL=%s\n' "$promtool"
+		printf 'TURBO_TEST_PROMTOOL=%q\n' "$promtool"
 	else
 		prc=$?
 		[[ $prc -eq 3 ]] || rc=$prc

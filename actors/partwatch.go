@@ -1,0 +1,115 @@
+package actors
+
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// partWatch is what one partition assignment shows to observers (/status,
+// /metrics): the actors that own each value write it with an atomic store
+// as it changes, and readers copy them at any time. It lives on the
+// assignment's gate, which every actor handling the partition already holds.
+type partWatch struct {
+	committed atomic.Int64 // offset last marked for commit, -1 if none (proxy)
+	hwm       atomic.Int64 // high watermark of the last fetch, -1 if unknown (proxy)
+	lag       atomic.Int64 // records between the committed offset and the high watermark (proxy)
+	running   atomic.Int64 // records in a handler now (runners)
+	paused    atomic.Bool  // not fetched now: its share of the budget is used up (claim)
+	oldest    atomic.Int64 // unix ns: when the oldest unfinished record arrived, 0 if none (offset controller)
+}
+
+func newPartWatch() *partWatch {
+	w := &partWatch{}
+	w.committed.Store(-1)
+	w.hwm.Store(-1)
+	return w
+}
+
+// PartitionStats is a point-in-time copy of one held partition's state.
+type PartitionStats struct {
+	TopicPartition
+	Committed     int64 // the offset committed (the next record to read), -1 before the first commit
+	HighWatermark int64 // the partition's high watermark at the last fetch, -1 before it
+	Lag           int64 // records between Committed (or the first record read) and HighWatermark
+	InFlight      int64 // its records in a handler now
+	Buffered      int64 // its records fetched and waiting (for a runner, a retry or their key)
+	Paused        bool  // not fetched now: its share of the budget is used up
+	// OldestUnfinished is when the oldest of its records that has not
+	// finished arrived (zero when none is unfinished): the committed offset
+	// cannot pass it, so a growing age means a stuck key.
+	OldestUnfinished time.Time
+}
+
+// trackPartition shows a newly assigned partition in Stats.Partitions.
+func (s *Stats) trackPartition(tp TopicPartition, g *gate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parts == nil {
+		s.parts = make(map[TopicPartition]*gate)
+	}
+	s.parts[tp] = g
+}
+
+// untrackPartition removes a partition that is no longer held (unless a
+// newer assignment of it replaced the gate already).
+func (s *Stats) untrackPartition(tp TopicPartition, g *gate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parts[tp] == g {
+		delete(s.parts, tp)
+	}
+}
+
+// untrackAll forgets every partition (the tree is torn down).
+func (s *Stats) untrackAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.parts)
+}
+
+// Partitions returns the held partitions' state, sorted by topic and
+// partition.
+func (s *Stats) Partitions() []PartitionStats {
+	type held struct {
+		tp TopicPartition
+		g  *gate
+	}
+	s.mu.Lock()
+	all := make([]held, 0, len(s.parts))
+	for tp, g := range s.parts {
+		all = append(all, held{tp, g})
+	}
+	s.mu.Unlock()
+	out := make([]PartitionStats, len(all))
+	for i, h := range all {
+		out[i] = h.g.stats(h.tp) // outside s.mu: it takes the gate's lock
+	}
+	slices.SortFunc(out, func(a, b PartitionStats) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+// stats copies the partition's state: the watch's values, and from the
+// gate's credits the records it holds in the pipeline.
+func (g *gate) stats(tp TopicPartition) PartitionStats {
+	w := g.watch
+	p := PartitionStats{
+		TopicPartition: tp,
+		Committed:      w.committed.Load(),
+		HighWatermark:  w.hwm.Load(),
+		Lag:            w.lag.Load(),
+		InFlight:       max(w.running.Load(), 0),
+		Paused:         w.paused.Load(),
+	}
+	g.mu.Lock()
+	inPipeline := int64(g.cap - g.avail)
+	g.mu.Unlock()
+	p.Buffered = max(inPipeline-p.InFlight, 0)
+	if ns := w.oldest.Load(); ns != 0 {
+		p.OldestUnfinished = time.Unix(0, ns)
+	}
+	return p
+}

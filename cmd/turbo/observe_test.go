@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/supervisor/web"
+	"github.com/turbokafka/turbo/test/testkit"
+)
+
+// Done means 2, liveness: a handler that ignores its cancellation turns
+// /healthz to 503 once it has run for max_handler_time plus
+// shutdown_timeout, and says why.
+func TestLivenessFailsWhenAHandlerIgnoresCancellation(t *testing.T) {
+	const maxHandler, shutdown = 300 * time.Millisecond, time.Second
+	topic := testkit.TopicName("live")
+	brokers := testkit.Broker(t, 1, topic)
+	testkit.Produce(t, brokers, topic, 1, 1)
+	hold := make(chan struct{})
+	defer close(hold)
+	began := make(chan time.Time, 1)
+	deaf := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		select {
+		case began <- time.Now():
+		default:
+		}
+		<-hold // ignores ctx
+		return nil
+	})
+	cc := config.DefaultConsumer("deaf")
+	cc.Topics = []string{topic}
+	cc.Group = "g-" + topic
+	cc.MaxHandlerTime = maxHandler
+	log := testkit.Logger(t)
+	c, err := actors.Start(actors.NewSystem(log), actors.Options{
+		Consumer: cc, Kafka: testkit.Kafka(t, brokers), ShutdownTimeout: shutdown, Handler: deaf, Logger: log, Metrics: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(context.Background()) // abandons the deaf handler, bounded by shutdown
+	obs := newObserver()
+	if err := obs.add(c, cc); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := web.Start(web.Options{Addr: "127.0.0.1:0", Key: "http.listen", Gatherer: obs.reg, Source: obs, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+
+	healthz := "http://" + srv.Addr() + "/healthz"
+	var start time.Time
+	select {
+	case start = <-began:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the handler never ran")
+	}
+	if code, _ := probeOnce(t, healthz); code != http.StatusOK {
+		t.Errorf("/healthz = %d while the handler is within its time, want 200", code)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var reason string
+	for {
+		code, r := probeOnce(t, healthz)
+		if code == http.StatusServiceUnavailable {
+			reason = r
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz still %d 30 s after the handler began", code)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	t.Logf("FIGURES /healthz 503 %s after the deaf handler began (max_handler_time %s + shutdown_timeout %s): %q",
+		took.Round(time.Millisecond), maxHandler, shutdown, reason)
+	if took < maxHandler+shutdown {
+		t.Errorf("/healthz failed after %s, before max_handler_time + shutdown_timeout (%s)", took, maxHandler+shutdown)
+	}
+	if took > maxHandler+shutdown+3*time.Second {
+		t.Errorf("/healthz took %s to fail, want about %s", took, maxHandler+shutdown)
+	}
+	if !strings.Contains(reason, "consumer deaf") || !strings.Contains(reason, "ignoring its cancellation") {
+		t.Errorf("reason %q does not say which consumer and why", reason)
+	}
+}
+
+func probeOnce(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var c web.Check
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		t.Fatalf("GET %s: decoding %v", url, err)
+	}
+	return resp.StatusCode, c.Reason
+}

@@ -1,0 +1,16 @@
+// Package observe tests what a running turbo shows on http.listen: its
+// Prometheus metrics, readiness and liveness, against the real binary.
+package observe
+
+import (
+	"os"
+	"testing"
+
+	"github.com/turbokafka/turbo/test/testkit"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testkit.RemoveBinary()
+	os.Exit(code)
+}
