@@ -166,6 +166,9 @@ func decodeStruct(key string, raw any, dst reflect.Value) error {
 	slices.Sort(names)
 	for _, k := range names {
 		if !slices.Contains(known, k) {
+			if msg, ok := replacedKeys[joinKey(key, k)]; ok {
+				return fieldErr(joinKey(key, k), msg)
+			}
 			msg := unknownKeyMsg
 			if s := suggest(k, known); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)

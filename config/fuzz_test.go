@@ -36,7 +36,7 @@ func FuzzLoad(f *testing.F) {
 		"consumers: [{name: a, topics: [t], max_buffered: 9223372036854775807, commit_interval: 1ns}]",
 		"kafka: {brokers: [embedded], embedded: {partitions: 1e9}}\nconsumers: [{name: a, topics: [t]}]",
 		"swarm: {supervision_interval: 1ns, node_report_interval: 1ns, node_report_timeout: 2ns}\nconsumers: [{name: a, topics: [t]}]",
-		"swarm: {node_report_interval: 100ms, node_report_timeout: 300ms, liveness_listen: not an address}\nconsumers: [{name: a, topics: [t]}]",
+		"swarm: {node_report_interval: 100ms, node_report_timeout: 300ms, liveness_listen: not an address}\nhttp: {listen: \"::1:9100\"}\nconsumers: [{name: a, topics: [t]}]",
 		"consumers: [{name: a, topics: [\"a b\", \"..\", \"t\\nx\"]}]",
 		"kafka: {brokers: [no-port, EMBEDDED], version: 0.10.2.0}\nconsumers: [{name: a, topics: [t], concurrency: \"4\"}]",
 		"consumers: [{name: a, topics: [t], handler: {type: http, url: \"http://127.0.0.1:99999/x\"}}]",

@@ -131,8 +131,13 @@ func TestLoadRejectsHostile(t *testing.T) {
 			want: "config: TURBO_KAFKA_BROKER: the environment variable names no configuration key (did you mean TURBO_KAFKA_BROKERS?)"},
 		{name: "env for a section", content: top, env: map[string]string{"TURBO_LOG": "debug"},
 			want: "config: TURBO_LOG: the environment variable names no configuration key"},
-		{name: "liveness_listen", content: top + "swarm: {liveness_listen: not an address}\n",
-			want: `config: swarm.liveness_listen: must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:8080 or :8080 (got "not an address")`},
+		{name: "http.listen", content: top + "http: {listen: not an address}\n",
+			want: `config: http.listen: must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:9100 or :9100 (got "not an address")`},
+		// Issue 13: the swarm's liveness listener became http.listen.
+		{name: "liveness_listen replaced", content: top + "swarm: {liveness_listen: \"127.0.0.1:8080\"}\n",
+			want: `config: swarm.liveness_listen: replaced by http.listen (the same /healthz and /status, plus /metrics, /readyz and the console); move the address there`},
+		{name: "liveness_listen replaced, env", content: top, env: map[string]string{"TURBO_SWARM_LIVENESS_LISTEN": ":8080"},
+			want: `config: TURBO_SWARM_LIVENESS_LISTEN: swarm.liveness_listen: replaced by http.listen (the same /healthz and /status, plus /metrics, /readyz and the console); move the address there`},
 		{name: "group_instance_id ..", content: top + "kafka: {group_instance_id: \"..\"}\n",
 			want: `config: kafka.group_instance_id: must be 1 to 240 characters of [0-9a-zA-Z._-], not . or .. (got "..")`},
 
@@ -202,7 +207,8 @@ consumers:
      handler: {type: http, url: "http://h:65535/x", timeout: 24h}}
 shutdown_timeout: 1h
 swarm: {max_restarts: 10000, memory_limit: 16TiB, node_report_interval: 8h, node_report_timeout: 24h,
-        node_restart_timeout: 24h, supervision_interval: 24h, restart_window: 24h, liveness_listen: ":1"}
+        node_restart_timeout: 24h, supervision_interval: 24h, restart_window: 24h}
+http: {listen: ":1"}
 `,
 		`kafka: {brokers: ["k:1"], embedded: {partitions: 1, seed: {records: 0, keys: 1}}}
 consumers:

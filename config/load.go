@@ -273,6 +273,9 @@ func unknownEnv(raw map[string]any, vars map[string]string, known map[string]boo
 		if known[name] || !slices.Contains(words, first) {
 			continue
 		}
+		if key, msg, ok := replacedEnv(name); ok {
+			return fieldErr(name, fmt.Sprintf("%s: %s", key, msg))
+		}
 		msg := "the environment variable names no configuration key"
 		consumers, _ := raw["consumers"].([]any)
 		if idx, ok := envIndex(rest, "CONSUMERS_"); ok && idx >= len(consumers) {

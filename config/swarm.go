@@ -31,9 +31,9 @@ type Swarm struct {
 	// MemoryLimit is the resident memory a node may use (0 = no limit):
 	// above it for three samples in a row, the node is restarted.
 	MemoryLimit ByteSize `mapstructure:"memory_limit"`
-	// LivenessListen is an address (host:port) serving GET /healthz and
-	// GET /status; empty disables it.
-	LivenessListen string `mapstructure:"liveness_listen"`
+	// The supervisor's HTTP listener (/metrics, /healthz, /readyz,
+	// /status, the console) is http.listen; swarm.liveness_listen, its
+	// predecessor, is refused with a message naming it (replacedKeys).
 }
 
 // DefaultSwarm returns the swarm defaults.
@@ -79,10 +79,6 @@ func (s *Swarm) validate() error {
 	}
 	if s.MemoryLimit != 0 && (s.MemoryLimit < minMemoryLimit || s.MemoryLimit > MaxMemoryLimit) {
 		return fieldErr("swarm.memory_limit", fmt.Sprintf("must be 0 (off) or between %s and %s (got %s)", minMemoryLimit, MaxMemoryLimit, s.MemoryLimit))
-	}
-	if s.LivenessListen != "" && !validHostPort(s.LivenessListen, true) {
-		// The supervisor failed on it only when listening, with exit 1.
-		return fieldErr("swarm.liveness_listen", fmt.Sprintf("must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:8080 or :8080 (got %s)", quoteValue(s.LivenessListen)))
 	}
 	return nil
 }

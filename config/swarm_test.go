@@ -17,7 +17,6 @@ func TestSwarmSectionLoads(t *testing.T) {
   max_restarts: 0
   restart_window: 1m
   memory_limit: 512MiB
-  liveness_listen: 127.0.0.1:9100
 `), noEnv)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -25,7 +24,7 @@ func TestSwarmSectionLoads(t *testing.T) {
 	want := Swarm{
 		Nodes: 4, NodeReportInterval: 2 * time.Second, NodeReportTimeout: 7 * time.Second,
 		SupervisionInterval: 250 * time.Millisecond, RestartWindow: time.Minute,
-		MemoryLimit: 512 * MiB, LivenessListen: "127.0.0.1:9100",
+		MemoryLimit: 512 * MiB,
 	}
 	if got.Swarm != want {
 		t.Errorf("swarm = %+v, want %+v", got.Swarm, want)

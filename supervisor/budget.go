@@ -13,16 +13,28 @@ type restartBudget struct {
 // allow records a restart at now and reports whether it fits the budget.
 // A refused restart is not recorded.
 func (b *restartBudget) allow(now time.Time) bool {
-	cut := 0
-	for cut < len(b.times) && now.Sub(b.times[cut]) >= b.window {
-		cut++
-	}
-	b.times = append(b.times[:0], b.times[cut:]...)
+	b.times = append(b.times[:0], b.times[b.expired(now):]...)
 	if len(b.times) >= b.max {
 		return false
 	}
 	b.times = append(b.times, now)
 	return true
+}
+
+// remaining is how many restarts allow would still grant at now, one after
+// the other (turbo_swarm_restart_budget_remaining): max less the restarts
+// within the window. It changes nothing.
+func (b *restartBudget) remaining(now time.Time) int {
+	return max(b.max-(len(b.times)-b.expired(now)), 0)
+}
+
+// expired is how many of the oldest restarts have left the window at now.
+func (b *restartBudget) expired(now time.Time) int {
+	cut := 0
+	for cut < len(b.times) && now.Sub(b.times[cut]) >= b.window {
+		cut++
+	}
+	return cut
 }
 
 // Retry delays of a node start that failed for want of the supervisor's own

@@ -25,7 +25,8 @@ func TestRestartBudgetAllowsMaxPerWindow(t *testing.T) {
 	}
 }
 
-// The budget agrees with counting, for every restart, the accepted restarts
+// The budget agrees with counting, for every restart (and for what
+// remains before it), the accepted restarts
 // in the window before it.
 func TestRestartBudgetModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -42,6 +43,9 @@ func TestRestartBudgetModel(t *testing.T) {
 				}
 			}
 			want := n < b.max
+			if left := b.remaining(now); left != max(b.max-n, 0) {
+				t.Fatalf("max %d window %s at %s: remaining = %d, want %d", b.max, b.window, now, left, max(b.max-n, 0))
+			}
 			if got := b.allow(now); got != want {
 				t.Fatalf("max %d window %s at %s: allow = %v, want %v", b.max, b.window, now, got, want)
 			}

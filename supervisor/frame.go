@@ -10,9 +10,17 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 )
 
-// maxFrame bounds one frame: a report is under 200 bytes, so anything near
-// this is garbage, and a peer cannot make the supervisor allocate much.
-const maxFrame = 16 << 10
+// maxFrame bounds one frame. A report without metrics is under 200 bytes;
+// with http.listen set it carries the node's Prometheus families and its
+// /status document. Sized for a node holding 4,096 partitions: about 10
+// series per partition at about 150 bytes each in the delimited protobuf
+// format is 6 MiB (a node caps its metrics there), its status JSON about
+// 250 bytes per partition, 1 MiB (capped there too), and the rest of the
+// report and the Go runtime's and process's families fit in what is left.
+// The reader allocates what a frame announces before reading it, so this
+// is also what one node can make the supervisor allocate at once: only
+// nodes get this far (peer credentials are checked at accept).
+const maxFrame = 8 << 20
 
 // ErrBadFrame is the error of a frame that is not a well-formed Frame.
 var ErrBadFrame = errors.New("supervisor: malformed health frame")

@@ -25,6 +25,7 @@ func sampleFrames() []*swarmpb.Frame {
 		{Body: &swarmpb.Frame_Hello{Hello: &swarmpb.Hello{Index: 3, Pid: 4242, Version: "0.1.0"}}},
 		{Body: &swarmpb.Frame_Report{Report: &swarmpb.Report{Status: swarmpb.Status_STATUS_POLL_STALLED, Detail: "x", RssBytes: 1 << 30, Lag: -1, Processed: 9}}},
 		{Body: &swarmpb.Frame_Report{Report: &swarmpb.Report{}}},
+		{Body: &swarmpb.Frame_Report{Report: &swarmpb.Report{Ready: true, ReadyDetail: "r", Metrics: []byte{0x02, 0x0a, 0x00}, StatusJson: []byte(`{"mode":"run"}`)}}},
 	}
 }
 
@@ -50,15 +51,43 @@ func TestFramesRoundTrip(t *testing.T) {
 	}
 }
 
+// A report as large as maxFrame allows (a node's metrics and status at the
+// bound) is read; one byte more is refused before anything is allocated.
+func TestFrameAtTheBound(t *testing.T) {
+	f := &swarmpb.Frame{Body: &swarmpb.Frame_Report{Report: &swarmpb.Report{Metrics: []byte{}}}}
+	overhead := len(encodeFrame(f))
+	// The metrics field's own length prefix grows with its size: try
+	// sizes down from the bound until the frame's body is exactly maxFrame.
+	for n := maxFrame - overhead; n > 0; n-- {
+		f.GetReport().Metrics = bytes.Repeat([]byte{'m'}, n)
+		b, _ := proto.Marshal(f)
+		if len(b) == maxFrame {
+			break
+		}
+	}
+	if b, _ := proto.Marshal(f); len(b) != maxFrame {
+		t.Fatalf("could not build a frame of exactly %d bytes (got %d)", maxFrame, len(b))
+	}
+	got, err := newFrameReader(bytes.NewReader(encodeFrame(f))).next()
+	if err != nil || !proto.Equal(got, f) {
+		t.Fatalf("a frame of exactly maxFrame (%d bytes): %v", maxFrame, err)
+	}
+	f.GetReport().Metrics = append(f.GetReport().Metrics, 'm')
+	if _, err := newFrameReader(bytes.NewReader(encodeFrame(f))).next(); !errors.Is(err, ErrBadFrame) {
+		t.Fatalf("a frame one byte over maxFrame: %v, want ErrBadFrame", err)
+	}
+}
+
 func TestMalformedFramesAreRejected(t *testing.T) {
 	hello := encodeFrame(sampleFrames()[0])
 	for name, in := range map[string][]byte{
-		"truncated body":   hello[:len(hello)-2],
-		"huge length":      {0xff, 0xff, 0xff, 0x7f},
-		"not protobuf":     {0x04, 0xff, 0xff, 0xff, 0xff},
-		"empty frame":      {0x00},
-		"bad varint":       {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
-		"wrong field type": {0x02, 0x0d, 0x00},
+		"truncated body":    hello[:len(hello)-2],
+		"huge length":       {0xff, 0xff, 0xff, 0x7f},
+		"one over maxFrame": protowire.AppendVarint(nil, maxFrame+1),
+		"not protobuf":      {0x04, 0xff, 0xff, 0xff, 0xff},
+		"empty frame":       {0x00},
+		"bad varint":        {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		"wrong field type":  {0x02, 0x0d, 0x00},
 	} {
 		_, err := newFrameReader(bytes.NewReader(in)).next()
 		if !errors.Is(err, ErrBadFrame) {

@@ -42,8 +42,8 @@ func helperSwarm() config.Swarm {
 //	rlimit   one "ok" node, max_restarts 1; SIGUSR1 sets the soft
 //	         RLIMIT_NOFILE to 3 (no descriptor can be created: 0–2 are open),
 //	         SIGUSR2 restores it
-//	flood    two "ok" nodes, max_restarts 1, the liveness endpoint on a
-//	         random port, and a soft RLIMIT_NOFILE of floodFileLimit
+//	flood    two "ok" nodes, max_restarts 1, http.listen on a random port,
+//	         and a soft RLIMIT_NOFILE of floodFileLimit
 func runHelperSupervisor(mode string) int {
 	out := &lockedWriter{w: os.Stdout}
 	log := zerolog.New(out).With().Timestamp().Logger()
@@ -52,11 +52,12 @@ func runHelperSupervisor(mode string) int {
 		out.Write(append(b, '\n'))
 	}
 	cfg := helperSwarm()
+	var httpCfg config.HTTP
 	switch mode {
 	case "rlimit":
 		cfg.Nodes = 1
 	case "flood":
-		cfg.LivenessListen = "127.0.0.1:0"
+		httpCfg.Listen = "127.0.0.1:0"
 		lim := syscall.Rlimit{Cur: floodFileLimit, Max: floodFileLimit}
 		var cur syscall.Rlimit
 		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur); err == nil {
@@ -70,6 +71,7 @@ func runHelperSupervisor(mode string) int {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envHelperSupervisor+"=") })
 	sup, err := New(Options{
 		Swarm:           cfg,
+		HTTP:            httpCfg,
 		ShutdownTimeout: 2 * time.Second,
 		Path:            os.Args[0],
 		Args:            []string{"-test.run=^$"},
@@ -410,7 +412,7 @@ func TestSupervisorOutOfDescriptorsKeepsRestartBudget(t *testing.T) {
 const floodFileLimit = 128
 
 // Issue 11 point 11, as reported: idle keep-alive connections to the
-// liveness endpoint, then one node killed, under a tight descriptor limit.
+// HTTP listener (the liveness endpoint then), then one node killed, under a tight descriptor limit.
 // The restart must work and the swarm must keep running.
 func TestLivenessFloodDoesNotStopTheSwarm(t *testing.T) {
 	h := startHelper(t, "flood") // two nodes, max_restarts 1, soft limit 128
@@ -419,7 +421,7 @@ func TestLivenessFloodDoesNotStopTheSwarm(t *testing.T) {
 	var pid int
 	h.mu.Lock()
 	for _, m := range h.lines {
-		if a, ok := m["addr"].(string); ok && m["message"] == "liveness endpoint listening" {
+		if a, ok := m["addr"].(string); ok && strings.HasPrefix(fmt.Sprint(m["message"]), "http listening") {
 			addr = a
 		}
 		if m["hook"] == "fork" && pid == 0 {
@@ -428,7 +430,7 @@ func TestLivenessFloodDoesNotStopTheSwarm(t *testing.T) {
 	}
 	h.mu.Unlock()
 	if addr == "" || pid == 0 {
-		t.Fatalf("no liveness address (%q) or node pid (%d) in the helper's output", addr, pid)
+		t.Fatalf("no http.listen address (%q) or node pid (%d) in the helper's output", addr, pid)
 	}
 	helperFDs := func() int {
 		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", h.cmd.Process.Pid))
@@ -469,7 +471,7 @@ func TestLivenessFloodDoesNotStopTheSwarm(t *testing.T) {
 	t.Logf("%d idle clients; the supervisor held %d descriptors (%d before, soft limit %d); start failures: %d; swarm kept running: %v",
 		clients, held, base, floodFileLimit, h.count(message("did not start")), ok)
 	if !ok {
-		t.Fatalf("the swarm stopped (exit %d) after a node kill while the liveness endpoint was flooded", h.code)
+		t.Fatalf("the swarm stopped (exit %d) after a node kill while http.listen was flooded", h.code)
 	}
 	if held > floodFileLimit-fdReserve {
 		t.Errorf("the supervisor held %d descriptors with a soft limit of %d: not the reserve of %d", held, floodFileLimit, fdReserve)

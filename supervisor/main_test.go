@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -11,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/proto/swarmpb"
+	"github.com/turbokafka/turbo/supervisor/web"
 )
 
 // envFakeNode makes the test binary a fake node (TestMain): a real process
@@ -45,6 +51,40 @@ func TestMain(m *testing.M) {
 //	alloc    join, then hold 200 MiB of touched memory
 //	garbage  say hello on a raw connection, send garbage, then join properly
 //	slow     handle no signal for 5 s (a runtime still starting), then as ok
+//	observe  as ok, and when the supervisor sets ObserveEnv, reports ready
+//	         with metrics (Go collector and turbo_test_reports_total) and a
+//	         status document with one consumer
+//
+// observedReport is the report function of a fake node in mode observe:
+// what a `turbo run` node sends when the supervisor serves http.listen.
+func observedReport(index int) func() *swarmpb.Report {
+	reg := prometheus.NewRegistry()
+	reports := prometheus.NewCounter(prometheus.CounterOpts{Name: "turbo_test_reports_total", Help: "Reports sent."})
+	reg.MustRegister(collectors.NewGoCollector(), reports)
+	return func() *swarmpb.Report {
+		reports.Inc()
+		fams, err := reg.Gather()
+		if err != nil {
+			panic(err) // a fixed set of collectors that always gathers
+		}
+		var buf bytes.Buffer
+		enc := expfmt.NewEncoder(&buf, metricsFormat)
+		for _, f := range fams {
+			if err := enc.Encode(f); err != nil {
+				panic(err)
+			}
+		}
+		doc, err := json.Marshal(web.Status{Mode: web.ModeRun, Consumers: []web.Consumer{{
+			Name: "orders", Group: "g", Processed: int64(index), AssignedPartitions: 1,
+			Partitions: []web.Partition{{Topic: "t", Partition: int32(index), Committed: 7, HighWatermark: 9, Lag: 2}},
+		}}})
+		if err != nil {
+			panic(err)
+		}
+		return &swarmpb.Report{RssBytes: selfRSS(), Ready: true, Metrics: buf.Bytes(), StatusJson: doc}
+	}
+}
+
 func fakeNode(mode string) int {
 	n, ok, err := NodeFromEnv(os.LookupEnv)
 	if err != nil || !ok {
@@ -71,10 +111,14 @@ func fakeNode(mode string) int {
 		c.Close()
 	}
 	var held atomic.Int64
+	report := func() *swarmpb.Report { return &swarmpb.Report{RssBytes: selfRSS(), Processed: held.Load()} }
+	if mode == "observe" && os.Getenv(ObserveEnv) == "1" {
+		report = observedReport(n.Index)
+	}
 	link, err := n.Join(NodeOptions{
 		Version:  "test",
 		Interval: 100 * time.Millisecond,
-		Report:   func() *swarmpb.Report { return &swarmpb.Report{RssBytes: selfRSS(), Processed: held.Load()} },
+		Report:   report,
 		Log:      zerolog.Nop(),
 	})
 	if err != nil {

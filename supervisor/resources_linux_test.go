@@ -9,21 +9,21 @@ import (
 	"time"
 )
 
-func TestLivenessConnCap(t *testing.T) {
+func TestHTTPConnCap(t *testing.T) {
 	for _, c := range []struct {
 		soft        uint64
 		open, nodes int
 		want        int
 	}{
-		{soft: 1 << 20, open: 16, nodes: 256, want: maxLivenessConns}, // Go raised the soft limit
-		{soft: math.MaxUint64, open: 16, nodes: 3, want: maxLivenessConns},
-		{soft: 1024, open: 16, nodes: 3, want: maxLivenessConns},
+		{soft: 1 << 20, open: 16, nodes: 256, want: maxHTTPConns}, // Go raised the soft limit
+		{soft: math.MaxUint64, open: 16, nodes: 3, want: maxHTTPConns},
+		{soft: 1024, open: 16, nodes: 3, want: maxHTTPConns},
 		{soft: 100, open: 16, nodes: 3, want: 100 - 16 - 3*fdsPerNode - fdReserve},
 		{soft: 64, open: 16, nodes: 3, want: 1},     // no room: still one, for a probe
 		{soft: 1024, open: 16, nodes: 256, want: 1}, // 256 nodes want 1,280
 	} {
-		if got := livenessConnCap(c.soft, c.open, c.nodes); got != c.want {
-			t.Errorf("livenessConnCap(soft %d, open %d, nodes %d) = %d, want %d", c.soft, c.open, c.nodes, got, c.want)
+		if got := httpConnCap(c.soft, c.open, c.nodes); got != c.want {
+			t.Errorf("httpConnCap(soft %d, open %d, nodes %d) = %d, want %d", c.soft, c.open, c.nodes, got, c.want)
 		}
 	}
 }

@@ -18,6 +18,10 @@ const (
 	slotStopping                  // asked to stop (TERM sent); KILL at killAt
 )
 
+// slotStates lists every state, for turbo_swarm_node_state (a gauge per
+// state, 1 for the current one).
+var slotStates = [...]slotState{slotWaiting, slotStarting, slotRunning, slotStopping}
+
 func (s slotState) String() string {
 	return [...]string{"waiting", "starting", "running", "stopping"}[s]
 }
@@ -46,6 +50,10 @@ type slot struct {
 	killAt   time.Time // when stopping: when to KILL
 	killed   bool      // SIGKILL sent: only the exit is awaited
 	restarts int       // processes started after the first
+	// stopCause is why the supervisor asked the current process to stop
+	// (causeExit while it has not: an exit is then the node's own).
+	stopCause  restartCause
+	restartsBy [numCauses]int // restarts by cause; they add up to restarts
 	// startFails counts consecutive starts that failed for want of the
 	// supervisor's own resources (retried, never counted as restarts).
 	startFails int
@@ -101,6 +109,14 @@ func (s *slot) silence(now time.Time) time.Duration {
 // heard records a hello or report: silence starts again.
 func (s *slot) heard(now time.Time) {
 	s.lastSeen, s.missed = now, 0
+}
+
+// restarted records a restart decided after the current process exited,
+// under the cause of its stop.
+func (s *slot) restarted() {
+	s.restarts++
+	s.restartsBy[s.stopCause]++
+	s.stopCause = causeExit
 }
 
 // forgive records that the supervisor did not run for d (a pause of its

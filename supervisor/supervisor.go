@@ -11,12 +11,18 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/proto/swarmpb"
 )
 
 // Options configure a Supervisor.
 type Options struct {
 	// Swarm is the swarm section; Swarm.Nodes processes run.
 	Swarm config.Swarm
+	// HTTP is the listener serving every node's metrics and status, the
+	// supervisor's own metrics, /healthz, /readyz and the console; an
+	// empty Listen opens no port, and the nodes then send neither metrics
+	// nor status (ObserveEnv).
+	HTTP config.HTTP
 	// ShutdownTimeout is how long a node has between SIGTERM and SIGKILL.
 	ShutdownTimeout time.Duration
 	// Path is the node executable; empty means this program (nodes are
@@ -48,14 +54,34 @@ type Supervisor struct {
 	killOnce sync.Once
 	view     atomic.Pointer[view]
 	socket   atomic.Value // string: the health socket's path, once listening
+	httpAddr atomic.Value // string: http.listen's bound address, once listening
+	// badReports logs node reports whose metrics or status do not decode.
+	badReports *badReports
 }
 
-// view is what the control loop last published, for the liveness endpoint
-// and Status.
+// view is what the control loop last published, for the HTTP listener
+// and Status. It is never changed once published: handlers read it without
+// a lock, and never wait for the control loop.
 type view struct {
 	at      time.Time
 	nodes   []NodeStatus
+	obs     []nodeView // by node index, like nodes
 	healthy bool
+	// why is the first reason the swarm is not healthy ("" when it is).
+	why        string
+	stopping   bool
+	budgetLeft int // restarts left in the window (restartBudget.remaining)
+}
+
+// nodeView is what the HTTP listener needs of a node slot beyond its
+// NodeStatus.
+type nodeView struct {
+	state slotState
+	// report is the last report of the node's current process; nil
+	// before its first, and once the process is gone (a dead node's
+	// metrics are not served as if it ran).
+	report     *swarmpb.Report
+	restartsBy [numCauses]int
 }
 
 // New checks the options and the system; it starts nothing.
@@ -82,7 +108,7 @@ func New(o Options) (*Supervisor, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	return &Supervisor{o: o, kill: make(chan struct{})}, nil
+	return &Supervisor{o: o, kill: make(chan struct{}), badReports: &badReports{log: o.Log}}, nil
 }
 
 // Kill stops every node at once with SIGKILL (a second signal to the
@@ -99,9 +125,13 @@ func (s *Supervisor) Status() []NodeStatus {
 
 // Healthy reports whether the control loop runs and every node reported in
 // time (GET /healthz).
-func (s *Supervisor) Healthy() bool {
-	v := s.view.Load()
-	return v != nil && v.healthy && time.Since(v.at) <= 3*s.o.Swarm.SupervisionInterval+time.Second
+func (s *Supervisor) Healthy() bool { return s.live(time.Now()).OK }
+
+// HTTPAddr returns the address http.listen is bound to once Run listens
+// ("" before, and when it is not set): the port, when it was 0.
+func (s *Supervisor) HTTPAddr() string {
+	a, _ := s.httpAddr.Load().(string)
+	return a
 }
 
 // Socket returns the health socket's path once Run listens ("" before).

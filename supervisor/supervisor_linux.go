@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/proto/swarmpb"
+	"github.com/turbokafka/turbo/supervisor/web"
 )
 
 type eventKind int
@@ -77,19 +79,22 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	s.socket.Store(r.health.path)
-	lim := defaultLivenessLimits
+	lim := web.Limits{MaxConns: maxHTTPConns}
 	if soft, open := fdUsage(); open >= 0 {
-		lim.MaxConns = livenessConnCap(soft, open, r.cfg.Nodes)
-		if r.cfg.LivenessListen != "" && lim.MaxConns < maxLivenessConns {
+		lim.MaxConns = httpConnCap(soft, open, r.cfg.Nodes)
+		if s.o.HTTP.Listen != "" && lim.MaxConns < maxHTTPConns {
 			r.log.Warn().Uint64("open_files_limit", soft).Int("open_files", open).Int("nodes", r.cfg.Nodes).Int("max_connections", lim.MaxConns).
-				Msg("the open-files limit is tight: the liveness endpoint holds fewer connections, to keep descriptors for node restarts")
+				Msg("the open-files limit is tight: http.listen holds fewer connections, to keep descriptors for node restarts")
 		}
 	}
-	live, err := startLiveness(r.cfg.LivenessListen, s, lim, r.log)
+	srv, err := web.Start(web.Options{
+		Addr: s.o.HTTP.Listen, Key: "http.listen", Gatherer: s.gatherer(), Source: httpSource{s}, Limits: lim, Log: r.log,
+	})
 	if err != nil {
 		r.health.close()
 		return err
 	}
+	s.httpAddr.Store(srv.Addr())
 	r.spawner = newSpawner()
 	now := time.Now()
 	for i := range r.cfg.Nodes {
@@ -101,7 +106,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	r.health.close()
 	r.waiters.Wait()
 	r.spawner.stop()
-	live.stop()
+	srv.Stop()
 	r.log.Info().AnErr("result", r.result).Msg("swarm stopped")
 	return r.result
 }
@@ -203,6 +208,11 @@ func (r *run) start(now time.Time, sl *slot) {
 		EnvSocket+"="+r.health.path,
 		EnvIndex+"="+strconv.Itoa(sl.index),
 	)
+	if r.o.HTTP.Listen != "" {
+		// Metrics and status make a report up to maxFrame instead of 200
+		// bytes: nodes send them only when someone serves them.
+		env = append(env, ObserveEnv+"=1")
+	}
 	if lim := r.cfg.MemoryLimit; lim > 0 && !hasEnv(r.o.Env, "GOMEMLIMIT") {
 		// The GC pushes back a little under the limit the supervisor
 		// enforces, so a node near it slows down before it is restarted.
@@ -224,6 +234,7 @@ func (r *run) start(now time.Time, sl *slot) {
 	sl.proc, sl.pid, sl.state, sl.started = p, p.pid, slotStarting, now
 	sl.missed = 0
 	sl.lastSeen, sl.report, sl.status, sl.detail, sl.memOver, sl.killed = time.Time{}, nil, swarmpb.Status_STATUS_OK, "", 0, false
+	sl.stopCause = causeExit
 	r.waiters.Add(1)
 	go func() {
 		defer r.waiters.Done()
@@ -318,7 +329,7 @@ func (r *run) exited(now time.Time, sl *slot) {
 		r.stopAll(now, ErrRestartBudget)
 		return
 	}
-	sl.restarts++
+	sl.restarted()
 	sl.startAt = now.Add(r.cfg.NodeRestartTimeout)
 }
 
@@ -347,15 +358,22 @@ func (r *run) supervise(now time.Time) {
 }
 
 func (r *run) publish(now time.Time) []NodeStatus {
-	v := &view{at: now, healthy: true}
+	v := &view{at: now, healthy: true, stopping: r.stopping, budgetLeft: r.budget.remaining(now)}
 	for _, sl := range r.slots {
 		v.nodes = append(v.nodes, sl.snapshot(now))
-		if sl.overdue(now, r.cfg) {
+		nv := nodeView{state: sl.state, restartsBy: sl.restartsBy}
+		if sl.proc != nil {
+			nv.report = sl.report // never changed once received: shared, not copied
+		}
+		v.obs = append(v.obs, nv)
+		if sl.overdue(now, r.cfg) && v.healthy {
 			v.healthy = false
+			v.why = fmt.Sprintf("node %d has not reported for %s (node_report_timeout %s)",
+				sl.index, sl.silence(now).Round(time.Millisecond), r.cfg.NodeReportTimeout)
 		}
 	}
 	if r.stopping {
-		v.healthy = false
+		v.healthy, v.why = false, "the swarm is stopping"
 	}
 	r.view.Store(v)
 	return v.nodes
@@ -375,6 +393,9 @@ func (r *run) stop(now time.Time, sl *slot, status swarmpb.Status, detail string
 		Int32("status", int32(status)).Str("status_name", status.String()).Str("detail", detail).Msg("stopping node")
 	if h := r.o.Hooks.Stopping; h != nil {
 		h(sl.index, sl.pid, status, detail)
+	}
+	if status != swarmpb.Status_STATUS_OK {
+		sl.stopCause = causeOf(status)
 	}
 	sl.state, sl.killAt = slotStopping, now.Add(r.o.ShutdownTimeout)
 	if err := sl.proc.signal(syscall.SIGTERM); err != nil {

@@ -198,6 +198,14 @@ func TestNodeOverMemoryLimitIsRestarted(t *testing.T) {
 	for _, n := range r.sup.Status() {
 		t.Logf("node %d: restarts %d, last exit %q, status %s", n.Index, n.Restarts, n.LastExit, n.StatusName)
 	}
+	// Issue 13: each restart counted under cause memory, none as exit.
+	eventually(t, 5*time.Second, "the restart published under cause memory", func() bool {
+		v := r.sup.view.Load()
+		return v.obs[0].restartsBy[causeMemory] >= 1
+	})
+	if by := r.sup.view.Load().obs[0].restartsBy; by[causeExit] != 0 || by[causeHung] != 0 {
+		t.Errorf("restarts by cause %v: a memory stop counted as another cause", by)
+	}
 }
 
 // Done means 3: a stopped (hung) node is killed within report timeout +
@@ -222,6 +230,10 @@ func TestStoppedNodeIsReplaced(t *testing.T) {
 	eventually(t, 10*time.Second, "a new node reporting", func() bool {
 		n := running(r.sup)
 		return len(n) == 1 && n[0].PID != pid && n[0].Restarts == 1
+	})
+	// Issue 13: the restart is counted under cause hung.
+	eventually(t, 5*time.Second, "the restart published under cause hung", func() bool {
+		return r.sup.view.Load().obs[0].restartsBy == [numCauses]int{causeHung: 1}
 	})
 	t.Logf("SIGSTOP → gone in %s (report timeout 1 s + shutdown timeout 2 s)", gone.Round(time.Millisecond))
 }

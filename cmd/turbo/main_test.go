@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/supervisor"
 )
 
 // Every case in this file must fail (or finish) during argument or
@@ -280,7 +281,8 @@ func TestSwarmRejectsBadConfigAndFlags(t *testing.T) {
 		want    []string
 	}{
 		{name: "report timeout not above interval", content: withTop("swarm: {node_report_interval: 10s, node_report_timeout: 5s}"), want: []string{"swarm.node_report_timeout", "between 3 × swarm.node_report_interval (30s) and 24h (got 5s)"}},
-		{name: "liveness_listen not an address", content: withTop("swarm: {liveness_listen: not an address}"), want: []string{"swarm.liveness_listen", `"not an address"`}},
+		{name: "liveness_listen replaced", content: withTop("swarm: {liveness_listen: \"127.0.0.1:8080\"}"), want: []string{"swarm.liveness_listen", "replaced by http.listen"}},
+		{name: "http.listen not an address", content: withTop("http: {listen: not an address}"), want: []string{"http.listen", `"not an address"`}},
 		{name: "node_report_interval 1ns", content: withTop("swarm: {node_report_interval: 1ns, node_report_timeout: 2ns}"), want: []string{"swarm.node_report_interval", "between 100ms and 24h (got 1ns)"}},
 		{name: "supervision_interval 1ns", content: withTop("swarm: {supervision_interval: 1ns}"), want: []string{"swarm.supervision_interval", "between 10ms and 24h (got 1ns)"}},
 		{name: "unknown swarm key", content: withTop("swarm: {nodez: 2}"), want: []string{"swarm.nodez"}},
@@ -303,14 +305,16 @@ func TestSwarmRejectsBadConfigAndFlags(t *testing.T) {
 	}
 }
 
-// The swarm supervisor sets TURBO_SWARM_SOCKET and TURBO_SWARM_NODE_INDEX
-// for its nodes; they are in the configuration's namespace but are not
+// The swarm supervisor sets TURBO_SWARM_SOCKET, TURBO_SWARM_NODE_INDEX and
+// (with http.listen) TURBO_SWARM_OBSERVE for its nodes; they are in the configuration's namespace but are not
 // keys, and must not make a node's configuration invalid.
 func TestConfigEnvironDropsSwarmVariables(t *testing.T) {
 	path := writeConfig(t, "config.yaml", validYAML)
-	env := []string{"TURBO_SWARM_SOCKET=/tmp/s", "TURBO_SWARM_NODE_INDEX=1", "TURBO_LOG_LEVEL=debug"}
-	if _, err := config.Load(path, env); err == nil {
-		t.Fatal("config.Load accepted TURBO_SWARM_SOCKET: the test no longer shows anything")
+	env := []string{"TURBO_SWARM_SOCKET=/tmp/s", "TURBO_SWARM_NODE_INDEX=1", supervisor.ObserveEnv + "=1", "TURBO_LOG_LEVEL=debug"}
+	for _, kv := range env[:3] {
+		if _, err := config.Load(path, []string{kv}); err == nil {
+			t.Fatalf("config.Load accepted %s: the test no longer shows anything", kv)
+		}
 	}
 	cfg, err := config.Load(path, configEnviron(env))
 	if err != nil {

@@ -307,7 +307,7 @@ func configEnviron(environ []string) []string {
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != supervisor.EnvSocket && name != supervisor.EnvIndex {
+		if name != supervisor.EnvSocket && name != supervisor.EnvIndex && name != supervisor.ObserveEnv {
 			out = append(out, kv)
 		}
 	}

@@ -54,6 +54,7 @@ func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSign
 	reportDroppedLines(stderr, cfg.Log, func(c zerolog.Context) zerolog.Context { return c.Str("component", "swarm") })
 	sup, err := supervisor.New(supervisor.Options{
 		Swarm:           cfg.Swarm,
+		HTTP:            cfg.HTTP,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Args:            append([]string{"run", "--config", *cfgPath}, sel.args()...),
 		Log:             log,
