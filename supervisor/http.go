@@ -120,6 +120,8 @@ func swarmStatus(v *view, live web.Check, now time.Time, bad *badReports) web.St
 			Index: n.Index, PID: n.PID, State: n.State, Detail: n.Detail, Restarts: n.Restarts,
 			RSSBytes: n.RSSBytes, HeapBytes: n.HeapBytes, SinceReportSeconds: n.SinceReport,
 			Ready: o.state == slotRunning && o.report != nil && o.report.Ready, LastExit: n.LastExit,
+			StatusName: n.StatusName, Processed: n.Processed, InFlight: n.InFlight, Buffered: n.Buffered,
+			Assigned: n.Assigned, PartitionMoves: n.PartitionMove, Lag: n.Lag, KafkaError: n.KafkaError,
 		})
 		if o.report == nil || len(o.report.StatusJson) == 0 {
 			continue

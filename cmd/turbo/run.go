@@ -79,19 +79,20 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	}
 
 	// Metrics, health and status: served on http.listen by a process of its
-	// own; a swarm node reports them to its supervisor, which serves them
-	// (the nodes share its configuration, and its port).
+	// own; a swarm node reports them to its supervisor instead, when the
+	// supervisor serves them (it asks through supervisor.ObserveEnv): the
+	// nodes would all want the same port.
 	obs := newObserver()
 	observe := cfg.HTTP.Listen != ""
-	if observe && o.node == nil {
+	if n := o.node; n != nil {
+		observe = os.Getenv(supervisor.ObserveEnv) == "1"
+		n.obs, n.observe, n.log = obs, observe, log
+	} else if observe {
 		srv, err := web.Start(web.Options{Addr: cfg.HTTP.Listen, Key: "http.listen", Gatherer: obs.reg, Source: obs, Log: log})
 		if err != nil {
 			return err
 		}
 		defer srv.Stop()
-	}
-	if n := o.node; n != nil {
-		n.obs, n.observe, n.log = obs, observe, log
 	}
 
 	// A node joins its supervisor before consuming: the join's hook is where

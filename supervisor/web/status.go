@@ -98,6 +98,16 @@ type Node struct {
 	SinceReportSeconds float64 `json:"seconds_since_report"`
 	Ready              bool    `json:"ready"`
 	LastExit           string  `json:"last_exit,omitempty"`
+	// From the node's last health report, so that a node whose status
+	// document is missing (over its size cap) still shows its progress.
+	StatusName     string `json:"status_name"`
+	Processed      int64  `json:"processed"`
+	InFlight       int64  `json:"in_flight"`
+	Buffered       int64  `json:"buffered"`
+	Assigned       int64  `json:"assigned_partitions"`
+	PartitionMoves int64  `json:"partition_moves"`
+	Lag            int64  `json:"lag"`
+	KafkaError     string `json:"kafka_error,omitempty"`
 }
 
 // normalized returns s as served: empty lists as [] rather than null (the
