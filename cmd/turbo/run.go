@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -48,7 +49,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return c
 	})
-	sarama.Logger = saramaLogger{log: log.With().Str("component", "sarama").Logger()}
+	useSaramaLogger(log.With().Str("component", "sarama").Logger())
 	return run(ctx, cfg, runOptions{exitOnIdle: *exitOnIdle, stdout: stdout, stderr: stderr, log: log, node: node})
 }
 
@@ -269,16 +270,36 @@ func newLogger(l config.Log, w io.Writer) zerolog.Logger {
 	if l.Format == config.LogConsole {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
 	}
-	zerolog.TimeFieldFormat = time.RFC3339Nano
+	timeFormatOnce.Do(func() { zerolog.TimeFieldFormat = time.RFC3339Nano })
 	return zerolog.New(out).Level(level).With().Timestamp().Logger()
 }
 
-// saramaLogger routes sarama's chatter to debug level.
-type saramaLogger struct{ log zerolog.Logger }
+// timeFormatOnce sets zerolog's process-wide time format once: loggers
+// made later (a second in-process run, in tests) read it meanwhile.
+var timeFormatOnce sync.Once
 
-func (s saramaLogger) Print(v ...any)                 { s.log.Debug().Msg(fmt.Sprint(v...)) }
-func (s saramaLogger) Printf(format string, v ...any) { s.log.Debug().Msgf(format, v...) }
-func (s saramaLogger) Println(v ...any)               { s.log.Debug().Msg(fmt.Sprint(v...)) }
+// saramaLogger routes sarama's chatter to debug level, on the logger of the
+// latest run: sarama.Logger is a process-wide variable its goroutines read
+// without synchronisation, so it is set once and what it writes to is
+// swapped atomically (a second in-process run, in tests, raced with the
+// first one's closing clients).
+type saramaLogger struct {
+	log atomic.Pointer[zerolog.Logger]
+}
+
+var (
+	saramaLog     saramaLogger
+	saramaLogOnce sync.Once
+)
+
+func useSaramaLogger(l zerolog.Logger) {
+	saramaLog.log.Store(&l)
+	saramaLogOnce.Do(func() { sarama.Logger = &saramaLog })
+}
+
+func (s *saramaLogger) Print(v ...any)                 { s.log.Load().Debug().Msg(fmt.Sprint(v...)) }
+func (s *saramaLogger) Printf(format string, v ...any) { s.log.Load().Debug().Msgf(format, v...) }
+func (s *saramaLogger) Println(v ...any)               { s.log.Load().Debug().Msg(fmt.Sprint(v...)) }
 
 // loadSelected loads the --config file (environment overrides included) and
 // applies the consumer and topic filters.
