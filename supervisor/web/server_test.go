@@ -131,7 +131,8 @@ func TestStatusShape(t *testing.T) {
 		"status":    {"consumers", "live", "mode", "nodes", "ready", "time"},
 		"consumer":  {"assigned_partitions", "buffered", "commits", "committed", "dead_lettered", "failed", "fetched", "group", "in_flight", "inherited", "kafka_error", "lag", "name", "node", "partitions", "paused_partitions", "processed", "ready", "restarts", "retries", "skipped", "stuck_after_seconds"},
 		"partition": {"buffered", "committed", "high_watermark", "in_flight", "lag", "oldest_unfinished_seconds", "owner", "partition", "paused", "topic"},
-		"node":      {"heap_bytes", "index", "last_exit", "pid", "ready", "restarts", "rss_bytes", "seconds_since_report", "state"},
+		"node": {"assigned_partitions", "buffered", "heap_bytes", "in_flight", "index", "lag", "last_exit", "partition_moves", "pid",
+			"processed", "ready", "restarts", "rss_bytes", "seconds_since_report", "state", "status_name"},
 	}
 	consumer := doc["consumers"].([]any)[0]
 	got := map[string][]string{
