@@ -170,7 +170,7 @@ func (co *coordinator) takeRunner(c actor.Context) int {
 	id := len(co.pids)
 	r := &runner{id: id, ctx: co.ctx, handler: co.handler, maxTime: co.maxTime, since: co.stats.handlerClock(id)}
 	if co.stats.handlerTime != nil {
-		r.handlerTime, r.waitTime = co.stats.handlerTime, co.stats.waitTime
+		r.handlerTime, r.waitTime = co.stats.handlerTime.shard(id), co.stats.waitTime.shard(id)
 	}
 	co.pids = append(co.pids, c.Spawn(co.props(r)))
 	co.batches = append(co.batches, nil)

@@ -53,24 +53,17 @@ var (
 // observed (a lock-free atomic update, no allocation).
 func (s *Stats) enableHistograms(consumer string) {
 	labels := prometheus.Labels{"consumer": consumer}
-	s.handlerTime = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "turbo_handler_duration_seconds", Help: "Time one handler attempt took.",
-		Buckets: handlerBuckets, ConstLabels: labels,
-	})
-	s.waitTime = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "turbo_buffer_wait_seconds", Help: "Time a record waited between its arrival from Kafka and the start of its first attempt.",
-		Buckets: handlerBuckets, ConstLabels: labels,
-	})
-	s.commitTime = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "turbo_commit_duration_seconds", Help: "Time an offset commit took (a round trip to the group coordinator).",
-		Buckets: commitBuckets, ConstLabels: labels,
-	})
+	s.handlerTime = newHistogram("turbo_handler_duration_seconds", "Time one handler attempt took.", handlerBuckets, labels)
+	s.waitTime = newHistogram("turbo_buffer_wait_seconds",
+		"Time a record waited between its arrival from Kafka and the start of its first attempt.", handlerBuckets, labels)
+	s.commitTime = newHistogram("turbo_commit_duration_seconds",
+		"Time an offset commit took (a round trip to the group coordinator).", commitBuckets, labels)
 }
 
 // observeCommit records a commit's duration when histograms are on.
 func (s *Stats) observeCommit(start time.Time) {
 	if s.commitTime != nil {
-		s.commitTime.Observe(time.Since(start).Seconds())
+		s.commitTime.shard(0).Observe(time.Since(start).Seconds()) // one committer
 	}
 }
 
@@ -175,11 +168,11 @@ func bool01(b bool) float64 {
 	return 0
 }
 
-func (cc *consumerCollector) histograms() []prometheus.Histogram {
+func (cc *consumerCollector) histograms() []*histogram {
 	if cc.stats.handlerTime == nil {
 		return nil
 	}
-	return []prometheus.Histogram{cc.stats.handlerTime, cc.stats.waitTime, cc.stats.commitTime}
+	return []*histogram{cc.stats.handlerTime, cc.stats.waitTime, cc.stats.commitTime}
 }
 
 // Describe implements prometheus.Collector.

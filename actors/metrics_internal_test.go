@@ -4,11 +4,12 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // runOne is one record through a runner's handle, as the tree runs it.
 func runOne(r *runner, rec *Record) {
-	if err := r.handle(context.Background(), rec); err != nil {
+	if _, err := r.handle(context.Background(), rec, time.Now()); err != nil {
 		panic(err)
 	}
 }
@@ -20,7 +21,7 @@ func newBenchRunner(metrics bool) (*runner, *Record) {
 	}
 	r := &runner{handler: HandlerFunc(func(context.Context, *Record) error { return nil }), since: new(atomic.Int64)}
 	if metrics {
-		r.handlerTime, r.waitTime = s.handlerTime, s.waitTime
+		r.handlerTime, r.waitTime = s.handlerTime.shard(0), s.waitTime.shard(0)
 	}
 	g := newGate(1, 1)
 	return r, &Record{gate: g, arrived: 1}
@@ -50,6 +51,36 @@ func BenchmarkRunnerHandle(b *testing.B) {
 			for b.Loop() {
 				runOne(r, rec)
 			}
+		})
+	}
+}
+
+// BenchmarkRunnerHandleParallel: runners on every core sharing the
+// consumer's histograms, off and on.
+func BenchmarkRunnerHandleParallel(b *testing.B) {
+	for _, metrics := range []bool{false, true} {
+		name := "metrics-off"
+		if metrics {
+			name = "metrics-on"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := &Stats{}
+			if metrics {
+				s.enableHistograms("bench")
+			}
+			b.ReportAllocs()
+			var ids atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				id := int(ids.Add(1))
+				r := &runner{id: id, handler: HandlerFunc(func(context.Context, *Record) error { return nil }), since: new(atomic.Int64)}
+				if metrics {
+					r.handlerTime, r.waitTime = s.handlerTime.shard(id), s.waitTime.shard(id)
+				}
+				rec := &Record{gate: newGate(1, 1), arrived: 1}
+				for pb.Next() {
+					runOne(r, rec)
+				}
+			})
 		})
 	}
 }

@@ -38,7 +38,9 @@ func (r *runner) Receive(c actor.Context) {
 }
 
 func (r *runner) run(b *runBatch) *ranRecords {
-	start := time.Now()
+	// One clock read per record: a record's end is the next one's start.
+	first := time.Now()
+	start := first
 	for {
 		i, ok := b.claim()
 		if !ok {
@@ -51,7 +53,7 @@ func (r *runner) run(b *runBatch) *ranRecords {
 		}
 		err := ctx.Err() // a cancelled generation (or lost partition) runs nothing more
 		if err == nil {
-			err = r.handle(ctx, rec)
+			start, err = r.handle(ctx, rec, start)
 		}
 		b.finish(i, err)
 		if err != nil {
@@ -60,46 +62,50 @@ func (r *runner) run(b *runBatch) *ranRecords {
 			break
 		}
 	}
-	return &ranRecords{runner: r.id, batch: b, elapsed: time.Since(start)}
+	return &ranRecords{runner: r.id, batch: b, elapsed: start.Sub(first)}
 }
 
-// finished accounts for the end of a handler call that began at start.
-func (r *runner) finished(start time.Time, w *partWatch) {
+// finished accounts for the end of a handler call that began at start, and
+// returns when it ended.
+func (r *runner) finished(start time.Time, w *partWatch) time.Time {
+	end := time.Now()
 	r.since.Store(0)
 	if w != nil {
 		w.running.Add(-1)
 	}
 	if r.handlerTime != nil {
-		r.handlerTime.Observe(time.Since(start).Seconds())
+		r.handlerTime.Observe(end.Sub(start).Seconds())
 	}
+	return end
 }
 
 // ErrHandlerTimeout is the failure of a handler that ran longer than
 // max_handler_time (its context was cancelled).
 var ErrHandlerTimeout = errors.New("actors: handler exceeded max_handler_time")
 
-func (r *runner) handle(parent context.Context, rec *Record) error {
-	start := time.Now()
+// handle runs one attempt of rec that starts now (start is the clock's
+// last reading), and returns when it ended.
+func (r *runner) handle(parent context.Context, rec *Record, start time.Time) (end time.Time, err error) {
 	r.since.Store(start.UnixNano())
 	var w *partWatch
 	if rec.gate != nil {
 		w = rec.gate.watch
 		w.running.Add(1)
 	}
-	defer r.finished(start, w)
+	defer func() { end = r.finished(start, w) }()
 	if r.handlerTime != nil && rec.attempts == 0 && rec.arrived != 0 {
 		r.waitTime.Observe(float64(start.UnixNano()-rec.arrived) / 1e9)
 	}
 	if r.maxTime <= 0 {
-		return safeHandle(parent, r.handler, rec)
+		return end, safeHandle(parent, r.handler, rec)
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, r.maxTime, ErrHandlerTimeout)
 	defer cancel()
-	err := safeHandle(ctx, r.handler, rec)
+	err = safeHandle(ctx, r.handler, rec)
 	if err != nil && context.Cause(ctx) == ErrHandlerTimeout && parent.Err() == nil {
 		err = fmt.Errorf("%w (%s): %w", ErrHandlerTimeout, r.maxTime, err)
 	}
-	return err
+	return end, err
 }
 
 // PanicError is the failure recorded when a handler panics.

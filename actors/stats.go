@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Stats are a consumer's live counters. Actors write them with atomics and
@@ -46,9 +44,9 @@ type Stats struct {
 
 	// Histograms, nil unless Options.Metrics: observing costs a clock read
 	// and a few atomic adds per record.
-	handlerTime prometheus.Histogram
-	waitTime    prometheus.Histogram
-	commitTime  prometheus.Histogram
+	handlerTime *histogram
+	waitTime    *histogram
+	commitTime  *histogram
 
 	mu      sync.Mutex
 	parts   map[TopicPartition]*gate // held partitions, for Partitions
