@@ -9,70 +9,24 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/test/testkit"
+	"github.com/turbokafka/turbo/test/testkit/scrape"
 )
 
 // gather scrapes one consumer's collector the way /metrics does.
-func gather(t *testing.T, c *actors.Consumer) map[string]*dto.MetricFamily {
+func gather(t *testing.T, c *actors.Consumer) scrape.Metrics {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(c.Collector()); err != nil {
 		t.Fatalf("registering the collector: %v", err)
 	}
-	fams, err := reg.Gather()
+	m, err := scrape.Gather(reg)
 	if err != nil {
 		t.Fatalf("gathering: %v", err)
 	}
-	out := make(map[string]*dto.MetricFamily, len(fams))
-	for _, f := range fams {
-		out[f.GetName()] = f
-	}
-	return out
-}
-
-// value returns the value of the series of family name whose labels
-// include want (a counter, gauge or a histogram's count).
-func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
-	t.Helper()
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.GetMetric() {
-		for k, v := range want {
-			found := false
-			for _, l := range m.GetLabel() {
-				if l.GetName() == k && l.GetValue() == v {
-					found = true
-				}
-			}
-			if !found {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
-}
-
-func mustValue(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
-	t.Helper()
-	v, ok := value(t, fams, name, labels)
-	if !ok {
-		t.Fatalf("no series %s%v in the scrape", name, labels)
-	}
-	return v
+	return m
 }
 
 // The metrics follow the records: the counters match the ledger, a blocked
@@ -114,7 +68,7 @@ func TestMetricsFollowTheRecords(t *testing.T) {
 	}
 	p2 := map[string]string{"consumer": "metrics", "topic": r.topic, "partition": "2"}
 	age := func() float64 {
-		return mustValue(t, gather(t, c), "turbo_partition_oldest_unfinished_age_seconds", p2)
+		return gather(t, c).Must(t, "turbo_partition_oldest_unfinished_age_seconds", p2)
 	}
 	testkit.Eventually(t, 30*time.Second, "partition 2's oldest unfinished record to be over 1 s old", func() bool { return age() > 1 })
 	first := age()
@@ -124,16 +78,16 @@ func TestMetricsFollowTheRecords(t *testing.T) {
 		fams := gather(t, c)
 		for _, p := range []string{"0", "1", "3"} {
 			labels := map[string]string{"topic": r.topic, "partition": p}
-			if v, ok := value(t, fams, "turbo_partition_oldest_unfinished_age_seconds", labels); !ok || v != 0 {
+			if v, ok := fams.Value("turbo_partition_oldest_unfinished_age_seconds", labels); !ok || v != 0 {
 				return false
 			}
-			if v, ok := value(t, fams, "turbo_partition_lag", labels); !ok || v != 0 {
+			if v, ok := fams.Value("turbo_partition_lag", labels); !ok || v != 0 {
 				return false
 			}
 		}
 		return true
 	})
-	if got := mustValue(t, gather(t, c), "turbo_partition_in_flight_records", p2); got != 1 {
+	if got := gather(t, c).Must(t, "turbo_partition_in_flight_records", p2); got != 1 {
 		t.Errorf("partition 2 has %v records in flight, want the blocked one", got)
 	}
 	if st := partition(c, r.topic, 2); st.OldestUnfinished.IsZero() || st.Committed > 10 {
@@ -146,10 +100,10 @@ func TestMetricsFollowTheRecords(t *testing.T) {
 		fams := gather(t, c)
 		for _, p := range []string{"0", "1", "2", "3"} {
 			labels := map[string]string{"topic": r.topic, "partition": p}
-			if v, ok := value(t, fams, "turbo_partition_lag", labels); !ok || v != 0 {
+			if v, ok := fams.Value("turbo_partition_lag", labels); !ok || v != 0 {
 				return false
 			}
-			if v, ok := value(t, fams, "turbo_partition_oldest_unfinished_age_seconds", labels); !ok || v != 0 {
+			if v, ok := fams.Value("turbo_partition_oldest_unfinished_age_seconds", labels); !ok || v != 0 {
 				return false
 			}
 		}
@@ -159,22 +113,22 @@ func TestMetricsFollowTheRecords(t *testing.T) {
 	rep := ledger.Report()
 	checkClean(t, rep, records)
 	labels := map[string]string{"consumer": "metrics"}
-	if got := mustValue(t, fams, "turbo_records_processed_total", labels); got != float64(rep.Distinct) {
+	if got := fams.Must(t, "turbo_records_processed_total", labels); got != float64(rep.Distinct) {
 		t.Errorf("turbo_records_processed_total = %v, want the ledger's %d", got, rep.Distinct)
 	}
-	if got := mustValue(t, fams, "turbo_handler_duration_seconds", labels); got != records {
+	if got := fams.Must(t, "turbo_handler_duration_seconds", labels); got != records {
 		t.Errorf("turbo_handler_duration_seconds counted %v attempts, want %d", got, records)
 	}
-	if got := mustValue(t, fams, "turbo_buffer_wait_seconds", labels); got != records {
+	if got := fams.Must(t, "turbo_buffer_wait_seconds", labels); got != records {
 		t.Errorf("turbo_buffer_wait_seconds counted %v records, want %d", got, records)
 	}
-	if got := mustValue(t, fams, "turbo_commits_total", labels); got < 1 || mustValue(t, fams, "turbo_commit_duration_seconds", labels) < 1 {
+	if got := fams.Must(t, "turbo_commits_total", labels); got < 1 || fams.Must(t, "turbo_commit_duration_seconds", labels) < 1 {
 		t.Errorf("turbo_commits_total = %v and no commit timed, want commits", got)
 	}
-	if got := mustValue(t, fams, "turbo_partitions_assigned_total", labels); got != 4 {
+	if got := fams.Must(t, "turbo_partitions_assigned_total", labels); got != 4 {
 		t.Errorf("turbo_partitions_assigned_total = %v, want 4", got)
 	}
-	if got := mustValue(t, fams, "turbo_consumer_ready", labels); got != 1 {
+	if got := fams.Must(t, "turbo_consumer_ready", labels); got != 1 {
 		t.Errorf("turbo_consumer_ready = %v, want 1", got)
 	}
 	for _, p := range c.Partitions() {
@@ -207,15 +161,15 @@ func TestMetricsWithoutHistograms(t *testing.T) {
 	c := r.start(r.consumer("plain", nil), ledger)
 	r.waitCommitted("g-"+r.topic, 30*time.Second)
 	fams := gather(t, c)
-	for name := range fams {
+	for name := range fams.Families {
 		if strings.HasSuffix(name, "_seconds") && !strings.Contains(name, "oldest_unfinished") {
 			t.Errorf("histogram %s present without Options.Metrics", name)
 		}
 	}
-	if got := mustValue(t, fams, "turbo_records_processed_total", nil); got != 20 {
+	if got := fams.Must(t, "turbo_records_processed_total", nil); got != 20 {
 		t.Errorf("turbo_records_processed_total = %v, want 20", got)
 	}
-	if got := mustValue(t, fams, "turbo_kafka_connection_errors_total", map[string]string{"kind": "unreachable"}); got != 0 {
+	if got := fams.Must(t, "turbo_kafka_connection_errors_total", map[string]string{"kind": "unreachable"}); got != 0 {
 		t.Errorf("unreachable connection errors = %v, want 0", got)
 	}
 }

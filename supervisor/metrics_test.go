@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/proto/swarmpb"
+	"github.com/turbokafka/turbo/test/testkit/scrape"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -72,12 +73,8 @@ func family(fams []*dto.MetricFamily, name string) *dto.MetricFamily {
 }
 
 func labelValue(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
+	v, _ := scrape.Label(m, name)
+	return v
 }
 
 // The supervisor's /metrics: its own go_* and process_* with

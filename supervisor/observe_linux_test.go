@@ -5,7 +5,6 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -13,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/supervisor/web"
+	"github.com/turbokafka/turbo/test/testkit/scrape"
 )
 
 // startObserved runs a supervisor of fake nodes in mode with http.listen on
@@ -56,51 +53,14 @@ func startObserved(t *testing.T, mode string, cfg config.Swarm) (*Supervisor, st
 	return sup, "http://" + sup.HTTPAddr()
 }
 
-// scrape returns /metrics parsed.
-func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
+// scrapeAt returns base's /metrics parsed.
+func scrapeAt(t *testing.T, base string) scrape.Metrics {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	m, err := scrape.Get(base + "/metrics")
 	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET /metrics: %s: %s", resp.Status, b)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
-	}
-	return fams
-}
-
-// series returns the value of the series of family name whose labels
-// include want, and whether there is one.
-func series(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
-		for k, v := range want {
-			if labelValue(m, k) != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Untyped != nil:
-			return m.Untyped.GetValue(), true
-		}
-		return 0, true
-	}
-	return 0, false
+	return m
 }
 
 func getJSON(t *testing.T, url string, v any) int {
@@ -124,21 +84,21 @@ func getJSON(t *testing.T, url string, v any) int {
 func TestSupervisorServesNodesMetricsAndStatus(t *testing.T) {
 	sup, base := startObserved(t, "observe", fastSwarm(2))
 	eventually(t, 10*time.Second, "both nodes' turbo_test_reports_total on /metrics", func() bool {
-		fams := scrape(t, base)
-		_, ok0 := series(fams, "turbo_test_reports_total", map[string]string{"node": "0"})
-		_, ok1 := series(fams, "turbo_test_reports_total", map[string]string{"node": "1"})
+		fams := scrapeAt(t, base)
+		_, ok0 := fams.Value("turbo_test_reports_total", map[string]string{"node": "0"})
+		_, ok1 := fams.Value("turbo_test_reports_total", map[string]string{"node": "1"})
 		return ok0 && ok1
 	})
-	fams := scrape(t, base)
+	fams := scrapeAt(t, base)
 	for _, node := range []string{"0", "1", "supervisor"} {
-		if _, ok := series(fams, "go_goroutines", map[string]string{"node": node}); !ok {
+		if _, ok := fams.Value("go_goroutines", map[string]string{"node": node}); !ok {
 			t.Errorf("no go_goroutines{node=%q}", node)
 		}
 	}
-	if v, ok := series(fams, "turbo_swarm_node_state", map[string]string{"node": "1", "state": "running"}); !ok || v != 1 {
+	if v, ok := fams.Value("turbo_swarm_node_state", map[string]string{"node": "1", "state": "running"}); !ok || v != 1 {
 		t.Errorf("turbo_swarm_node_state{node=1,state=running} = %v (%v), want 1", v, ok)
 	}
-	if v, ok := series(fams, "turbo_swarm_restart_budget_remaining", nil); !ok || v != 100 {
+	if v, ok := fams.Value("turbo_swarm_restart_budget_remaining", nil); !ok || v != 100 {
 		t.Errorf("turbo_swarm_restart_budget_remaining = %v (%v), want 100 (max_restarts)", v, ok)
 	}
 
@@ -172,29 +132,29 @@ func TestSupervisorServesNodesMetricsAndStatus(t *testing.T) {
 		if getJSON(t, base+"/readyz", &ready); !ready.OK && sawNotReady == "" {
 			sawNotReady = ready.Reason
 		}
-		fams := scrape(t, base)
-		v, _ := series(fams, "turbo_swarm_node_restarts_total", map[string]string{"node": "1", "cause": "exit"})
-		running, _ := series(fams, "turbo_swarm_node_state", map[string]string{"node": "1", "state": "running"})
+		fams := scrapeAt(t, base)
+		v, _ := fams.Value("turbo_swarm_node_restarts_total", map[string]string{"node": "1", "cause": "exit"})
+		running, _ := fams.Value("turbo_swarm_node_state", map[string]string{"node": "1", "state": "running"})
 		return v == 1 && running == 1
 	})
 	t.Logf("while node 1 was down, /readyz said: %q", sawNotReady)
 	if sawNotReady != "" && !strings.Contains(sawNotReady, "node 1") {
 		t.Errorf("/readyz reason %q does not name node 1", sawNotReady)
 	}
-	fams = scrape(t, base)
+	fams = scrapeAt(t, base)
 	for _, c := range causeNames {
 		want := 0.0
 		if c == "exit" {
 			want = 1
 		}
-		if v, ok := series(fams, "turbo_swarm_node_restarts_total", map[string]string{"node": "1", "cause": c}); !ok || v != want {
+		if v, ok := fams.Value("turbo_swarm_node_restarts_total", map[string]string{"node": "1", "cause": c}); !ok || v != want {
 			t.Errorf("turbo_swarm_node_restarts_total{node=1,cause=%s} = %v (%v), want %v", c, v, ok, want)
 		}
-		if v, _ := series(fams, "turbo_swarm_node_restarts_total", map[string]string{"node": "0", "cause": c}); v != 0 {
+		if v, _ := fams.Value("turbo_swarm_node_restarts_total", map[string]string{"node": "0", "cause": c}); v != 0 {
 			t.Errorf("turbo_swarm_node_restarts_total{node=0,cause=%s} = %v, want 0", c, v)
 		}
 	}
-	if v, _ := series(fams, "turbo_swarm_restart_budget_remaining", nil); v != 99 {
+	if v, _ := fams.Value("turbo_swarm_restart_budget_remaining", nil); v != 99 {
 		t.Errorf("turbo_swarm_restart_budget_remaining = %v after one restart, want 99", v)
 	}
 	if n := sup.Status()[1]; n.Restarts != 1 || n.PID == victim {

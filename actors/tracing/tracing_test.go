@@ -15,6 +15,8 @@ import (
 	"github.com/turbokafka/turbo/actors/tracing/tracingtest"
 	"github.com/turbokafka/turbo/config"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/turbokafka/turbo/test/testkit"
 )
 
 // The tests of this package are not parallel: the SDK's error handler is
@@ -53,7 +55,7 @@ func TestExportURL(t *testing.T) {
 // Shutdown flushes them and is idempotent.
 func TestSpansReachTheCollector(t *testing.T) {
 	recv := tracingtest.NewReceiver(t)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	p, err := Start(config.Tracing{OTLPEndpoint: recv.URL, ServiceName: "checkout"}, zerolog.New(&logs))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +106,7 @@ func TestExportErrorsAreLoggedOnceAndWithoutSecrets(t *testing.T) {
 	// One good header, one whose value is a bad escape: the SDK logs the
 	// latter's value among its key/values.
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key="+secret+",x-bad=%zz"+secret)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	p, err := Start(config.Tracing{OTLPEndpoint: srv.URL}, zerolog.New(&logs))
 	if err != nil {
 		t.Fatal(err)
@@ -187,23 +189,4 @@ func TestErrorLogSaysHowManyRepeatsItHeldBack(t *testing.T) {
 	if len(lines[2]) > maxMessageLen+200 {
 		t.Errorf("a long error is logged at %d bytes, bound about %d", len(lines[2]), maxMessageLen)
 	}
-}
-
-// syncBuffer is a bytes.Buffer the exporter's goroutine and the test can
-// share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/config"
+
+	"github.com/turbokafka/turbo/test/testkit"
 )
 
 // jsonLines parses every line of out as one JSON object, failing the test
@@ -81,7 +83,7 @@ consumers:
 shutdown_timeout: 10s
 log: {level: debug, format: json}
 `, records))
-	var out syncBuffer
+	var out testkit.Buffer
 	sink := newLogSink(&out, 16<<20)
 	var stdout bytes.Buffer
 	done := make(chan int, 1)

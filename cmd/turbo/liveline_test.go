@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/turbokafka/turbo/test/testkit"
 )
 
 // The exact bytes liveLine adds around log output, step by step.
@@ -139,31 +141,13 @@ func screen(t *testing.T, b []byte) (rows []string, current string) {
 	return rows, string(row)
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
 // The live line and log lines from several goroutines, through the sink as
 // the real process does on a terminal, without a terminal: replayed on an
 // emulated screen, every row is one whole log line (no live text in it, no
 // log line cut), and once the status stops the live line is gone and the
 // exit summary has a row of its own.
 func TestLiveLineNeverTakesLogLines(t *testing.T) {
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	sink := newLogSink(out, 1<<20)
 	log := zerolog.New(sink)
 	st := &status{out: sink, log: log, interval: time.Millisecond, live: sink, width: func() int { return 0 }}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"github.com/turbokafka/turbo/actors/tracing/tracingtest"
 	"github.com/twmb/franz-go/pkg/kgo"
 	otlptrace "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/turbokafka/turbo/test/testkit"
 )
 
 // runDeadline bounds a `turbo run --exit-on-idle` over a handful of records
@@ -71,7 +72,7 @@ log:
   format: json
 `, broker.Addrs()[0], topic, downstream.URL, recv.URL))
 	done := make(chan int, 1)
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testkit.Buffer
 	go func() { done <- runMain([]string{"run", "--config", cfg, "--exit-on-idle"}, &stdout, &stderr) }()
 	select {
 	case code := <-done:
@@ -133,22 +134,4 @@ func produceTraced(t *testing.T, brokers []string, topic, traceparent string) {
 	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		t.Fatalf("producing: %v", err)
 	}
-}
-
-// lockedBuffer is a buffer the run's goroutines and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

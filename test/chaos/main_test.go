@@ -56,7 +56,5 @@ func envUint(name string) uint64 {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code := m.Run()
-	testkit.RemoveBinary()
-	os.Exit(code)
+	testkit.Main(m)
 }

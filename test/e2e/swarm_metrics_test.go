@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,38 +10,22 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/turbokafka/turbo/test/testkit"
+	"github.com/turbokafka/turbo/test/testkit/scrape"
 )
 
-// scrapeSwarm returns the supervisor's /metrics, raw and parsed.
+// scrapeSwarm returns the supervisor's /metrics, raw and parsed; empty
+// while nothing listens yet.
 func scrapeSwarm(t *testing.T, live string) (string, map[string]*dto.MetricFamily) {
 	t.Helper()
-	resp, err := http.Get("http://" + live + "/metrics")
+	m, err := scrape.Get("http://" + live + "/metrics")
 	if err != nil {
-		return "", nil // not listening yet
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %s %v: %s", resp.Status, err, b)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(string(b)))
-	if err != nil {
-		t.Fatalf("GET /metrics does not parse: %v", err)
-	}
-	return string(b), fams
-}
-
-func labelOf(m *dto.Metric, name string) (string, bool) {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue(), true
+		if strings.Contains(err.Error(), "connection refused") {
+			return "", nil // not listening yet
 		}
+		t.Fatal(err)
 	}
-	return "", false
+	return string(m.Raw), m.Families
 }
 
 // nodeFamilies returns the names of the turbo_ families (the nodes' own,
@@ -71,7 +53,7 @@ func nodeFamilies(fams map[string]*dto.MetricFamily, nodes ...string) []string {
 func nodesOf(f *dto.MetricFamily) map[string]bool {
 	seen := map[string]bool{}
 	for _, m := range f.GetMetric() {
-		if v, ok := labelOf(m, "node"); ok {
+		if v, ok := scrape.Label(m, "node"); ok {
 			seen[v] = true
 		}
 	}
@@ -80,8 +62,8 @@ func nodesOf(f *dto.MetricFamily) map[string]bool {
 
 func restartsOf(fams map[string]*dto.MetricFamily, node, cause string) (float64, bool) {
 	for _, m := range fams["turbo_swarm_node_restarts_total"].GetMetric() {
-		n, _ := labelOf(m, "node")
-		c, _ := labelOf(m, "cause")
+		n, _ := scrape.Label(m, "node")
+		c, _ := scrape.Label(m, "cause")
 		if n == node && c == cause {
 			return m.GetCounter().GetValue(), true
 		}
@@ -113,7 +95,7 @@ func TestSwarmMetricsCarryEveryNode(t *testing.T) {
 	t.Logf("families with both nodes' series: %d (e.g. %s)", len(both), both[0])
 	for name, f := range fams {
 		for _, m := range f.Metric {
-			if _, ok := labelOf(m, "node"); !ok && name != "turbo_swarm_restart_budget_remaining" {
+			if _, ok := scrape.Label(m, "node"); !ok && name != "turbo_swarm_restart_budget_remaining" {
 				t.Errorf("%s has a series without a node label: %v", name, m)
 			}
 		}

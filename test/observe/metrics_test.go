@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/test/testkit"
+	"github.com/turbokafka/turbo/test/testkit/scrape"
 )
 
 // ledger is the http endpoint records are posted to: it counts each record
@@ -93,40 +94,40 @@ log: {level: info, format: json}
 	}
 	// Everything but the held record's key finishes; its partition alone has
 	// an unfinished record, and its age grows.
-	var mid scrape
+	var mid scrape.Metrics
 	testkit.Eventually(t, 60*time.Second, "every partition but 2 to finish, and 2's oldest unfinished record to be 1 s old", func() bool {
 		mid = scrapeMetrics(t, base)
 		for _, p := range []string{"0", "1", "3"} {
-			if age, ok := mid.value("turbo_partition_oldest_unfinished_age_seconds", part(p)); !ok || age != 0 {
+			if age, ok := mid.Value("turbo_partition_oldest_unfinished_age_seconds", part(p)); !ok || age != 0 {
 				return false
 			}
-			if lag, ok := mid.value("turbo_partition_lag", part(p)); !ok || lag != 0 {
+			if lag, ok := mid.Value("turbo_partition_lag", part(p)); !ok || lag != 0 {
 				return false
 			}
 		}
-		age, _ := mid.value("turbo_partition_oldest_unfinished_age_seconds", part("2"))
+		age, _ := mid.Value("turbo_partition_oldest_unfinished_age_seconds", part("2"))
 		return age >= 1
 	})
-	age1 := mid.must(t, "turbo_partition_oldest_unfinished_age_seconds", part("2"))
-	processedMid := mid.must(t, "turbo_records_processed_total", map[string]string{"consumer": "obs"})
+	age1 := mid.Must(t, "turbo_partition_oldest_unfinished_age_seconds", part("2"))
+	processedMid := mid.Must(t, "turbo_records_processed_total", map[string]string{"consumer": "obs"})
 	distinct, total := l.counts()
 	// The endpoint answers before the handler returns: the counter may lag
 	// the ledger by the records between the two, never lead it.
 	if processedMid > float64(total) || processedMid < float64(total-16) {
 		t.Errorf("mid-run: turbo_records_processed_total = %v, the ledger answered %d records (%d distinct)", processedMid, total, distinct)
 	}
-	if lag := mid.must(t, "turbo_partition_lag", part("2")); lag == 0 {
+	if lag := mid.Must(t, "turbo_partition_lag", part("2")); lag == 0 {
 		t.Errorf("partition 2 shows lag 0 while its record %s is held: the commit cannot pass it", blockOffset)
 	}
-	if inFlight := mid.must(t, "turbo_partition_in_flight_records", part("2")); inFlight != 1 {
+	if inFlight := mid.Must(t, "turbo_partition_in_flight_records", part("2")); inFlight != 1 {
 		t.Errorf("partition 2 has %v records in flight, want the held one", inFlight)
 	}
-	lint(t, mid.raw)
+	lint(t, mid.Raw)
 	// The age is a clock: it keeps growing while the record is held.
 	var age2 float64
 	grew := time.Now()
 	testkit.Eventually(t, 10*time.Second, "partition 2's oldest unfinished age to grow by 1 s", func() bool {
-		age2 = scrapeMetrics(t, base).must(t, "turbo_partition_oldest_unfinished_age_seconds", part("2"))
+		age2 = scrapeMetrics(t, base).Must(t, "turbo_partition_oldest_unfinished_age_seconds", part("2"))
 		return age2 >= age1+1
 	})
 	if took := time.Since(grew); took > 3*time.Second {
@@ -136,14 +137,14 @@ log: {level: info, format: json}
 		processedMid, total, age1, age2)
 
 	close(l.release)
-	var end scrape
+	var end scrape.Metrics
 	testkit.Eventually(t, 60*time.Second, "every record processed and every partition's lag at 0", func() bool {
 		end = scrapeMetrics(t, base)
-		if v, _ := end.value("turbo_records_processed_total", nil); v != records {
+		if v, _ := end.Value("turbo_records_processed_total", nil); v != records {
 			return false
 		}
 		for _, p := range []string{"0", "1", "2", "3"} {
-			if lag, ok := end.value("turbo_partition_lag", part(p)); !ok || lag != 0 {
+			if lag, ok := end.Value("turbo_partition_lag", part(p)); !ok || lag != 0 {
 				return false
 			}
 		}
@@ -154,10 +155,10 @@ log: {level: info, format: json}
 		t.Errorf("the ledger answered %d records (%d distinct), want %d once each", total, distinct, records)
 	}
 	for _, p := range []string{"0", "1", "2", "3"} {
-		if age := end.must(t, "turbo_partition_oldest_unfinished_age_seconds", part(p)); age != 0 {
+		if age := end.Must(t, "turbo_partition_oldest_unfinished_age_seconds", part(p)); age != 0 {
 			t.Errorf("partition %s: oldest unfinished age %v at the end, want 0", p, age)
 		}
-		c, h := end.must(t, "turbo_partition_committed_offset", part(p)), end.must(t, "turbo_partition_high_watermark", part(p))
+		c, h := end.Must(t, "turbo_partition_committed_offset", part(p)), end.Must(t, "turbo_partition_high_watermark", part(p))
 		if c != h || c <= 0 {
 			t.Errorf("partition %s: committed %v, high watermark %v: want committed at the end", p, c, h)
 		}
@@ -168,16 +169,16 @@ log: {level: info, format: json}
 		"turbo_committed_records_total": records, "turbo_handler_failures_total": 0, "turbo_tree_restarts_total": 0,
 		"turbo_assigned_partitions": 4, "turbo_consumer_ready": 1,
 	} {
-		if got := end.must(t, name, obs); got != want {
+		if got := end.Must(t, name, obs); got != want {
 			t.Errorf("%s = %v at the end, want %v", name, got, want)
 		}
 	}
 	for _, family := range []string{"go_goroutines", "process_resident_memory_bytes"} {
-		if _, ok := end.value(family, nil); !ok {
+		if _, ok := end.Value(family, nil); !ok {
 			t.Errorf("no %s: the Go and process collectors are missing", family)
 		}
 	}
-	lint(t, end.raw)
+	lint(t, end.Raw)
 	run.Signal(t, syscall.SIGTERM)
 	if code := run.Wait(t, 30*time.Second); code != 0 {
 		t.Errorf("turbo run exited %d after SIGTERM, want 0", code)

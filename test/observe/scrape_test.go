@@ -1,21 +1,16 @@
 package observe
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/turbokafka/turbo/test/testkit/scrape"
+	webtest "github.com/turbokafka/turbo/test/web"
 )
 
 var client = &http.Client{Timeout: 5 * time.Second}
@@ -32,86 +27,21 @@ func get(url string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
-// scrape is one /metrics answer, parsed.
-type scrape struct {
-	raw  []byte
-	fams map[string]*dto.MetricFamily
-}
-
-func scrapeMetrics(t *testing.T, base string) scrape {
+// scrapeMetrics parses base's /metrics.
+func scrapeMetrics(t *testing.T, base string) scrape.Metrics {
 	t.Helper()
-	code, body := get(base + "/metrics")
-	if code != http.StatusOK {
-		t.Fatalf("GET /metrics: status %d", code)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	m, err := scrape.Get(base + "/metrics")
 	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
+		t.Fatal(err)
 	}
-	return scrape{raw: body, fams: fams}
+	return m
 }
 
-// value is the value of the series of name whose labels include want; ok
-// false when there is none.
-func (s scrape) value(name string, want map[string]string) (float64, bool) {
-	f := s.fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.GetMetric() {
-		for k, v := range want {
-			found := false
-			for _, l := range m.GetLabel() {
-				found = found || (l.GetName() == k && l.GetValue() == v)
-			}
-			if !found {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
-}
-
-func (s scrape) must(t *testing.T, name string, labels map[string]string) float64 {
-	t.Helper()
-	v, ok := s.value(name, labels)
-	if !ok {
-		t.Fatalf("no series %s%v in the scrape", name, labels)
-	}
-	return v
-}
-
-// lint checks the exposition: with promtool when TURBO_TEST_PROMTOOL names
-// one (make test installs it), and always with the client library's linter.
+// lint checks the exposition: `promtool check metrics` (make test
+// installs promtool), else client_golang's promlint.
 func lint(t *testing.T, raw []byte) {
 	t.Helper()
-	problems, err := promlint.New(bytes.NewReader(raw)).Lint()
-	if err != nil || len(problems) > 0 {
-		t.Errorf("promlint: %v %+v", err, problems)
-	}
-	promtool := os.Getenv("TURBO_TEST_PROMTOOL")
-	if promtool == "" {
-		t.Log("TURBO_TEST_PROMTOOL unset: linted with the client library's promlint only (make test sets it)")
-		return
-	}
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = bytes.NewReader(raw)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Errorf("promtool check metrics: %v\n%s", err, out)
-	} else {
-		t.Logf("promtool check metrics: ok (%d bytes checked)", len(raw))
-	}
+	t.Logf("metrics checked by %s (%d bytes)", webtest.CheckMetrics(t, raw), len(raw))
 }
 
 // probe is a /healthz or /readyz answer.

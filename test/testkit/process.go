@@ -27,8 +27,16 @@ var (
 	buildErr  error
 )
 
+// Main is a TestMain for packages that run the binary: it runs the tests,
+// removes the binary Binary built, and exits with the tests' code.
+func Main(m *testing.M) {
+	code := m.Run()
+	RemoveBinary()
+	os.Exit(code)
+}
+
 // RemoveBinary deletes the binary Binary built, if any. Call it from
-// TestMain after m.Run.
+// TestMain after m.Run (Main does).
 func RemoveBinary() {
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))

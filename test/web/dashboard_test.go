@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/test/testkit"
+	webtest "github.com/turbokafka/turbo/test/web"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -455,19 +456,6 @@ func awaitNames(t *testing.T, addr string, want usage, alive func() bool) []byte
 	return nil
 }
 
-// promtool is TURBO_TEST_PROMTOOL (see test/web/browser.sh), "" when unset.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("TURBO_TEST_PROMTOOL")
-	if p == "" {
-		return ""
-	}
-	if _, err := exec.LookPath(p); err != nil {
-		t.Fatalf("TURBO_TEST_PROMTOOL=%s is not an executable: %v", p, err)
-	}
-	return p
-}
-
 func runPromtool(t *testing.T, tool string, stdin []byte, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), promtoolBound)
@@ -487,7 +475,7 @@ func runPromtool(t *testing.T, tool string, stdin []byte, args ...string) {
 // The rule file's shape, and `promtool check rules` when there is one.
 func TestAlertRules(t *testing.T) {
 	readAlerts(t)
-	if tool := promtool(t); tool != "" {
+	if tool := webtest.Promtool(t); tool != "" {
 		runPromtool(t, tool, nil, "check", "rules", alertsPath)
 	}
 }
@@ -558,9 +546,7 @@ log: {level: info, format: json}
 	p := testkit.Start(t, io.Discard, "run", "--config", cfg)
 	body := awaitNames(t, addr, want, p.Alive)
 	t.Logf("turbo run's /metrics exposes all %d names the examples use (%d bytes; %d handler calls so far)", len(want), len(body), handled.Load())
-	if tool := promtool(t); tool != "" {
-		runPromtool(t, tool, body, "check", "metrics")
-	}
+	webtest.CheckMetrics(t, body)
 	p.Signal(t, syscall.SIGTERM)
 	if code := p.Wait(t, stopDeadline); code != 0 {
 		t.Errorf("turbo run exited %d after SIGTERM, want 0", code)
@@ -602,9 +588,7 @@ swarm:
 		}
 	}
 	t.Logf("turbo swarm's /metrics exposes all %d swarm names the examples use", len(want))
-	if tool := promtool(t); tool != "" {
-		runPromtool(t, tool, body, "check", "metrics")
-	}
+	webtest.CheckMetrics(t, body)
 	p.Signal(t, syscall.SIGTERM)
 	if code := p.Wait(t, stopDeadline); code != 0 {
 		t.Errorf("turbo swarm exited %d after SIGTERM, want 0", code)

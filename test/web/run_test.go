@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -18,9 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testkit.RemoveBinary()
-	os.Exit(code)
+	testkit.Main(m)
 }
 
 // holder is the http endpoint of the console test: each record takes a
