@@ -132,9 +132,27 @@
 // record; records listed there are marked inherited: tracked and marked done
 // at once, never run.
 //
+// # Observation
+//
+// What a consumer shows costs nothing on the record path beyond a few
+// atomic stores: Stats holds its counters, and each partition assignment's
+// gate holds a partWatch that the actors owning each value write as it
+// changes (the proxy the committed offset, high watermark and lag; the
+// offset controller when the oldest unfinished record arrived, kept per
+// batch by arrivals; the claim its pause; the runners their records in
+// flight). Consumer.Collector reads them when scraped; Live pings the tree
+// (pingTree, answered by the orchestrator) and Ready reads the group session.
+// With Options.Metrics, runners also observe the handler and buffer-wait
+// histograms, sharded by runner so that cores do not share their counters.
+//
+// Start wraps the handler in a tracer (trace.go): a record's W3C
+// traceparent reaches the handler's context, and with a TracerProvider each
+// attempt is a span.
+//
 // # State ownership
 //
 // Each actor owns its state alone. The only shared objects are the gates
-// (claim goroutine ↔ proxy ↔ coordinator, a mutex), the runBatch (runner ↔
-// coordinator, atomics), and Stats (atomics, read by anyone).
+// (claim goroutine ↔ proxy ↔ coordinator, a mutex; their partWatch,
+// atomics), the runBatch (runner ↔ coordinator, atomics), and Stats
+// (atomics, read by anyone).
 package actors

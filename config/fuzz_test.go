@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,6 +38,7 @@ func FuzzLoad(f *testing.F) {
 		"kafka: {brokers: [embedded], embedded: {partitions: 1e9}}\nconsumers: [{name: a, topics: [t]}]",
 		"swarm: {supervision_interval: 1ns, node_report_interval: 1ns, node_report_timeout: 2ns}\nconsumers: [{name: a, topics: [t]}]",
 		"swarm: {node_report_interval: 100ms, node_report_timeout: 300ms, liveness_listen: not an address}\nhttp: {listen: \"::1:9100\"}\nconsumers: [{name: a, topics: [t]}]",
+		"http: {listen: \":9100\"}\ntracing: {otlp_endpoint: \"HTTP://c:4318\", service_name: orders}\nconsumers: [{name: a, topics: [t]}]",
 		"consumers: [{name: a, topics: [\"a b\", \"..\", \"t\\nx\"]}]",
 		"kafka: {brokers: [no-port, EMBEDDED], version: 0.10.2.0}\nconsumers: [{name: a, topics: [t], concurrency: \"4\"}]",
 		"consumers: [{name: a, topics: [t], handler: {type: http, url: \"http://127.0.0.1:99999/x\"}}]",
@@ -168,6 +170,15 @@ func withinLimits(c *Config) error {
 	}
 	if v, ok := parseVersion(k.Version); !ok || versionLess(v, [3]int{2, 4, 0}) {
 		return fmt.Errorf("kafka.version %q", k.Version)
+	}
+	if l := c.HTTP.Listen; l != "" && !validHostPort(l, true) {
+		return fmt.Errorf("http.listen %q", l)
+	}
+	if e := strings.ToLower(c.Tracing.OTLPEndpoint); len(e) > 4096 || (e != "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://")) {
+		return fmt.Errorf("tracing.otlp_endpoint %q", e)
+	}
+	if n := c.Tracing.ServiceName; len(n) > 255 {
+		return fmt.Errorf("tracing.service_name of %d bytes", len(n))
 	}
 	return nil
 }

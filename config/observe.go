@@ -49,6 +49,10 @@ func (t *Tracing) validate() error {
 		case u.User != nil:
 			// The endpoint is logged when an export fails.
 			return fieldErr("tracing.otlp_endpoint", "must not hold credentials")
+		case u.RawQuery != "" || u.Fragment != "":
+			// The OTLP exporter drops them: what is sent would not be what
+			// was asked for.
+			return fieldErr("tracing.otlp_endpoint", fmt.Sprintf("must have no query or fragment (got %s)", quoteValue(t.OTLPEndpoint)))
 		}
 	}
 	if len(t.ServiceName) > maxServiceName || !printable(t.ServiceName) {

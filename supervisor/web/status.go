@@ -13,8 +13,9 @@ type Check struct {
 
 // Source is what the process shows. Its methods are called from HTTP
 // handlers, once per request, concurrently: they must be safe for that and
-// return promptly (a snapshot, not a round trip through the actor tree that
-// can hang), since a probe that blocks is a probe that fails.
+// return promptly — a snapshot, or a round trip with a short deadline (a
+// consumer's Live pings its actor tree for at most 2 s) — since a probe
+// that blocks is a probe that fails.
 type Source interface {
 	Live() Check
 	Ready() Check
