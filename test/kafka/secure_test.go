@@ -4,9 +4,12 @@ package kafka_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -129,7 +132,7 @@ log: {level: info, format: json}
 			if code != tc.code {
 				t.Errorf("exit %d after %s, want %d; output:\n%s", code, took.Round(time.Millisecond), tc.code, out)
 			}
-			if !strings.Contains(out, tc.want) {
+			if !strings.Contains(readable(out), tc.want) {
 				t.Errorf("the output does not say %q:\n%s", tc.want, out)
 			}
 			noSecrets(t, "the output", out, secrets)
@@ -222,4 +225,24 @@ func tokensIssued(t *testing.T, c testkit.OAuthClient) int64 {
 		t.Fatalf("the issuer's stats: %v", err)
 	}
 	return st.TokensIssued
+}
+
+// readable is a run's output with each JSON log line (log.format: json)
+// replaced by its string fields' values, unescaped, so that a test can look
+// for a message as a person reads it.
+func readable(out string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(out, "\n") {
+		var fields map[string]any
+		if json.Unmarshal([]byte(l), &fields) != nil {
+			b.WriteString(l + "\n")
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			if v, ok := fields[k].(string); ok {
+				b.WriteString(v + "\n")
+			}
+		}
+	}
+	return b.String()
 }
