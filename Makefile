@@ -6,7 +6,12 @@ PKGS     := ./...
 TEST_TIMEOUT ?= 20m
 # What test-kafka runs against a real Kafka broker (test/kafka/kafka.sh), on
 # each Kafka line of KAFKA_LINES in turn (3.9: Kafka 3.9.2, 4: Kafka 4.4.0).
-KAFKA_PKGS := ./test/kafka/ ./test/e2e/... ./test/chaos/ ./actors/...
+KAFKA_PKGS := ./test/e2e/... ./test/chaos/ ./actors/...
+# test/kafka runs first and alone: its broker-restart test bounds the records
+# run twice by those in flight at each session loss, and with two other
+# packages' tests on the same two cores it counted more (45 and 48 of 9,000,
+# bound 32, in 2 of 6 runs; alone 0-16): an open problem, see README.
+KAFKA_ALONE := ./test/kafka/
 KAFKA_LINES ?= 3.9 4
 KAFKA_SH   := test/kafka/kafka.sh
 
@@ -106,6 +111,7 @@ test-kafka-line:
 	unset TURBO_TEST_KAFKA_LINE; set -a; . "$$state/env" || exit 1; TURBO_TEST_STATE=$$state; set +a; \
 	echo "test-kafka: Kafka $$TURBO_TEST_KAFKA_VERSION: TURBO_TEST_BROKERS=$$TURBO_TEST_BROKERS (PLAINTEXT)," \
 		"SASL_SSL $$TURBO_TEST_SASL_SSL_BROKERS, SSL $$TURBO_TEST_SSL_BROKERS"; \
+	bash test/kafka/gotest.sh "$$state/alone.log" $(GO) -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_ALONE) || exit $$?; \
 	bash test/kafka/gotest.sh "$$state/plain.log" $(GO) -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_PKGS) || exit $$?; \
 	$(KAFKA_SECURED_RUNS)
 

@@ -74,9 +74,12 @@ run mtls-swarm "${mtls[@]}" -- -run '^TestSwarmSharesPartitionsAndStopsCleanly$'
 secrets=("$TURBO_TEST_SCRAM512_PASSWORD" "$TURBO_TEST_SCRAM256_PASSWORD" "$TURBO_TEST_PLAIN_PASSWORD" "$(cat "$TURBO_TEST_OAUTH_CLIENT_SECRET_FILE")")
 files=("$out"/*.log)
 if [[ -n ${TURBO_TEST_STATE:-} ]]; then
-	# The plain pass of the same line (the Makefile's gotest.sh log), which
-	# holds the negative tests on the secured listeners and OAUTHBEARER.
-	[[ -f $TURBO_TEST_STATE/plain.log ]] && files+=("$TURBO_TEST_STATE/plain.log")
+	# The plain pass of the same line (the Makefile's gotest.sh logs: test/kafka
+	# alone, then the rest), which holds the negative tests on the secured
+	# listeners and OAUTHBEARER.
+	for f in "$TURBO_TEST_STATE/alone.log" "$TURBO_TEST_STATE/plain.log"; do
+		if [[ -f $f ]]; then files+=("$f"); fi
+	done
 	[[ -f $TURBO_TEST_STATE/work ]] && files+=("$(cat "$TURBO_TEST_STATE/work")"/logs/*.log)
 fi
 lines=$(cat "${files[@]}" | wc -l)
