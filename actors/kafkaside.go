@@ -21,7 +21,9 @@ import (
 //
 // kafkaGroup (sarama) is the side of every consumer; memGroup (an in-memory
 // cluster) is the side of test/harness, so that its tests run the real proxy
-// and the rest of the tree without a broker. The proxy calls the side once
+// and the rest of the tree without a broker. Both share their lifecycle
+// (sideLife) and their claims (claim.go: batch assembly, credit return,
+// handover and loss); each feeds its claims records its own way (claimFeed). The proxy calls the side once
 // per commit or dead-letter batch, never per record: records reach the proxy
 // in claimFetched batches either way.
 type kafkaSide interface {
@@ -60,59 +62,6 @@ var (
 	_ groupSession = (sarama.ConsumerGroupSession)(nil)
 	_ groupSession = (*memSession)(nil)
 )
-
-// handOver is a claim's end of the revocation handshake, shared by both
-// sides: it tells the proxy (claimEnding), waits for the partition's final
-// watermark — bounded by wait, and cut short by abort — and commits it
-// before the claim lets the partition go. It returns that final watermark
-// (ok false when there was none, or no answer).
-//
-// A session lost meanwhile (lost closed) ends the handshake without a
-// commit: the partition is dropped as lost (claimLost).
-func handOver(send func(any), abort, lost <-chan struct{}, wait time.Duration, log zerolog.Logger, sess groupSession, tp TopicPartition, epoch uint64) finalCommit {
-	reply := make(chan finalCommit, 1)
-	send(&claimEnding{tp: tp, epoch: epoch, reply: reply})
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case fc := <-reply:
-		if fc.ok {
-			// MarkOffset only moves forward; ResetOffset then sets the
-			// metadata even when the offset is the one already marked.
-			sess.MarkOffset(tp.Topic, tp.Partition, fc.offset, fc.meta)
-			sess.ResetOffset(tp.Topic, tp.Partition, fc.offset, fc.meta)
-		}
-		sess.Commit()
-		return fc
-	case <-lost:
-		return dropLost(send, abort, tp, epoch)
-	case <-abort:
-	case <-t.C:
-		log.Error().Str("partition", tp.String()).Msg("revocation handshake timed out; releasing without a final commit")
-	}
-	return finalCommit{}
-}
-
-// lostReplyWait bounds a lost claim's wait for the proxy's answer (the
-// proxy answers at once; a tree being torn down may not).
-const lostReplyWait = time.Second
-
-// dropLost is a claim's end of a loss: it tells the proxy, and returns the
-// last watermark the proxy marked for the partition (ok false if none, or
-// no answer): what this member finished, never committed.
-func dropLost(send func(any), abort <-chan struct{}, tp TopicPartition, epoch uint64) finalCommit {
-	reply := make(chan finalCommit, 1)
-	send(&claimLost{tp: tp, epoch: epoch, reply: reply})
-	t := time.NewTimer(lostReplyWait)
-	defer t.Stop()
-	select {
-	case fc := <-reply:
-		return fc
-	case <-abort:
-	case <-t.C:
-	}
-	return finalCommit{}
-}
 
 // finishedIn returns the offsets above committed that an earlier owner of tp
 // finished, per the committed metadata. Metadata turbo did not write, or
