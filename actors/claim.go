@@ -100,14 +100,9 @@ type claimFeed[M any] interface {
 	ended(end claimEnd, fc finalCommit)
 }
 
-// claim is one held partition's claim, as both sides run it: its gate and
-// epoch, the offsets an earlier owner finished (inherited records), the
-// session to commit on, and the channels that end it.
-type claim struct {
-	side       *sideLife
+// claimSpec is what a side knows of a claim before it starts.
+type claimSpec struct {
 	tp         TopicPartition
-	epoch      uint64
-	gate       *gate
 	finished   []offsetmeta.Range // finished by an earlier owner, ascending
 	maxBatch   int
 	revokeWait time.Duration   // upper bound on the revocation handshake
@@ -116,25 +111,20 @@ type claim struct {
 	log        zerolog.Logger
 }
 
-// claimSpec is what a side knows of a claim before it starts.
-type claimSpec struct {
-	tp         TopicPartition
-	finished   []offsetmeta.Range
-	maxBatch   int
-	revokeWait time.Duration
-	lost       <-chan struct{}
-	sess       groupSession
-	log        zerolog.Logger
+// claim is one held partition's claim, as both sides run it: its gate and
+// epoch, the offsets an earlier owner finished (inherited records), the
+// session to commit on, and the channels that end it.
+type claim struct {
+	claimSpec
+	side  *sideLife
+	epoch uint64
+	gate  *gate
 }
 
 // newClaim takes the claim's epoch and makes its gate, which the proxy
-// sizes on claimStarted (see startClaim).
+// sizes when it gets claimStarted (start).
 func (l *sideLife) newClaim(s claimSpec) *claim {
-	return &claim{
-		side: l, tp: s.tp, epoch: l.epochs.Add(1), gate: newGate(0, 0),
-		finished: s.finished, maxBatch: s.maxBatch, revokeWait: s.revokeWait,
-		lost: s.lost, sess: s.sess, log: s.log,
-	}
+	return &claim{claimSpec: s, side: l, epoch: l.epochs.Add(1), gate: newGate(0, 0)}
 }
 
 // start tells the proxy of the claim.
