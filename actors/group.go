@@ -74,14 +74,14 @@ func (g *kafkaGroup) run() {
 	defer g.stats.sessionEnded()
 	client, group, err := g.connect()
 	if err != nil {
-		g.send(&groupStopped{})
+		g.stopped(nil)
 		return
 	}
 	defer client.Close()
 	aux, err := g.connectAux()
 	if err != nil {
 		_ = group.Close()
-		g.send(&groupStopped{})
+		g.stopped(nil)
 		return
 	}
 	g.mu.Lock()
@@ -131,7 +131,7 @@ func (g *kafkaGroup) run() {
 	wg.Wait()
 	g.probes.Wait() // bounded by the probe's read timeout
 	aux.close()
-	g.send(&groupStopped{err: err})
+	g.stopped(err)
 }
 
 // connectAux opens the second connection (commit metadata, dead letters),
@@ -157,7 +157,7 @@ func (g *kafkaGroup) deadLetter(fs []recordFailure) {
 	g.mu.Unlock()
 	if aux == nil || aux.producer == nil {
 		for _, f := range fs {
-			g.send(&deadLetterWritten{rec: f.rec, err: errors.New("actors: no dead-letter producer")})
+			g.deadLettered(f.rec, errNoDeadLetterProducer)
 		}
 		return
 	}
@@ -354,7 +354,7 @@ func (g *kafkaGroup) Setup(sess sarama.ConsumerGroupSession) error {
 	g.probes.Go(w.run)
 	g.stats.sessionStarted()
 	g.stats.setKafkaError("")
-	g.send(&sessionStarted{sess: sess})
+	g.sessionStarted(sess)
 	return nil
 }
 

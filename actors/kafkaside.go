@@ -1,10 +1,12 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -62,6 +64,71 @@ var (
 	_ groupSession = (sarama.ConsumerGroupSession)(nil)
 	_ groupSession = (*memSession)(nil)
 )
+
+// sideLife is the lifecycle both Kafka sides share (kafkaGroup, memGroup):
+// the proxy's send, a context cancelled to leave gracefully, an abort
+// channel closed to leave at once, and done, closed once the side's session
+// goroutine has returned. Its methods implement kafkaSide's stop and kill.
+type sideLife struct {
+	send      func(msg any) // delivers to the proxy actor
+	ctx       context.Context
+	cancel    context.CancelFunc
+	abort     chan struct{} // closed to leave at once, without handshakes
+	abortOnce sync.Once
+	done      chan struct{} // closed when the side's session goroutine has returned
+	epochs    atomic.Uint64 // claim epochs: one per claim, never reused
+	batches   atomic.Int64  // batches assembled by runClaim (tests check both sides go through it)
+}
+
+// begin readies the lifecycle; the side then starts its session goroutine,
+// which closes done when it returns.
+func (l *sideLife) begin(send func(msg any)) {
+	l.send = send
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.abort = make(chan struct{})
+	l.done = make(chan struct{})
+}
+
+// stop leaves gracefully: every claim goes through the revocation handshake
+// (drain, final commit) before its partition is let go.
+func (l *sideLife) stop() { l.cancel() }
+
+// kill leaves at once: claims return without handshakes or commits. It
+// returns done, nil if the side was never started.
+func (l *sideLife) kill() <-chan struct{} {
+	if l.done == nil {
+		return nil
+	}
+	l.abortOnce.Do(func() { close(l.abort) })
+	l.cancel()
+	return l.done
+}
+
+// aborted reports whether the side was killed.
+func (l *sideLife) aborted() bool {
+	select {
+	case <-l.abort:
+		return true
+	default:
+		return false
+	}
+}
+
+// sessionStarted tells the proxy of a new group session.
+func (l *sideLife) sessionStarted(sess groupSession) { l.send(&sessionStarted{sess: sess}) }
+
+// stopped tells the proxy the side has left the group (err: how closing it
+// went), after its last claim ended.
+func (l *sideLife) stopped(err error) { l.send(&groupStopped{err: err}) }
+
+// deadLettered tells the proxy how writing rec to the dead-letter topic went.
+func (l *sideLife) deadLettered(rec *Record, err error) {
+	l.send(&deadLetterWritten{rec: rec, err: err})
+}
+
+// errNoDeadLetterProducer is a dead letter's outcome when the consumer has
+// no dead-letter topic, or its producer is not connected.
+var errNoDeadLetterProducer = errors.New("actors: no dead-letter producer")
 
 // finishedIn returns the offsets above committed that an earlier owner of tp
 // finished, per the committed metadata. Metadata turbo did not write, or

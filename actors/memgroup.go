@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"errors"
 	"sync"
 	"time"
 
@@ -71,11 +70,11 @@ func (g *memGroup) rememberLost(TopicPartition, uint64, finalCommit) {}
 
 func (g *memGroup) deadLetter(fs []recordFailure) {
 	for _, f := range fs {
-		err := errors.New("actors: no dead-letter producer")
+		err := errNoDeadLetterProducer
 		if g.dlqTopic != "" {
 			err = g.member.DeadLetter(deadLetterRecord(g.dlqTopic, f))
 		}
-		g.send(&deadLetterWritten{rec: f.rec, err: err})
+		g.deadLettered(f.rec, err)
 	}
 }
 
@@ -106,7 +105,7 @@ func (g *memGroup) run() {
 	sess := &memSession{member: g.member, poms: make(map[memkafka.TopicPartition]*memPOM)}
 	g.stats.reached.Store(true)
 	g.stats.sessionStarted()
-	g.send(&sessionStarted{sess: sess})
+	g.sessionStarted(sess)
 	claims := make(map[memkafka.TopicPartition]*memClaim)
 	for {
 		changed := g.cluster.Changed() // before looking: no change is missed
@@ -142,7 +141,7 @@ func (g *memGroup) run() {
 			}
 			wg.Wait()
 			if !g.aborted() { // killed: the proxy is gone
-				g.send(&groupStopped{})
+				g.stopped(nil)
 			}
 			return
 		}
