@@ -29,7 +29,6 @@ type kafkaGroup struct {
 	topics     []string
 	cfg        *sarama.Config
 	net        *kafkanet.Net // secures cfg before every attempt to connect
-	send       func(msg any) // delivers to the proxy actor
 	log        zerolog.Logger
 	retry      backoff.Policy
 	maxBatch   int
@@ -39,16 +38,11 @@ type kafkaGroup struct {
 	auxQueue   int           // dead letters that may wait for the producer
 	stats      *Stats        // sessions, for health reports
 
-	ctx       context.Context // cancelled to leave the group gracefully
-	cancel    context.CancelFunc
-	abort     chan struct{} // closed to leave at once, without handshakes
-	abortOnce sync.Once
-	done      chan struct{} // closed when run has returned
+	sideLife // run is its session goroutine
 
 	released   *releasedAt // where this consumer let partitions go, for when they come back (kept across generations)
 	commitReq  chan groupSession
 	commitStop chan struct{}
-	epochs     atomic.Uint64
 
 	claims     atomic.Int64  // ConsumeClaim calls running
 	claimEnded chan struct{} // signalled when one returns
@@ -68,28 +62,11 @@ type kafkaGroup struct {
 const stuckJoinGrace = 500 * time.Millisecond
 
 func (g *kafkaGroup) start(send func(msg any)) {
-	g.send = send
-	g.ctx, g.cancel = context.WithCancel(context.Background())
-	g.abort = make(chan struct{})
-	g.done = make(chan struct{})
+	g.begin(send)
 	g.commitReq = make(chan groupSession, 1)
 	g.commitStop = make(chan struct{})
 	g.claimEnded = make(chan struct{}, 1)
 	go g.run()
-}
-
-// stop leaves the group gracefully: every claim goes through the revocation
-// handshake (drain, final commit) before sarama releases it.
-func (g *kafkaGroup) stop() { g.cancel() }
-
-// kill leaves the group at once: claims return without committing.
-func (g *kafkaGroup) kill() <-chan struct{} {
-	if g.done == nil {
-		return nil
-	}
-	g.abortOnce.Do(func() { close(g.abort) })
-	g.cancel()
-	return g.done
 }
 
 func (g *kafkaGroup) run() {
@@ -97,14 +74,14 @@ func (g *kafkaGroup) run() {
 	defer g.stats.sessionEnded()
 	client, group, err := g.connect()
 	if err != nil {
-		g.send(&groupStopped{})
+		g.stopped(nil)
 		return
 	}
 	defer client.Close()
 	aux, err := g.connectAux()
 	if err != nil {
 		_ = group.Close()
-		g.send(&groupStopped{})
+		g.stopped(nil)
 		return
 	}
 	g.mu.Lock()
@@ -154,7 +131,7 @@ func (g *kafkaGroup) run() {
 	wg.Wait()
 	g.probes.Wait() // bounded by the probe's read timeout
 	aux.close()
-	g.send(&groupStopped{err: err})
+	g.stopped(err)
 }
 
 // connectAux opens the second connection (commit metadata, dead letters),
@@ -180,7 +157,7 @@ func (g *kafkaGroup) deadLetter(fs []recordFailure) {
 	g.mu.Unlock()
 	if aux == nil || aux.producer == nil {
 		for _, f := range fs {
-			g.send(&deadLetterWritten{rec: f.rec, err: errors.New("actors: no dead-letter producer")})
+			g.deadLettered(f.rec, errNoDeadLetterProducer)
 		}
 		return
 	}
@@ -377,7 +354,7 @@ func (g *kafkaGroup) Setup(sess sarama.ConsumerGroupSession) error {
 	g.probes.Go(w.run)
 	g.stats.sessionStarted()
 	g.stats.setKafkaError("")
-	g.send(&sessionStarted{sess: sess})
+	g.sessionStarted(sess)
 	return nil
 }
 
@@ -418,202 +395,230 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	finished := g.released.finished(tp, id, claim.InitialOffset(), g.finishedAbove(tp))
 	g.log.Debug().Str("partition", tp.String()).Int64("committed", claim.InitialOffset()).
 		Int("finished_ranges", len(finished)).Msg("claim starts")
-	epoch := g.epochs.Add(1)
-	gt := newGate(0, 0) // the proxy sizes it on claimStarted
-	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
+	c := g.newClaim(claimSpec{tp: tp, finished: finished, maxBatch: g.maxBatch, revokeWait: g.revokeWait,
+		lost: lost, sess: sess, log: g.log})
+	// Before the claim can be lost: a lost claim's final watermark may come
+	// after it has gone (rememberLost).
+	g.expectLost(c.epoch, id)
+	c.start()
 
 	// sarama keeps a partition's pause across its reassignment: a claim
 	// revoked while paused would leave the partition paused for this
 	// member's next claim of it, which would then never get a record.
 	g.resume(tp)
 
-	msgs := claim.Messages()
-	// Out of credits, the claim first just waits: sarama's own back-pressure
-	// (a full channel) holds the partition, and short waits are the norm
-	// under load. Only a partition starved for pauseAfter is paused in sarama
-	// (so it is not fetched at all); from then on the claim reads what sarama
-	// had buffered into flow's held records, and resumes the partition only
-	// once they are all used (see claimFlow: that is what bounds memory).
-	// (Pausing at once would not do: sarama naps 100 ms whenever every
-	// partition of a broker is paused.)
-	var flow claimFlow[*sarama.ConsumerMessage]
-	defer func() {
-		g.stats.held.Add(-int64(flow.heldLen()))
-		if flow.isPaused() {
-			g.stats.setPaused(gt, false)
-		}
-	}()
-	starved := time.NewTimer(time.Hour)
-	starved.Stop()
-	defer starved.Stop()
-	for {
-		n, room := gt.take(g.maxBatch)
-		if n == 0 {
-			if !flow.isPaused() && gt.outOfBytes() {
-				// Out of bytes, pause at once: each record sarama reads
-				// ahead meanwhile costs a record's size, and pauseAfter is
-				// ample time to fill its channel with large records.
-				flow.starved()
-				g.pause(tp)
-				g.stats.setPaused(gt, true)
-				continue
-			}
-			if !flow.isPaused() {
-				starved.Reset(pauseAfter)
-				select {
-				case <-gt.wake:
-					starved.Stop()
-				case <-starved.C:
-					if flow.starved() {
-						g.pause(tp)
-						g.stats.setPaused(gt, true)
-					}
-				case <-sess.Context().Done():
-					return g.end(sess, w, tp, id, epoch)
-				case <-lost:
-					return g.lose(tp, id, epoch)
-				case <-g.abort:
-					return nil
-				}
-				continue
-			}
-			select {
-			case <-gt.wake:
-			case m, ok := <-msgs:
-				if !ok {
-					return g.end(sess, w, tp, id, epoch)
-				}
-				flow.hold(m)
-				g.stats.held.Add(1)
-			case <-sess.Context().Done():
-				return g.end(sess, w, tp, id, epoch)
-			case <-lost:
-				return g.lose(tp, id, epoch)
-			case <-g.abort:
-				return nil
-			}
-			continue
-		}
-		if flow.resume() {
-			g.resume(tp)
-			g.stats.setPaused(gt, false)
-		}
-		first, ok := flow.next()
-		if ok {
-			g.stats.held.Add(-1)
-		} else {
-			// A session can end without closing msgs: sarama keeps them
-			// open while it rejoins a cooperative rebalance.
-			select {
-			case first, ok = <-msgs:
-			case <-sess.Context().Done():
-				return g.end(sess, w, tp, id, epoch)
-			case <-lost:
-				return g.lose(tp, id, epoch)
-			case <-g.abort:
-				return nil
-			}
-		}
-		if !ok {
-			return g.end(sess, w, tp, id, epoch)
-		}
-		// One allocation for the batch's records rather than one each.
-		slab := make([]Record, n)
-		batch := make([]*Record, 0, n)
-		inherited := 0
-		var used int64 // bytes of the batch's records that will run
-		more := true   // byte credits left for another record
-		add := func(m *sarama.ConsumerMessage) {
-			rec := fillRecord(&slab[len(batch)], m, epoch, gt)
-			if finished = skipBelow(finished, m.Offset); len(finished) > 0 && m.Offset >= finished[0].From {
-				rec.inherited = true
-				inherited++
-			} else {
-				used += rec.size
-			}
-			batch = append(batch, rec)
-			more = used < room
-		}
-		add(first)
-		for more && len(batch) < n {
-			m, ok := flow.next()
-			if !ok {
-				break
-			}
-			g.stats.held.Add(-1)
-			add(m)
-		}
-		closed := false
-	drain:
-		for more && len(batch) < n {
-			select {
-			case m, ok := <-msgs:
-				if !ok {
-					closed = true
-					break drain
-				}
-				add(m)
-			default:
-				break drain
-			}
-		}
+	f := &saramaFeed{g: g, sess: sess, claim: claim, msgs: claim.Messages(), w: w, tp: tp, id: id, epoch: c.epoch, gt: c.gate}
+	f.starved = time.NewTimer(time.Hour)
+	f.starved.Stop()
+	defer f.close()
+	runClaim(c, f)
+	return nil
+}
+
+// saramaFeed feeds a claim from sarama's claim channel.
+//
+// Out of credits, the claim first just waits: sarama's own back-pressure
+// (a full channel) holds the partition, and short waits are the norm under
+// load. Only a partition starved for pauseAfter is paused in sarama (so it
+// is not fetched at all); from then on the claim reads what sarama had
+// buffered into flow's held records, and resumes the partition only once
+// they are all used (see claimFlow: that is what bounds memory). (Pausing
+// at once would not do: sarama naps 100 ms whenever every partition of a
+// broker is paused.)
+type saramaFeed struct {
+	g       *kafkaGroup
+	sess    sarama.ConsumerGroupSession
+	claim   sarama.ConsumerGroupClaim
+	msgs    <-chan *sarama.ConsumerMessage
+	w       *sessionWatch // nil: no watch (the claim is never lost)
+	tp      TopicPartition
+	id      topicID // the topic's id when the claim started, for releasedAt
+	epoch   uint64
+	gt      *gate
+	flow    claimFlow[*sarama.ConsumerMessage]
+	starved *time.Timer
+	closed  bool // msgs closed while a batch was assembled
+}
+
+// close gives back the stats of what the claim still held or paused.
+func (f *saramaFeed) close() {
+	f.starved.Stop()
+	f.g.stats.held.Add(-int64(f.flow.heldLen()))
+	if f.flow.isPaused() {
+		f.g.stats.setPaused(f.gt, false)
+	}
+}
+
+// lost is the session watch's loss channel (nil without a watch: never).
+func (f *saramaFeed) lost() <-chan struct{} {
+	if f.w == nil {
+		return nil
+	}
+	return f.w.lost
+}
+
+// idle implements claimFeed: it pauses a partition starved of credits, and
+// once paused keeps reading sarama's channel into flow's held records (a
+// cooperative revocation is announced only by the channel closing).
+func (f *saramaFeed) idle(gt *gate) claimEnd {
+	if !f.flow.isPaused() && gt.outOfBytes() {
+		// Out of bytes, pause at once: each record sarama reads ahead
+		// meanwhile costs a record's size, and pauseAfter is ample time to
+		// fill its channel with large records.
+		f.flow.starved()
+		f.pause()
+		return readOn
+	}
+	if !f.flow.isPaused() {
+		f.starved.Reset(pauseAfter)
 		select {
-		case <-lost: // not one more record of a lost partition
-			gt.give(n, 0) // nothing of the batch goes on: every credit taken comes back
-			return g.lose(tp, id, epoch)
-		default:
+		case <-gt.wake:
+			f.starved.Stop()
+		case <-f.starved.C:
+			if f.flow.starved() {
+				f.pause()
+			}
+		case <-f.sess.Context().Done():
+			return f.end()
+		case <-f.lost():
+			return endLost
+		case <-f.g.abort:
+			return endAborted
 		}
-		// Inherited records never run: their credits come back at once.
-		gt.settle(n-len(batch)+inherited, used, batch[len(batch)-1].Offset+1)
-		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: claim.HighWaterMarkOffset()})
-		if closed {
-			return g.end(sess, w, tp, id, epoch)
+		return readOn
+	}
+	select {
+	case <-gt.wake:
+	case m, ok := <-f.msgs:
+		if !ok {
+			return f.end()
+		}
+		f.flow.hold(m)
+		f.g.stats.held.Add(1)
+	case <-f.sess.Context().Done():
+		return f.end()
+	case <-f.lost():
+		return endLost
+	case <-f.g.abort:
+		return endAborted
+	}
+	return readOn
+}
+
+func (f *saramaFeed) pause() {
+	f.g.pause(f.tp)
+	f.g.stats.setPaused(f.gt, true)
+}
+
+// first implements claimFeed: held records come before sarama's channel.
+func (f *saramaFeed) first(int) (*sarama.ConsumerMessage, claimEnd) {
+	if f.flow.resume() {
+		f.g.resume(f.tp)
+		f.g.stats.setPaused(f.gt, false)
+	}
+	if m, ok := f.flow.next(); ok {
+		f.g.stats.held.Add(-1)
+		return m, readOn
+	}
+	// A session can end without closing msgs: sarama keeps them open while
+	// it rejoins a cooperative rebalance.
+	select {
+	case m, ok := <-f.msgs:
+		if !ok {
+			return nil, f.end()
+		}
+		return m, readOn
+	case <-f.sess.Context().Done():
+		return nil, f.end()
+	case <-f.lost():
+		return nil, endLost
+	case <-f.g.abort:
+		return nil, endAborted
+	}
+}
+
+// next implements claimFeed: held records, then what sarama's channel has
+// ready.
+func (f *saramaFeed) next() (*sarama.ConsumerMessage, bool) {
+	if m, ok := f.flow.next(); ok {
+		f.g.stats.held.Add(-1)
+		return m, true
+	}
+	if f.closed {
+		return nil, false
+	}
+	select {
+	case m, ok := <-f.msgs:
+		if !ok {
+			f.closed = true
+			return nil, false
+		}
+		return m, true
+	default:
+		return nil, false
+	}
+}
+
+// hwm implements claimFeed.
+func (f *saramaFeed) hwm() int64 { return f.claim.HighWaterMarkOffset() }
+
+// batched implements claimFeed.
+func (f *saramaFeed) batched() claimEnd {
+	if f.closed {
+		return f.end()
+	}
+	return readOn
+}
+
+// fill implements claimFeed.
+func (f *saramaFeed) fill(rec *Record, m *sarama.ConsumerMessage) {
+	*rec = Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp}
+	if len(m.Headers) > 0 {
+		rec.Headers = make([]Header, len(m.Headers))
+		for i, h := range m.Headers {
+			rec.Headers[i] = Header{Key: string(h.Key), Value: h.Value}
 		}
 	}
 }
 
-// end ends a claim whose records stopped coming or whose session ended: a
+// end is a claim whose records stopped coming or whose session ended: a
 // revocation (the session goes on) is handed over; the end of a session the
 // member did not leave is a loss.
-func (g *kafkaGroup) end(sess sarama.ConsumerGroupSession, w *sessionWatch, tp TopicPartition, id topicID, epoch uint64) error {
-	if w == nil {
-		return g.release(sess, nil, tp, id, epoch)
+func (f *saramaFeed) end() claimEnd {
+	if f.w == nil {
+		return endRevoked
 	}
-	if sess.Context().Err() != nil {
-		w.sessionEnded(context.Cause(sess.Context()), g.ctx.Err() != nil)
+	if f.sess.Context().Err() != nil {
+		f.w.sessionEnded(context.Cause(f.sess.Context()), f.g.ctx.Err() != nil)
 	}
-	if w.reason() != nil {
-		return g.lose(tp, id, epoch)
+	if f.w.reason() != nil {
+		return endLost
 	}
-	return g.release(sess, w.lost, tp, id, epoch)
+	return endRevoked
 }
 
-// release runs the revocation handshake and commits the final watermark,
-// which it remembers with the id of the topic the claim read (id).
-func (g *kafkaGroup) release(sess sarama.ConsumerGroupSession, lost <-chan struct{}, tp TopicPartition, id topicID, epoch uint64) error {
-	g.expectLost(epoch, id) // in case the session is lost during the handover
-	g.released.remember(tp, id, handOver(g.send, g.abort, lost, g.revokeWait, g.log, sess, tp, epoch))
-	select {
-	case <-lost: // its final watermark may still come (rememberLost)
-	default:
-		g.mu.Lock()
-		delete(g.lostID, epoch)
-		g.mu.Unlock()
-	}
-	return nil
-}
-
-// lose drops a partition of a lost session: no handover, no commit (it
+// ended implements claimFeed: it remembers the final watermark with the id
+// of the topic the claim read. A claim lost during its handover may still
+// get its final watermark (rememberLost).
+//
+// A partition of a lost session is dropped: no handover, no commit (it
 // would be refused, and must not be needed: the next owner starts from the
 // last committed watermark and its metadata). The claim returns at once,
-// which ends sarama's session, and the member joins again.
-//
-// What it had finished is still remembered (releasedAt): skipping it when
-// the partition comes back never loses a record.
-func (g *kafkaGroup) lose(tp TopicPartition, id topicID, epoch uint64) error {
-	g.expectLost(epoch, id)
-	g.released.remember(tp, id, dropLost(g.send, g.abort, tp, epoch))
-	return nil
+// which ends sarama's session, and the member joins again. What it had
+// finished is still remembered: skipping it when the partition comes back
+// never loses a record.
+func (f *saramaFeed) ended(end claimEnd, fc finalCommit) {
+	f.g.released.remember(f.tp, f.id, fc)
+	if end == endLost {
+		return
+	}
+	select {
+	case <-f.lost(): // its final watermark may still come (rememberLost)
+	default:
+		f.g.mu.Lock()
+		delete(f.g.lostID, f.epoch)
+		f.g.mu.Unlock()
+	}
 }
 
 // expectLost notes the topic id of a claim that may be lost, for
@@ -643,33 +648,4 @@ func (g *kafkaGroup) rememberLost(tp TopicPartition, epoch uint64, fc finalCommi
 	if ok {
 		g.released.remember(tp, id, fc)
 	}
-}
-
-func fillRecord(rec *Record, m *sarama.ConsumerMessage, epoch uint64, gt *gate) *Record {
-	*rec = Record{
-		Topic:     m.Topic,
-		Partition: m.Partition,
-		Offset:    m.Offset,
-		Key:       m.Key,
-		Value:     m.Value,
-		Timestamp: m.Timestamp,
-		epoch:     epoch,
-		gate:      gt,
-	}
-	if len(m.Headers) > 0 {
-		rec.Headers = make([]Header, len(m.Headers))
-		for i, h := range m.Headers {
-			rec.Headers[i] = Header{Key: string(h.Key), Value: h.Value}
-		}
-	}
-	rec.size = recordSize(rec)
-	return rec
-}
-
-// skipBelow drops the ranges that end before offset (offsets only grow).
-func skipBelow(rs []offsetmeta.Range, offset int64) []offsetmeta.Range {
-	for len(rs) > 0 && rs[0].To < offset {
-		rs = rs[1:]
-	}
-	return rs
 }

@@ -1,10 +1,12 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -21,7 +23,9 @@ import (
 //
 // kafkaGroup (sarama) is the side of every consumer; memGroup (an in-memory
 // cluster) is the side of test/harness, so that its tests run the real proxy
-// and the rest of the tree without a broker. The proxy calls the side once
+// and the rest of the tree without a broker. Both share their lifecycle
+// (sideLife) and their claims (claim.go: batch assembly, credit return,
+// handover and loss); each feeds its claims records its own way (claimFeed). The proxy calls the side once
 // per commit or dead-letter batch, never per record: records reach the proxy
 // in claimFetched batches either way.
 type kafkaSide interface {
@@ -61,58 +65,70 @@ var (
 	_ groupSession = (*memSession)(nil)
 )
 
-// handOver is a claim's end of the revocation handshake, shared by both
-// sides: it tells the proxy (claimEnding), waits for the partition's final
-// watermark — bounded by wait, and cut short by abort — and commits it
-// before the claim lets the partition go. It returns that final watermark
-// (ok false when there was none, or no answer).
-//
-// A session lost meanwhile (lost closed) ends the handshake without a
-// commit: the partition is dropped as lost (claimLost).
-func handOver(send func(any), abort, lost <-chan struct{}, wait time.Duration, log zerolog.Logger, sess groupSession, tp TopicPartition, epoch uint64) finalCommit {
-	reply := make(chan finalCommit, 1)
-	send(&claimEnding{tp: tp, epoch: epoch, reply: reply})
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case fc := <-reply:
-		if fc.ok {
-			// MarkOffset only moves forward; ResetOffset then sets the
-			// metadata even when the offset is the one already marked.
-			sess.MarkOffset(tp.Topic, tp.Partition, fc.offset, fc.meta)
-			sess.ResetOffset(tp.Topic, tp.Partition, fc.offset, fc.meta)
-		}
-		sess.Commit()
-		return fc
-	case <-lost:
-		return dropLost(send, abort, tp, epoch)
-	case <-abort:
-	case <-t.C:
-		log.Error().Str("partition", tp.String()).Msg("revocation handshake timed out; releasing without a final commit")
-	}
-	return finalCommit{}
+// sideLife is the lifecycle both Kafka sides share (kafkaGroup, memGroup):
+// the proxy's send, a context cancelled to leave gracefully, an abort
+// channel closed to leave at once, and done, closed once the side's session
+// goroutine has returned. Its methods implement kafkaSide's stop and kill.
+type sideLife struct {
+	send      func(msg any) // delivers to the proxy actor
+	ctx       context.Context
+	cancel    context.CancelFunc
+	abort     chan struct{} // closed to leave at once, without handshakes
+	abortOnce sync.Once
+	done      chan struct{} // closed when the side's session goroutine has returned
+	epochs    atomic.Uint64 // claim epochs: one per claim, never reused
+	batches   atomic.Int64  // batches assembled by runClaim (tests check both sides go through it)
 }
 
-// lostReplyWait bounds a lost claim's wait for the proxy's answer (the
-// proxy answers at once; a tree being torn down may not).
-const lostReplyWait = time.Second
-
-// dropLost is a claim's end of a loss: it tells the proxy, and returns the
-// last watermark the proxy marked for the partition (ok false if none, or
-// no answer): what this member finished, never committed.
-func dropLost(send func(any), abort <-chan struct{}, tp TopicPartition, epoch uint64) finalCommit {
-	reply := make(chan finalCommit, 1)
-	send(&claimLost{tp: tp, epoch: epoch, reply: reply})
-	t := time.NewTimer(lostReplyWait)
-	defer t.Stop()
-	select {
-	case fc := <-reply:
-		return fc
-	case <-abort:
-	case <-t.C:
-	}
-	return finalCommit{}
+// begin readies the lifecycle; the side then starts its session goroutine,
+// which closes done when it returns.
+func (l *sideLife) begin(send func(msg any)) {
+	l.send = send
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.abort = make(chan struct{})
+	l.done = make(chan struct{})
 }
+
+// stop leaves gracefully: every claim goes through the revocation handshake
+// (drain, final commit) before its partition is let go.
+func (l *sideLife) stop() { l.cancel() }
+
+// kill leaves at once: claims return without handshakes or commits. It
+// returns done, nil if the side was never started.
+func (l *sideLife) kill() <-chan struct{} {
+	if l.done == nil {
+		return nil
+	}
+	l.abortOnce.Do(func() { close(l.abort) })
+	l.cancel()
+	return l.done
+}
+
+// aborted reports whether the side was killed.
+func (l *sideLife) aborted() bool {
+	select {
+	case <-l.abort:
+		return true
+	default:
+		return false
+	}
+}
+
+// sessionStarted tells the proxy of a new group session.
+func (l *sideLife) sessionStarted(sess groupSession) { l.send(&sessionStarted{sess: sess}) }
+
+// stopped tells the proxy the side has left the group (err: how closing it
+// went), after its last claim ended.
+func (l *sideLife) stopped(err error) { l.send(&groupStopped{err: err}) }
+
+// deadLettered tells the proxy how writing rec to the dead-letter topic went.
+func (l *sideLife) deadLettered(rec *Record, err error) {
+	l.send(&deadLetterWritten{rec: rec, err: err})
+}
+
+// errNoDeadLetterProducer is a dead letter's outcome when the consumer has
+// no dead-letter topic, or its producer is not connected.
+var errNoDeadLetterProducer = errors.New("actors: no dead-letter producer")
 
 // finishedIn returns the offsets above committed that an earlier owner of tp
 // finished, per the committed metadata. Metadata turbo did not write, or

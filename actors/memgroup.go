@@ -1,10 +1,7 @@
 package actors
 
 import (
-	"context"
-	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,15 +32,9 @@ type memGroup struct {
 	stats      *Stats
 	log        zerolog.Logger
 
-	send      func(msg any)
-	member    *memkafka.Member
-	ctx       context.Context // cancelled to leave the group gracefully
-	cancel    context.CancelFunc
-	abort     chan struct{} // closed to leave at once, without handshakes
-	abortOnce sync.Once
-	done      chan struct{} // closed when run has returned
-	epochs    atomic.Uint64
-	warned    sync.Once
+	sideLife
+	member *memkafka.Member
+	warned sync.Once
 }
 
 // memClaim is one held partition's claim goroutine, as the session loop
@@ -61,23 +52,9 @@ func (cl *memClaim) revoke() { cl.revokeOnce.Do(func() { close(cl.revoked) }) }
 func (cl *memClaim) lose()   { cl.loseOnce.Do(func() { close(cl.lost) }) }
 
 func (g *memGroup) start(send func(msg any)) {
-	g.send = send
+	g.begin(send)
 	g.member = g.cluster.Join(g.topics)
-	g.ctx, g.cancel = context.WithCancel(context.Background())
-	g.abort = make(chan struct{})
-	g.done = make(chan struct{})
 	go g.run()
-}
-
-func (g *memGroup) stop() { g.cancel() }
-
-func (g *memGroup) kill() <-chan struct{} {
-	if g.done == nil {
-		return nil
-	}
-	g.abortOnce.Do(func() { close(g.abort) })
-	g.cancel()
-	return g.done
 }
 
 // requestCommit commits at once: an in-memory commit never blocks.
@@ -93,11 +70,11 @@ func (g *memGroup) rememberLost(TopicPartition, uint64, finalCommit) {}
 
 func (g *memGroup) deadLetter(fs []recordFailure) {
 	for _, f := range fs {
-		err := errors.New("actors: no dead-letter producer")
+		err := errNoDeadLetterProducer
 		if g.dlqTopic != "" {
 			err = g.member.DeadLetter(deadLetterRecord(g.dlqTopic, f))
 		}
-		g.send(&deadLetterWritten{rec: f.rec, err: err})
+		g.deadLettered(f.rec, err)
 	}
 }
 
@@ -128,7 +105,7 @@ func (g *memGroup) run() {
 	sess := &memSession{member: g.member, poms: make(map[memkafka.TopicPartition]*memPOM)}
 	g.stats.reached.Store(true)
 	g.stats.sessionStarted()
-	g.send(&sessionStarted{sess: sess})
+	g.sessionStarted(sess)
 	claims := make(map[memkafka.TopicPartition]*memClaim)
 	for {
 		changed := g.cluster.Changed() // before looking: no change is missed
@@ -164,7 +141,7 @@ func (g *memGroup) run() {
 			}
 			wg.Wait()
 			if !g.aborted() { // killed: the proxy is gone
-				g.send(&groupStopped{})
+				g.stopped(nil)
 			}
 			return
 		}
@@ -190,122 +167,99 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 	}
 	sess.open(cl.tp, committed, meta)
 	defer sess.close(cl.tp)
-	epoch := g.epochs.Add(1)
-	gt := newGate(0, 0) // the proxy sizes it on claimStarted
-	g.send(&claimStarted{tp: tp, epoch: epoch, gate: gt})
-	for {
-		n, room := gt.take(g.maxBatch)
-		if n == 0 {
-			select {
-			case <-gt.wake:
-			case <-cl.revoked:
-				g.handOver(sess, cl, tp, epoch)
-				return
-			case <-cl.lost:
-				g.lose(tp, epoch)
-				return
-			case <-g.abort:
-				return
-			}
-			continue
-		}
-		// Like a claim blocked on sarama's channel, it holds its credits
-		// while it waits for records.
-		var recs []memkafka.Record
-		var end int64
-		for {
-			changed := g.cluster.Changed()
-			if recs, end = g.member.Fetch(cl.tp, pos, n); len(recs) > 0 {
-				break
-			}
-			select {
-			case <-changed:
-			case <-cl.revoked:
-				g.handOver(sess, cl, tp, epoch)
-				return
-			case <-cl.lost:
-				g.lose(tp, epoch)
-				return
-			case <-g.abort:
-				return
-			}
-		}
-		slab := make([]Record, len(recs))
-		batch := make([]*Record, 0, len(recs))
-		inherited := 0
-		var used int64 // bytes of the batch's records that will run
-		for i := range recs {
-			rec := fillMemRecord(&slab[i], &recs[i], epoch, gt)
-			if finished = skipBelow(finished, rec.Offset); len(finished) > 0 && rec.Offset >= finished[0].From {
-				rec.inherited = true
-				inherited++
-			} else {
-				used += rec.size
-			}
-			batch = append(batch, rec)
-			if used >= room {
-				break // out of bytes: the rest is read again later
-			}
-		}
-		pos = batch[len(batch)-1].Offset + 1
-		select {
-		case <-cl.lost: // not one more record of a lost partition
-			gt.give(n, 0) // nothing of the batch goes on: every credit taken comes back
-			g.lose(tp, epoch)
-			return
-		default:
-		}
-		// Inherited records never run: their credits come back at once.
-		gt.settle(n-len(batch)+inherited, used, pos)
-		g.send(&claimFetched{tp: tp, epoch: epoch, records: batch, inherited: inherited, hwm: end})
-	}
+	c := g.newClaim(claimSpec{tp: tp, finished: finished, maxBatch: g.maxBatch, revokeWait: g.revokeWait,
+		lost: cl.lost, sess: sess, log: g.log})
+	c.start()
+	runClaim(c, &memFeed{g: g, cl: cl, pos: pos})
 }
 
-// handOver runs the revocation handshake, unless the group was killed: a
-// kill revokes every claim too, and its proxy is gone.
-func (g *memGroup) handOver(sess *memSession, cl *memClaim, tp TopicPartition, epoch uint64) {
-	if !g.aborted() {
-		handOver(g.send, g.abort, cl.lost, g.revokeWait, g.log, sess, tp, epoch)
-	}
+// memFeed feeds a claim from the in-memory cluster: it reads at most the
+// credits taken, from where the last batch ended, and waits for the
+// cluster to change when there is nothing to read.
+type memFeed struct {
+	g    *memGroup
+	cl   *memClaim
+	pos  int64             // the next offset to read: after the last record returned
+	recs []memkafka.Record // the last fetch's records not returned yet
+	end  int64             // the partition's end, as of the last fetch
 }
 
-// lose drops a partition the cluster took away (as kafkaGroup.lose): no
-// handover, no commit.
-func (g *memGroup) lose(tp TopicPartition, epoch uint64) {
-	if !g.aborted() {
-		g.log.Warn().Str("partition", tp.String()).Msg("partition lost: dropping it without a handover")
-		dropLost(g.send, g.abort, tp, epoch)
-	}
-}
-
-func (g *memGroup) aborted() bool {
+// idle implements claimFeed: nothing is fetched ahead, so there is nothing
+// to pause.
+func (f *memFeed) idle(gt *gate) claimEnd {
 	select {
-	case <-g.abort:
-		return true
-	default:
-		return false
+	case <-gt.wake:
+		return readOn
+	case <-f.cl.revoked:
+		return endRevoked
+	case <-f.cl.lost:
+		return endLost
+	case <-f.g.abort:
+		return endAborted
 	}
 }
 
-func fillMemRecord(rec *Record, m *memkafka.Record, epoch uint64, gt *gate) *Record {
-	*rec = Record{
-		Topic:     m.Topic,
-		Partition: m.Partition,
-		Offset:    m.Offset,
-		Key:       m.Key,
-		Value:     m.Value,
-		Timestamp: m.Timestamp,
-		epoch:     epoch,
-		gate:      gt,
+// first implements claimFeed. What the last fetch read beyond the last
+// batch (it ran out of bytes) is read again.
+func (f *memFeed) first(n int) (memkafka.Record, claimEnd) {
+	for {
+		changed := f.g.cluster.Changed() // before looking: no change is missed
+		if f.recs, f.end = f.g.member.Fetch(f.cl.tp, f.pos, n); len(f.recs) > 0 {
+			m, _ := f.next()
+			return m, readOn
+		}
+		select {
+		case <-changed:
+		case <-f.cl.revoked:
+			return memkafka.Record{}, endRevoked
+		case <-f.cl.lost:
+			return memkafka.Record{}, endLost
+		case <-f.g.abort:
+			return memkafka.Record{}, endAborted
+		}
 	}
+}
+
+// next implements claimFeed.
+func (f *memFeed) next() (memkafka.Record, bool) {
+	if len(f.recs) == 0 {
+		return memkafka.Record{}, false
+	}
+	m := f.recs[0]
+	f.recs = f.recs[1:]
+	f.pos = m.Offset + 1
+	return m, true
+}
+
+// hwm implements claimFeed.
+func (f *memFeed) hwm() int64 { return f.end }
+
+// batched implements claimFeed: what the batch left of the fetch is read
+// again from pos. The in-memory partition never ends by itself
+// (revocation and loss come through the claim's channels).
+func (f *memFeed) batched() claimEnd {
+	f.recs = nil
+	return readOn
+}
+
+// fill implements claimFeed.
+func (f *memFeed) fill(rec *Record, m memkafka.Record) {
+	*rec = Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp}
 	if len(m.Headers) > 0 {
 		rec.Headers = make([]Header, len(m.Headers))
 		for i, h := range m.Headers {
 			rec.Headers[i] = Header{Key: h.Key, Value: h.Value}
 		}
 	}
-	rec.size = recordSize(rec)
-	return rec
+}
+
+// ended implements claimFeed: the in-memory side keeps no memory of
+// released partitions.
+func (f *memFeed) ended(end claimEnd, _ finalCommit) {
+	if end == endLost {
+		tp := TopicPartition{Topic: f.cl.tp.Topic, Partition: f.cl.tp.Partition}
+		f.g.log.Warn().Str("partition", tp.String()).Msg("partition lost: dropped without a handover")
+	}
 }
 
 // memSession is the in-memory group session. It marks offsets per held
