@@ -231,14 +231,9 @@ func (a *kafkaAux) acks() {
 // key, value and headers, plus where it came from and why it failed.
 func deadLetterMessage(topic string, f recordFailure) *sarama.ProducerMessage {
 	rec := f.rec
-	origin := originHeaders(f, time.Now())
-	headers := make([]sarama.RecordHeader, 0, len(rec.Headers)+len(origin))
-	for _, h := range rec.Headers {
-		headers = append(headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
-	}
-	for _, h := range origin {
-		headers = append(headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
-	}
+	headers := deadLetterHeaders(f, time.Now(), func(k string, v []byte) sarama.RecordHeader {
+		return sarama.RecordHeader{Key: []byte(k), Value: v}
+	})
 	m := &sarama.ProducerMessage{Topic: topic, Value: sarama.ByteEncoder(rec.Value), Headers: headers, Metadata: rec}
 	if rec.Key != nil {
 		m.Key = sarama.ByteEncoder(rec.Key)

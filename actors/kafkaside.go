@@ -147,16 +147,21 @@ func finishedIn(tp TopicPartition, committed int64, meta string, warned *sync.On
 	return ranges
 }
 
-// originHeaders are the headers a dead letter carries beyond the record's
-// own: where it came from and why it failed.
-func originHeaders(f recordFailure, at time.Time) [6]Header {
+// deadLetterHeaders are a dead letter's headers in the side's own header
+// type (made by mk): the record's own, then where it came from and why it
+// failed.
+func deadLetterHeaders[H any](f recordFailure, at time.Time, mk func(key string, value []byte) H) []H {
 	rec := f.rec
-	return [6]Header{
-		{Key: "turbo-original-topic", Value: []byte(rec.Topic)},
-		{Key: "turbo-original-partition", Value: []byte(strconv.FormatInt(int64(rec.Partition), 10))},
-		{Key: "turbo-original-offset", Value: []byte(strconv.FormatInt(rec.Offset, 10))},
-		{Key: "turbo-error", Value: []byte(fmt.Sprint(f.err))},
-		{Key: "turbo-attempts", Value: []byte(strconv.Itoa(rec.attempts))},
-		{Key: "turbo-failed-at", Value: []byte(at.UTC().Format(time.RFC3339Nano))},
+	headers := make([]H, 0, len(rec.Headers)+6)
+	for _, h := range rec.Headers {
+		headers = append(headers, mk(h.Key, h.Value))
 	}
+	return append(headers,
+		mk("turbo-original-topic", []byte(rec.Topic)),
+		mk("turbo-original-partition", []byte(strconv.FormatInt(int64(rec.Partition), 10))),
+		mk("turbo-original-offset", []byte(strconv.FormatInt(rec.Offset, 10))),
+		mk("turbo-error", []byte(fmt.Sprint(f.err))),
+		mk("turbo-attempts", []byte(strconv.Itoa(rec.attempts))),
+		mk("turbo-failed-at", []byte(at.UTC().Format(time.RFC3339Nano))),
+	)
 }

@@ -82,14 +82,9 @@ func (g *memGroup) deadLetter(fs []recordFailure) {
 // the same headers as the sarama producer's deadLetterMessage.
 func deadLetterRecord(topic string, f recordFailure) memkafka.Record {
 	rec := f.rec
-	origin := originHeaders(f, time.Now())
-	headers := make([]memkafka.Header, 0, len(rec.Headers)+len(origin))
-	for _, h := range rec.Headers {
-		headers = append(headers, memkafka.Header{Key: h.Key, Value: h.Value})
-	}
-	for _, h := range origin {
-		headers = append(headers, memkafka.Header{Key: h.Key, Value: h.Value})
-	}
+	headers := deadLetterHeaders(f, time.Now(), func(k string, v []byte) memkafka.Header {
+		return memkafka.Header{Key: k, Value: v}
+	})
 	return memkafka.Record{Topic: topic, Key: rec.Key, Value: rec.Value, Headers: headers, Timestamp: time.Now()}
 }
 
