@@ -130,9 +130,9 @@ func (ms *members) start() *member {
 	ms.seq++
 	m := &member{name: fmt.Sprintf("m%d", ms.seq), done: make(chan struct{}), held: map[string]bool{}}
 	ms.mu.Unlock()
-	m.cmd = exec.Command(testkit.Binary(ms.t), "run", "--config", ms.spec.config(ms.t, m.name))
+	m.cmd = testkit.Command(ms.t, "run", "--config", ms.spec.config(ms.t, m.name))
 	m.cmd.Stdout = &lineWriter{line: func(l string) { ms.t.Logf("%s stdout: %s", m.name, l) }}
-	m.cmd.Stderr = &lineWriter{line: func(l string) { ms.logLine(m, l) }}
+	m.cmd.Stderr = testkit.RaceWatch(ms.t, "member "+m.name, &lineWriter{line: func(l string) { ms.logLine(m, l) }})
 	if err := m.cmd.Start(); err != nil {
 		ms.t.Fatalf("starting member %s: %v", m.name, err)
 	}

@@ -21,47 +21,79 @@ import (
 // separate process, so the broker's memory and CPU are not the consumer's),
 // `turbo produce`, `turbo run`.
 
+// binary is one build of cmd/turbo, made once per test binary run.
+type binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	raceBin binary // Binary: with the race detector
+	perfBin binary // PerfBinary: without
+	binDir  string // holds both; RemoveBinary deletes it
+	binMu   sync.Mutex
 )
 
 // Main is a TestMain for packages that run the binary: it runs the tests,
-// removes the binary Binary built, and exits with the tests' code.
+// removes the binaries Binary and PerfBinary built, and exits with the
+// tests' code.
 func Main(m *testing.M) {
 	code := m.Run()
 	RemoveBinary()
 	os.Exit(code)
 }
 
-// RemoveBinary deletes the binary Binary built, if any. Call it from
-// TestMain after m.Run (Main does).
+// RemoveBinary deletes the binaries Binary and PerfBinary built, if any.
+// Call it from TestMain after m.Run (Main does).
 func RemoveBinary() {
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
+	binMu.Lock()
+	defer binMu.Unlock()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
 	}
 }
 
-// Binary builds the turbo binary once per test binary run and returns its path.
+// Binary builds the turbo binary with the race detector once per test
+// binary run and returns its path. Start, StartWith, Command and
+// ProduceWithBinary run it with ChildEnv and fail the test when a child
+// reports a race (see RaceWatch).
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "turbo-e2e-")
-		if err != nil {
-			buildErr = err
+	return raceBin.build(t, "turbo-race", "-race")
+}
+
+// PerfBinary builds the turbo binary without the race detector, for the
+// suites that measure performance (test/bench): the detector slows a
+// program 2–20 times, unevenly, which would skew turbo's figures against
+// its peers'. Every other suite uses Binary.
+func PerfBinary(t testing.TB) string {
+	t.Helper()
+	return perfBin.build(t, "turbo")
+}
+
+func (b *binary) build(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	b.once.Do(func() {
+		binMu.Lock()
+		if binDir == "" {
+			binDir, b.err = os.MkdirTemp("", "turbo-e2e-")
+		}
+		dir := binDir
+		binMu.Unlock()
+		if b.err != nil {
 			return
 		}
-		binPath = filepath.Join(dir, "turbo")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/turbokafka/turbo/cmd/turbo").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		b.path = filepath.Join(dir, name)
+		args := append(append([]string{"build"}, flags...), "-o", b.path, "github.com/turbokafka/turbo/cmd/turbo")
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatalf("building turbo: %v", buildErr)
+	if b.err != nil {
+		t.Fatalf("building turbo: %v", b.err)
 	}
-	return binPath
+	return b.path
 }
 
 // FreeAddr returns a loopback address that was free a moment ago.
@@ -99,7 +131,14 @@ func Start(t testing.TB, stdout io.Writer, args ...string) *Proc {
 // cleanup.
 func StartWith(t testing.TB, stdout, stderr io.Writer, args ...string) *Proc {
 	t.Helper()
-	cmd := exec.Command(Binary(t), args...)
+	cmd := Command(t, args...)
+	name := "turbo " + strings.Join(args, " ")
+	if _, isFile := stderr.(*os.File); !isFile {
+		// A file (a pipe's end the test reads) is the child's own: wrapping
+		// it would put a copying goroutine in between. The exit code still
+		// tells of a race.
+		stderr = RaceWatch(t, name, stderr)
+	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting turbo %v: %v", args, err)
@@ -116,6 +155,9 @@ func StartWith(t testing.TB, stdout, stderr io.Writer, args ...string) *Proc {
 		default:
 			_ = cmd.Process.Kill()
 			<-p.done
+		}
+		if cmd.ProcessState.ExitCode() == RaceExitCode {
+			t.Errorf("%s exited with the race detector's exit code %d: a data race (its report is in its stderr)", name, RaceExitCode)
 		}
 	})
 	return p
@@ -216,8 +258,13 @@ func ProduceWithBinary(t testing.TB, addr, topic string, count, keys int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, Binary(t), "produce", "--brokers", addr, "--topic", topic,
-		"--count", fmt.Sprint(count), "--keys", fmt.Sprint(keys)).CombinedOutput()
+	cmd := exec.CommandContext(ctx, Binary(t), "produce", "--brokers", addr, "--topic", topic,
+		"--count", fmt.Sprint(count), "--keys", fmt.Sprint(keys))
+	cmd.Env = ChildEnv()
+	out, err := cmd.CombinedOutput()
+	if n := countRaces(out); n > 0 {
+		t.Errorf("turbo produce: the race detector reported %d data race(s):\n%s", n, out)
+	}
 	if err != nil {
 		t.Fatalf("turbo produce: %v\n%s", err, out)
 	}
