@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -206,29 +207,78 @@ func (p *Proc) Alive() bool {
 	}
 }
 
-// Dev starts `turbo dev` on a free port (with extra flags such as
-// "--partitions", "1") and waits until it accepts connections; it returns
-// the address.
+// devListening is how `turbo dev` says where it listens, on stdout.
+const devListening = "turbo dev: Kafka-protocol broker listening on "
+
+// Dev starts `turbo dev` on a port of its choosing (with extra flags such as
+// "--partitions", "1") and returns the address it says it listens on. The
+// child binds port 0 itself: a port found free by the test and bound later
+// by the child could be taken in between by another package's test.
 func Dev(t testing.TB, extra ...string) string {
 	t.Helper()
-	addr := FreeAddr(t)
-	p := Start(t, nil, append([]string{"dev", "--listen", addr}, extra...)...)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if Reachable(addr) {
-			return addr
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("turbo dev exited early: %v", p.err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("turbo dev did not listen on %s within 20s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	addr, _ := DevOn(t, "127.0.0.1:0", extra...)
+	return addr
 }
+
+// DevOn is Dev on the given address (to start a broker again on the address
+// a first one got), and returns the process too.
+func DevOn(t testing.TB, listen string, extra ...string) (string, *Proc) {
+	t.Helper()
+	said := make(chan string, 1)
+	out := &lineWatch{t: t, prefix: "stdout", match: func(line string) {
+		if a, ok := strings.CutPrefix(line, devListening); ok {
+			select {
+			case said <- strings.Fields(a)[0]:
+			default:
+			}
+		}
+	}}
+	p := Start(t, out, append([]string{"dev", "--listen", listen}, extra...)...)
+	select {
+	case addr := <-said:
+		return addr, p
+	case <-p.done:
+		t.Fatalf("turbo dev exited early: %v", p.err)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("turbo dev did not say where it listens (%q on stdout) within 20s", devListening)
+	}
+	return "", nil
+}
+
+// lineWatch logs a child's output line by line, as Start does, and shows
+// match each complete line.
+type lineWatch struct {
+	t      testing.TB
+	prefix string
+	match  func(line string)
+
+	mu      sync.Mutex
+	partial []byte
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(w.partial[:i])
+		w.partial = w.partial[i+1:]
+		w.t.Logf("%s: %s", w.prefix, line)
+		w.match(line)
+	}
+	if len(w.partial) > maxLine { // a line that never ends: log it in pieces
+		w.t.Logf("%s: %s", w.prefix, w.partial)
+		w.partial = w.partial[:0]
+	}
+	return len(p), nil
+}
+
+// maxLine bounds what lineWatch holds of an unfinished line.
+const maxLine = 64 << 10
 
 // Reachable reports whether something accepts TCP connections on addr.
 func Reachable(addr string) bool {
