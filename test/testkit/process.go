@@ -132,7 +132,22 @@ func Start(t testing.TB, stdout io.Writer, args ...string) *Proc {
 // cleanup.
 func StartWith(t testing.TB, stdout, stderr io.Writer, args ...string) *Proc {
 	t.Helper()
-	cmd := Command(t, args...)
+	return StartBinary(t, Binary(t), stdout, stderr, args...)
+}
+
+// StartBinary is StartWith for a given build of turbo: PerfBinary for a
+// test that measures the process (its memory, its speed), which the race
+// detector would distort. Nil writers mean the test log.
+func StartBinary(t testing.TB, bin string, stdout, stderr io.Writer, args ...string) *Proc {
+	t.Helper()
+	if stdout == nil {
+		stdout = logWriter{t, "stdout"}
+	}
+	if stderr == nil {
+		stderr = logWriter{t, "stderr"}
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = ChildEnv()
 	name := "turbo " + strings.Join(args, " ")
 	if _, isFile := stderr.(*os.File); !isFile {
 		// A file (a pipe's end the test reads) is the child's own: wrapping
