@@ -54,7 +54,7 @@ type peer struct {
 // turbo is `turbo run` with the given ordering.
 func turbo(o config.Ordering) peer {
 	return peer{name: "turbo " + string(o), command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
-		return exec.Command(testkit.Binary(b), "run", "--config", turboConfig(b, j, group, o, j.concurrency)), nil
+		return exec.Command(testkit.PerfBinary(b), "run", "--config", turboConfig(b, j, group, o, j.concurrency)), nil
 	}}
 }
 
@@ -66,7 +66,7 @@ func turboObserved(o config.Ordering) peer {
 		addr := testkit.FreeAddr(b)
 		cfg := turboConfigWith(b, j, group, o, j.concurrency, fmt.Sprintf("http:\n  listen: %q\n", addr))
 		scrapeWhileUp(b, "http://"+addr+"/metrics")
-		return exec.Command(testkit.Binary(b), "run", "--config", cfg), nil
+		return exec.Command(testkit.PerfBinary(b), "run", "--config", cfg), nil
 	}}
 }
 
@@ -108,7 +108,7 @@ func turboSwarm(nodes int) peer {
 		// The very configuration `turbo run` gets: a swarm is that same
 		// app.yaml run by several processes, each with its own runners.
 		cfg := turboConfig(b, j, group, config.OrderingKey, j.concurrency)
-		return exec.Command(testkit.Binary(b), "swarm", "--nodes", fmt.Sprint(nodes), "--config", cfg), nil
+		return exec.Command(testkit.PerfBinary(b), "swarm", "--nodes", fmt.Sprint(nodes), "--config", cfg), nil
 	}}
 }
 
@@ -160,7 +160,7 @@ var (
 // lists it).
 func swarmAvailable(b *testing.B) error {
 	swarmOnce.Do(func() {
-		out, _ := exec.Command(testkit.Binary(b), "help").CombinedOutput()
+		out, _ := exec.Command(testkit.PerfBinary(b), "help").CombinedOutput()
 		if !strings.Contains(string(out), "swarm") {
 			swarmErr = errors.New("swarm not available")
 		}
@@ -229,7 +229,7 @@ func goBinary(b *testing.B, name string) (string, error) {
 	return path, nil
 }
 
-// removeBinaries deletes what goBinary and testkit.Binary built.
+// removeBinaries deletes what goBinary and testkit.PerfBinary built.
 func removeBinaries() {
 	if goBinDir != "" {
 		_ = os.RemoveAll(goBinDir)

@@ -130,9 +130,9 @@ func (ms *members) start() *member {
 	ms.seq++
 	m := &member{name: fmt.Sprintf("m%d", ms.seq), done: make(chan struct{}), held: map[string]bool{}}
 	ms.mu.Unlock()
-	m.cmd = exec.Command(testkit.Binary(ms.t), "run", "--config", ms.spec.config(ms.t, m.name))
+	m.cmd = testkit.Command(ms.t, "run", "--config", ms.spec.config(ms.t, m.name))
 	m.cmd.Stdout = &lineWriter{line: func(l string) { ms.t.Logf("%s stdout: %s", m.name, l) }}
-	m.cmd.Stderr = &lineWriter{line: func(l string) { ms.logLine(m, l) }}
+	m.cmd.Stderr = testkit.RaceWatch(ms.t, "member "+m.name, &lineWriter{line: func(l string) { ms.logLine(m, l) }})
 	if err := m.cmd.Start(); err != nil {
 		ms.t.Fatalf("starting member %s: %v", m.name, err)
 	}
@@ -202,7 +202,7 @@ func (ms *members) counts() (assigned, released, failures int) {
 
 // await waits until cond holds, checking at every partition event and every
 // ledger change, and fails the test naming what it waited for.
-func (ms *members) await(ledger *testkit.KeyLedger, timeout time.Duration, what string, cond func(testkit.Progress) bool) {
+func (ms *members) await(ledger *testkit.Ledger, timeout time.Duration, what string, cond func(testkit.Progress) bool) {
 	ms.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -211,7 +211,7 @@ func (ms *members) await(ledger *testkit.KeyLedger, timeout time.Duration, what 
 	}
 }
 
-func (ms *members) awaitCtx(ctx context.Context, ledger *testkit.KeyLedger, what string, cond func(testkit.Progress) bool) error {
+func (ms *members) awaitCtx(ctx context.Context, ledger *testkit.Ledger, what string, cond func(testkit.Progress) bool) error {
 	for {
 		ms.mu.Lock()
 		ch := ms.changed
@@ -251,7 +251,7 @@ const commitPoll = 250 * time.Millisecond
 // late holds its partitions until its session times out, and what it
 // finished but had not committed comes again), and (3) the group committed
 // the end of every partition. Stop producing first.
-func (ms *members) drain(ledger *testkit.KeyLedger, brokers []string, partitions int, timeout time.Duration) error {
+func (ms *members) drain(ledger *testkit.Ledger, brokers []string, partitions int, timeout time.Duration) error {
 	ms.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -31,12 +31,12 @@ func TestRebalancesUnderLoad(t *testing.T) {
 	began := time.Now()
 	topic, group := testkit.TopicName("rebalance"), testkit.TopicName("rebalance-group")
 	brokers := testkit.Broker(t, rebPartitions, topic)
-	ledger := testkit.NewKeyLedger(testkit.KeyLedgerOptions{Work: rebWork})
+	ledger := testkit.NewLedgerWith(testkit.LedgerOptions{Work: rebWork})
 	srv := httptest.NewServer(ledger)
 	t.Cleanup(srv.Close)
 	ms := newMembers(t, groupSpec{brokers: brokers, group: group, topic: topic, url: srv.URL, concurrency: rebConcurrency})
 
-	backlog := ledger.Produce(t, brokers, topic, testkit.KeyProducerOptions{Keys: rebKeys, Count: rebBacklog, Seed: 1})
+	backlog := ledger.Produce(t, brokers, topic, testkit.ProducerOptions{Keys: rebKeys, Count: rebBacklog, Seed: 1})
 	select {
 	case <-backlog.Done():
 	case <-time.After(2 * time.Minute):
@@ -45,7 +45,7 @@ func TestRebalancesUnderLoad(t *testing.T) {
 	if err := backlog.Err(); err != nil {
 		t.Fatal(err)
 	}
-	trickle := ledger.Produce(t, brokers, topic, testkit.KeyProducerOptions{Keys: rebKeys, Rate: rebRate, Seed: 2})
+	trickle := ledger.Produce(t, brokers, topic, testkit.ProducerOptions{Keys: rebKeys, Rate: rebRate, Seed: 2})
 
 	// loaded fails the test unless records are still waiting: each handover
 	// must happen under load.

@@ -46,7 +46,7 @@ func TestChaosSoak(t *testing.T) {
 
 	topic := testkit.TopicName("chaos")
 	brokers := testkit.Broker(t, soakPartitions, topic)
-	ledger := testkit.NewKeyLedger(testkit.KeyLedgerOptions{Work: soakWork, FailFirst: soakFailFirst, Seed: s})
+	ledger := testkit.NewLedgerWith(testkit.LedgerOptions{Work: soakWork, FailFirst: soakFailFirst, Seed: s})
 	srv := httptest.NewServer(ledger)
 	t.Cleanup(srv.Close) // after the members' cleanup (registered later, run first)
 	group := testkit.TopicName("chaos-group")
@@ -54,7 +54,7 @@ func TestChaosSoak(t *testing.T) {
 	for range soakMembers {
 		ms.start()
 	}
-	prod := ledger.Produce(t, brokers, topic, testkit.KeyProducerOptions{Keys: soakKeys, Rate: soakRate, Seed: s})
+	prod := ledger.Produce(t, brokers, topic, testkit.ProducerOptions{Keys: soakKeys, Rate: soakRate, Seed: s})
 
 	rng := mrand.New(mrand.NewPCG(s, 0x63686173))
 	var did chaosCounts

@@ -62,7 +62,9 @@ consumers:
 shutdown_timeout: 1s
 log: {level: warn, format: json}
 `, addr, topic, topic, srv.URL, extra))
-	run := testkit.Start(t, nil, "run", "--config", cfg)
+	// Without the race detector, which multiplies a process's memory: this
+	// suite measures it.
+	run := testkit.StartBinary(t, testkit.PerfBinary(t), nil, nil, "run", "--config", cfg)
 	deadline := time.Now().Add(60 * time.Second)
 	for inFlight.Load() < 16 {
 		if time.Now().After(deadline) {

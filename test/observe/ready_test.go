@@ -14,13 +14,14 @@ import (
 // data directory, stopped and started again on the same address.
 func TestReadinessFollowsTheBroker(t *testing.T) {
 	dir := t.TempDir()
-	addr := testkit.FreeAddr(t)
+	// The first broker takes a port of its choosing; the second must come
+	// back on the same one, which is free again only while nothing else
+	// took it during the outage: an accepted, short window.
+	addr, dev := testkit.DevOn(t, "127.0.0.1:0", "--data-dir", dir, "--partitions", "4")
 	startDev := func() *testkit.Proc {
-		p := testkit.Start(t, nil, "dev", "--listen", addr, "--data-dir", dir, "--partitions", "4")
-		testkit.Eventually(t, 20*time.Second, "turbo dev to listen on "+addr, func() bool { return testkit.Reachable(addr) })
+		_, p := testkit.DevOn(t, addr, "--data-dir", dir, "--partitions", "4")
 		return p
 	}
-	dev := startDev()
 	topic := testkit.TopicName("ready")
 	testkit.ProduceWithBinary(t, addr, topic, 200, 20)
 	listen := testkit.FreeAddr(t)

@@ -53,7 +53,7 @@ func (j *OwnershipJudge) Overlaps() (int, []string) {
 }
 
 // ownership is the judge's state, kept under its owner's lock (the
-// KeyLedger's, or OwnershipJudge's).
+// Ledger's, or OwnershipJudge's).
 type ownership struct {
 	running  map[string]map[string]int // partition → member → deliveries running
 	overlaps int

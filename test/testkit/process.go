@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -21,50 +22,86 @@ import (
 // separate process, so the broker's memory and CPU are not the consumer's),
 // `turbo produce`, `turbo run`.
 
+// binary is one build of cmd/turbo, made once per test binary run.
+type binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	raceBin binary // Binary: with the race detector
+	perfBin binary // PerfBinary: without
+	binDir  string // holds both; RemoveBinary deletes it
+	binMu   sync.Mutex
 )
 
 // Main is a TestMain for packages that run the binary: it runs the tests,
-// removes the binary Binary built, and exits with the tests' code.
+// removes the binaries Binary and PerfBinary built, and exits with the
+// tests' code.
 func Main(m *testing.M) {
 	code := m.Run()
 	RemoveBinary()
 	os.Exit(code)
 }
 
-// RemoveBinary deletes the binary Binary built, if any. Call it from
-// TestMain after m.Run (Main does).
+// RemoveBinary deletes the binaries Binary and PerfBinary built, if any.
+// Call it from TestMain after m.Run (Main does).
 func RemoveBinary() {
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
+	binMu.Lock()
+	defer binMu.Unlock()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
 	}
 }
 
-// Binary builds the turbo binary once per test binary run and returns its path.
+// Binary builds the turbo binary with the race detector once per test
+// binary run and returns its path. Start, StartWith, Command and
+// ProduceWithBinary run it with ChildEnv and fail the test when a child
+// reports a race (see RaceWatch).
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "turbo-e2e-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "turbo")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/turbokafka/turbo/cmd/turbo").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building turbo: %v", buildErr)
-	}
-	return binPath
+	return raceBin.build(t, "turbo-race", "-race")
 }
 
-// FreeAddr returns a loopback address that was free a moment ago.
+// PerfBinary builds the turbo binary without the race detector, for the
+// suites that measure performance (test/bench): the detector slows a
+// program 2–20 times, unevenly, which would skew turbo's figures against
+// its peers'. Every other suite uses Binary.
+func PerfBinary(t testing.TB) string {
+	t.Helper()
+	return perfBin.build(t, "turbo")
+}
+
+func (b *binary) build(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	b.once.Do(func() {
+		binMu.Lock()
+		if binDir == "" {
+			binDir, b.err = os.MkdirTemp("", "turbo-e2e-")
+		}
+		dir := binDir
+		binMu.Unlock()
+		if b.err != nil {
+			return
+		}
+		b.path = filepath.Join(dir, name)
+		args := append(append([]string{"build"}, flags...), "-o", b.path, "github.com/turbokafka/turbo/cmd/turbo")
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("building turbo: %v", b.err)
+	}
+	return b.path
+}
+
+// FreeAddr returns a loopback address that was free a moment ago. Between
+// that moment and a child's bind, another test (of another package, run in
+// parallel) may take the port: prefer a child that binds port 0 and says
+// where it listens (Dev). It remains for http.listen, which turbo's config
+// does not yet accept with port 0.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -99,7 +136,29 @@ func Start(t testing.TB, stdout io.Writer, args ...string) *Proc {
 // cleanup.
 func StartWith(t testing.TB, stdout, stderr io.Writer, args ...string) *Proc {
 	t.Helper()
-	cmd := exec.Command(Binary(t), args...)
+	return StartBinary(t, Binary(t), stdout, stderr, args...)
+}
+
+// StartBinary is StartWith for a given build of turbo: PerfBinary for a
+// test that measures the process (its memory, its speed), which the race
+// detector would distort. Nil writers mean the test log.
+func StartBinary(t testing.TB, bin string, stdout, stderr io.Writer, args ...string) *Proc {
+	t.Helper()
+	if stdout == nil {
+		stdout = logWriter{t, "stdout"}
+	}
+	if stderr == nil {
+		stderr = logWriter{t, "stderr"}
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = ChildEnv()
+	name := "turbo " + strings.Join(args, " ")
+	if _, isFile := stderr.(*os.File); !isFile {
+		// A file (a pipe's end the test reads) is the child's own: wrapping
+		// it would put a copying goroutine in between. The exit code still
+		// tells of a race.
+		stderr = RaceWatch(t, name, stderr)
+	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting turbo %v: %v", args, err)
@@ -116,6 +175,9 @@ func StartWith(t testing.TB, stdout, stderr io.Writer, args ...string) *Proc {
 		default:
 			_ = cmd.Process.Kill()
 			<-p.done
+		}
+		if cmd.ProcessState.ExitCode() == RaceExitCode {
+			t.Errorf("%s exited with the race detector's exit code %d: a data race (its report is in its stderr)", name, RaceExitCode)
 		}
 	})
 	return p
@@ -164,29 +226,78 @@ func (p *Proc) Alive() bool {
 	}
 }
 
-// Dev starts `turbo dev` on a free port (with extra flags such as
-// "--partitions", "1") and waits until it accepts connections; it returns
-// the address.
+// devListening is how `turbo dev` says where it listens, on stdout.
+const devListening = "turbo dev: Kafka-protocol broker listening on "
+
+// Dev starts `turbo dev` on a port of its choosing (with extra flags such as
+// "--partitions", "1") and returns the address it says it listens on. The
+// child binds port 0 itself: a port found free by the test and bound later
+// by the child could be taken in between by another package's test.
 func Dev(t testing.TB, extra ...string) string {
 	t.Helper()
-	addr := FreeAddr(t)
-	p := Start(t, nil, append([]string{"dev", "--listen", addr}, extra...)...)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if Reachable(addr) {
-			return addr
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("turbo dev exited early: %v", p.err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("turbo dev did not listen on %s within 20s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	addr, _ := DevOn(t, "127.0.0.1:0", extra...)
+	return addr
 }
+
+// DevOn is Dev on the given address (to start a broker again on the address
+// a first one got), and returns the process too.
+func DevOn(t testing.TB, listen string, extra ...string) (string, *Proc) {
+	t.Helper()
+	said := make(chan string, 1)
+	out := &lineWatch{t: t, prefix: "stdout", match: func(line string) {
+		if a, ok := strings.CutPrefix(line, devListening); ok {
+			select {
+			case said <- strings.Fields(a)[0]:
+			default:
+			}
+		}
+	}}
+	p := Start(t, out, append([]string{"dev", "--listen", listen}, extra...)...)
+	select {
+	case addr := <-said:
+		return addr, p
+	case <-p.done:
+		t.Fatalf("turbo dev exited early: %v", p.err)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("turbo dev did not say where it listens (%q on stdout) within 20s", devListening)
+	}
+	return "", nil
+}
+
+// lineWatch logs a child's output line by line, as Start does, and shows
+// match each complete line.
+type lineWatch struct {
+	t      testing.TB
+	prefix string
+	match  func(line string)
+
+	mu      sync.Mutex
+	partial []byte
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(w.partial[:i])
+		w.partial = w.partial[i+1:]
+		w.t.Logf("%s: %s", w.prefix, line)
+		w.match(line)
+	}
+	if len(w.partial) > maxLine { // a line that never ends: log it in pieces
+		w.t.Logf("%s: %s", w.prefix, w.partial)
+		w.partial = w.partial[:0]
+	}
+	return len(p), nil
+}
+
+// maxLine bounds what lineWatch holds of an unfinished line.
+const maxLine = 64 << 10
 
 // Reachable reports whether something accepts TCP connections on addr.
 func Reachable(addr string) bool {
@@ -216,8 +327,13 @@ func ProduceWithBinary(t testing.TB, addr, topic string, count, keys int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, Binary(t), "produce", "--brokers", addr, "--topic", topic,
-		"--count", fmt.Sprint(count), "--keys", fmt.Sprint(keys)).CombinedOutput()
+	cmd := exec.CommandContext(ctx, Binary(t), "produce", "--brokers", addr, "--topic", topic,
+		"--count", fmt.Sprint(count), "--keys", fmt.Sprint(keys))
+	cmd.Env = ChildEnv()
+	out, err := cmd.CombinedOutput()
+	if n := countRaces(out); n > 0 {
+		t.Errorf("turbo produce: the race detector reported %d data race(s):\n%s", n, out)
+	}
 	if err != nil {
 		t.Fatalf("turbo produce: %v\n%s", err, out)
 	}

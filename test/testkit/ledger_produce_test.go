@@ -12,13 +12,13 @@ import (
 
 // produced registers n records of key and acknowledges them at offsets
 // 0, 1, … of partition 0, as the producer would.
-func produced(l *KeyLedger, key string, n int) []*klRecord {
+func produced(l *Ledger, key string, n int) []*lrecord {
 	return producedOn(l, key, 0, n)
 }
 
 // producedOn is produced on another partition of topic "t".
-func producedOn(l *KeyLedger, key string, partition int32, n int) []*klRecord {
-	var out []*klRecord
+func producedOn(l *Ledger, key string, partition int32, n int) []*lrecord {
+	var out []*lrecord
 	for i := range n {
 		r := l.newRecord("t", key)
 		l.ack(r, partition, int64(i))
@@ -28,12 +28,12 @@ func producedOn(l *KeyLedger, key string, partition int32, n int) []*klRecord {
 }
 
 // deliver runs one whole delivery of r.
-func deliver(l *KeyLedger, r *klRecord, finished bool) {
+func deliver(l *Ledger, r *lrecord, finished bool) {
 	l.Begin(r.value(), "m").End(finished)
 }
 
-func TestKeyLedgerCleanRunHasNoVerdict(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{})
+func TestLedgerProducedCleanRunHasNoVerdict(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{})
 	a, b := produced(l, "k0", 3), producedOn(l, "k1", 1, 2)
 	// Keys interleave freely; each key in order, one at a time; members
 	// m1 and m2 hold different partitions.
@@ -53,8 +53,8 @@ func TestKeyLedgerCleanRunHasNoVerdict(t *testing.T) {
 	}
 }
 
-func TestKeyLedgerRedeliveryAfterAHandoverIsADuplicateNotAViolation(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{})
+func TestLedgerProducedRedeliveryAfterAHandoverIsADuplicateNotAViolation(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{})
 	r := produced(l, "k0", 3)
 	deliver(l, r[0], true)
 	deliver(l, r[1], true)
@@ -71,8 +71,8 @@ func TestKeyLedgerRedeliveryAfterAHandoverIsADuplicateNotAViolation(t *testing.T
 	}
 }
 
-func TestKeyLedgerCatchesAKeyThatSkipsAhead(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{})
+func TestLedgerProducedCatchesAKeyThatSkipsAhead(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{})
 	r := produced(l, "k0", 3)
 	deliver(l, r[1], true) // seq 0 never finished before
 	deliver(l, r[0], true)
@@ -86,8 +86,8 @@ func TestKeyLedgerCatchesAKeyThatSkipsAhead(t *testing.T) {
 	}
 }
 
-func TestKeyLedgerAFailedAttemptIsNotFinished(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{})
+func TestLedgerProducedAFailedAttemptIsNotFinished(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{})
 	r := produced(l, "k0", 2)
 	deliver(l, r[0], false) // e.g. its caller was killed
 	deliver(l, r[1], true)  // skipped ahead of it
@@ -97,8 +97,8 @@ func TestKeyLedgerAFailedAttemptIsNotFinished(t *testing.T) {
 	}
 }
 
-func TestKeyLedgerCatchesOverlaps(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{})
+func TestLedgerProducedCatchesOverlaps(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{})
 	r := produced(l, "k0", 2)
 	first := l.Begin(r[0].value(), "m1")
 	again := l.Begin(r[0].value(), "m2") // the same record on two members at once
@@ -116,8 +116,8 @@ func TestKeyLedgerCatchesOverlaps(t *testing.T) {
 	}
 }
 
-func TestKeyLedgerIgnoresRecordsNeverProduced(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{})
+func TestLedgerProducedIgnoresRecordsNeverProduced(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{})
 	r0 := l.newRecord("t", "k0")
 	l.giveUp(r0) // the broker never took it
 	r := produced(l, "k0", 1)[0]
@@ -127,7 +127,7 @@ func TestKeyLedgerIgnoresRecordsNeverProduced(t *testing.T) {
 	}
 	// A record not yet answered when a later one starts is judged once its
 	// fate is known: acknowledged makes it a violation.
-	l2 := NewKeyLedger(KeyLedgerOptions{})
+	l2 := NewLedgerWith(LedgerOptions{})
 	p0, p1 := l2.newRecord("t", "k0"), l2.newRecord("t", "k0")
 	l2.ack(p1, 0, 1)
 	deliver(l2, p1, true)
@@ -137,8 +137,8 @@ func TestKeyLedgerIgnoresRecordsNeverProduced(t *testing.T) {
 	}
 }
 
-func TestKeyLedgerCatchesAProducerThatReorders(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{})
+func TestLedgerProducedCatchesAProducerThatReorders(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{})
 	a, b := l.newRecord("t", "k0"), l.newRecord("t", "k0")
 	l.ack(a, 3, 10)
 	l.ack(b, 3, 9)
@@ -148,7 +148,7 @@ func TestKeyLedgerCatchesAProducerThatReorders(t *testing.T) {
 }
 
 // post sends a record to the endpoint as turbo's http handler does.
-func post(ctx context.Context, url string, r *klRecord) (int, error) {
+func post(ctx context.Context, url string, r *lrecord) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(r.value())))
 	if err != nil {
 		return 0, err
@@ -162,8 +162,8 @@ func post(ctx context.Context, url string, r *klRecord) (int, error) {
 	return resp.StatusCode, nil
 }
 
-func TestKeyLedgerEndpoint(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{Work: time.Hour, FailFirst: 1})
+func TestLedgerProducedEndpoint(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{Work: time.Hour, FailFirst: 1})
 	srv := httptest.NewServer(l)
 	defer srv.Close()
 	r := produced(l, "k0", 1)[0]
@@ -198,8 +198,8 @@ func TestKeyLedgerEndpoint(t *testing.T) {
 
 }
 
-func TestKeyLedgerEndpointAnswers(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{Work: time.Millisecond})
+func TestLedgerProducedEndpointAnswers(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{Work: time.Millisecond})
 	srv := httptest.NewServer(l)
 	defer srv.Close()
 	r := produced(l, "k0", 1)[0]
@@ -227,8 +227,8 @@ func TestKeyLedgerEndpointAnswers(t *testing.T) {
 	}
 }
 
-func TestKeyLedgerAwaitSaysWhatItWaitedFor(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{})
+func TestLedgerProducedAwaitSaysWhatItWaitedFor(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{})
 	produced(l, "k0", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -238,11 +238,11 @@ func TestKeyLedgerAwaitSaysWhatItWaitedFor(t *testing.T) {
 	}
 }
 
-func TestKeyProducerKnowsWhatItProduced(t *testing.T) {
-	topic := TopicName("keyledger")
+func TestProducerKnowsWhatItProduced(t *testing.T) {
+	topic := TopicName("ledger")
 	brokers := Broker(t, 4, topic)
-	l := NewKeyLedger(KeyLedgerOptions{})
-	p := l.Produce(t, brokers, topic, KeyProducerOptions{Keys: 7, Count: 500, Seed: 1})
+	l := NewLedgerWith(LedgerOptions{})
+	p := l.Produce(t, brokers, topic, ProducerOptions{Keys: 7, Count: 500, Seed: 1})
 	select {
 	case <-p.Done():
 	case <-time.After(time.Minute):
@@ -258,14 +258,14 @@ func TestKeyProducerKnowsWhatItProduced(t *testing.T) {
 	// What the broker holds is exactly what the ledger knows.
 	for _, m := range ReadTopic(t, brokers, topic, 500, time.Minute) {
 		parts := strings.SplitN(string(m.Value), ":", 3)
-		r := l.records[parts[2]]
+		r := l.produced[parts[2]]
 		if r == nil || r.key != string(m.Key) || r.partition != m.Partition || r.offset != m.Offset {
 			t.Fatalf("record %s at %d@%d is not what the ledger knows (%+v)", m.Value, m.Partition, m.Offset, r)
 		}
 	}
 	// A rate-limited producer runs until Stop.
-	l2 := NewKeyLedger(KeyLedgerOptions{})
-	p2 := l2.Produce(t, brokers, topic, KeyProducerOptions{Rate: 500})
+	l2 := NewLedgerWith(LedgerOptions{})
+	p2 := l2.Produce(t, brokers, topic, ProducerOptions{Rate: 500})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := l2.Await(ctx, "50 records acknowledged", func(p Progress) bool { return p.Produced >= 50 }); err != nil {
@@ -282,8 +282,8 @@ func TestKeyProducerKnowsWhatItProduced(t *testing.T) {
 // Two members handling different keys of one partition at once is the
 // failure the key verdicts cannot see: a member went on with a partition the
 // broker had given to another.
-func TestKeyLedgerCatchesTwoOwnersOfAPartition(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{})
+func TestLedgerProducedCatchesTwoOwnersOfAPartition(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{})
 	a, b := produced(l, "k0", 1), produced(l, "k1", 1) // both on partition 0
 	old := l.Begin(a[0].value(), "node-1")
 	l.Begin(b[0].value(), "node-0").End(true)
@@ -299,8 +299,8 @@ func TestKeyLedgerCatchesTwoOwnersOfAPartition(t *testing.T) {
 
 // A correct handover: the old owner's last record of the partition ended
 // before the new owner's first began — no verdict, however close in time.
-func TestKeyLedgerCleanHandoverIsNoOwnershipOverlap(t *testing.T) {
-	l := NewKeyLedger(KeyLedgerOptions{})
+func TestLedgerProducedCleanHandoverIsNoOwnershipOverlap(t *testing.T) {
+	l := NewLedgerWith(LedgerOptions{})
 	r := append(produced(l, "k0", 2), produced(l, "k2", 2)...) // partition 0: k0 0–1, k2 0–1
 	r[1], r[2] = r[2], r[1]
 	other := producedOn(l, "k1", 1, 1)
