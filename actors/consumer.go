@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/internal/seam"
 	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
@@ -35,17 +36,6 @@ type Options struct {
 	// Restart is the backoff between tree restarts after failures, and
 	// between attempts to reach Kafka; the zero value means backoff.Default.
 	Restart backoff.Policy
-	// InMemory, when set, replaces Kafka with an in-memory cluster: the
-	// tree (supervisor, orchestrator, client proxy, offset controller,
-	// coordinator, runners) runs unchanged, and only what talks to sarama is
-	// swapped. Kafka.Brokers is then never dialled. It exists for
-	// test/harness, which sets it; use that package rather than this field.
-	//
-	// This one field is the whole seam's public surface on purpose: the
-	// interface between the proxy and its Kafka side speaks in the tree's
-	// unexported messages and gates, which stay private, and the in-memory
-	// cluster is a plain data model (memkafka) that knows nothing of actors.
-	InMemory *memkafka.Cluster
 	// Metrics turns on the handler, buffer-wait and commit duration
 	// histograms of Consumer.Collector: each costs a clock read and a few
 	// atomic adds per record or commit. Counters, gauges and the
@@ -61,7 +51,7 @@ type Options struct {
 type Consumer struct {
 	name       string
 	group      string
-	sys        *actor.ActorSystem
+	sys        *actor.ActorSystem // its own
 	pid        *actor.PID
 	stats      *Stats
 	stopped    chan struct{}
@@ -76,9 +66,21 @@ type Consumer struct {
 // had drained and stopped.
 var ErrStopTimeout = errors.New("actors: consumer did not stop in time")
 
-// Start validates the options and spawns the consumer's tree on sys. Records
-// flow as soon as it returns; Start does not wait for Kafka.
-func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
+// New validates the options and starts the consumer: its actor tree runs
+// on an actor system of its own, which Stop shuts down. Records flow as
+// soon as it returns; New does not wait for Kafka (Ready says when the
+// consumer is in its group; Failed, when Kafka refuses it for good).
+func New(opts Options) (*Consumer, error) { return start(opts, nil) }
+
+func init() {
+	seam.StartInMemory = func(opts any, cluster *memkafka.Cluster) (any, error) {
+		return start(opts.(Options), cluster)
+	}
+}
+
+// start starts a consumer whose Kafka is sarama, or cluster when set (the
+// seam of actors/harness: only what talks to sarama is swapped).
+func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 	if opts.Handler == nil {
 		return nil, fmt.Errorf("%w: a handler is required", config.ErrInvalid)
 	}
@@ -108,9 +110,10 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 	cc := cfg.Consumers[0]
 	log := opts.Logger.With().Str("consumer", cc.Name).Logger()
 	kn := kafkanet.New(cfg.Kafka, log)
-	if opts.InMemory == nil {
+	if cluster == nil {
 		kn.Warn()
 	}
+	sys := newSystem(log)
 	c := &Consumer{name: cc.Name, group: cc.Group, sys: sys, stats: &Stats{}, stopped: make(chan struct{}), pool: newWorkerPool(300),
 		shutdown: cfg.ShutdownTimeout, maxHandler: cc.MaxHandlerTime}
 	if opts.Metrics {
@@ -127,13 +130,14 @@ func Start(sys *actor.ActorSystem, opts Options) (*Consumer, error) {
 		log:             log,
 		retry:           policy,
 		dispatcher:      c.pool,
-		inMemory:        opts.InMemory,
+		inMemory:        cluster,
 		released:        &releasedAt{},
 	}
 	sup := &backoffSupervisor{spec: spec, policy: policy, stopped: c.stopped}
 	props := actor.PropsFromProducer(func() actor.Actor { return sup }, actor.WithSupervisor(sup), actor.WithDispatcher(c.pool))
 	pid, err := sys.Root.SpawnNamed(props, "turbo-"+cc.Name)
 	if err != nil {
+		sys.Shutdown()
 		return nil, fmt.Errorf("actors: starting consumer %q: %w", cc.Name, err)
 	}
 	c.pid = pid
@@ -183,6 +187,7 @@ func (c *Consumer) Stop(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, c.shutdown)
 		defer cancel()
 		c.stopErr = c.stop(ctx)
+		c.sys.Shutdown()
 	})
 	return c.stopErr
 }

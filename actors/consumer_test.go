@@ -52,8 +52,7 @@ func (r *run) consumer(name string, mod func(*config.Consumer)) config.Consumer 
 func (r *run) start(c config.Consumer, h actors.Handler) *actors.Consumer {
 	r.t.Helper()
 	k := testkit.Kafka(r.t, r.brokers) // secured as the suite's environment says
-	sys := actors.NewSystem(testkit.Logger(r.t))
-	cons, err := actors.Start(sys, actors.Options{
+	cons, err := actors.New(actors.Options{
 		Consumer: c, Kafka: k, ShutdownTimeout: 10 * time.Second, Handler: h,
 		Logger: testkit.Logger(r.t), Restart: fastRestart,
 	})
@@ -334,7 +333,7 @@ func TestStopIsBoundedWhenAHandlerHangs(t *testing.T) {
 	})
 	k := config.Default().Kafka
 	k.Brokers = r.brokers
-	cons, err := actors.Start(actors.NewSystem(testkit.Logger(t)), actors.Options{
+	cons, err := actors.New(actors.Options{
 		Consumer: r.consumer("hang", nil), Kafka: k, ShutdownTimeout: time.Second, Handler: h, Logger: testkit.Logger(t),
 	})
 	if err != nil {
@@ -382,7 +381,7 @@ func TestKafkaUnreachableAtStartThenAppears(t *testing.T) {
 	c.CommitInterval = 100 * time.Millisecond
 	k := config.Default().Kafka
 	k.Brokers = []string{addr}
-	cons, err := actors.Start(actors.NewSystem(testkit.Logger(t)), actors.Options{
+	cons, err := actors.New(actors.Options{
 		Consumer: c, Kafka: k, ShutdownTimeout: 5 * time.Second, Handler: ledger, Logger: testkit.Logger(t), Restart: fastRestart,
 	})
 	if err != nil {
@@ -422,7 +421,7 @@ func TestPausedPartitionsAreHandedOverPromptly(t *testing.T) {
 			c.MaxBuffered = 40
 			c.Retry.MaxAttempts = 1
 		})
-		cons, err := actors.Start(actors.NewSystem(testkit.Logger(t)), actors.Options{
+		cons, err := actors.New(actors.Options{
 			Consumer: c, Kafka: k, ShutdownTimeout: 2 * time.Second, Handler: h, Logger: testkit.Logger(t), Restart: fastRestart,
 		})
 		if err != nil {

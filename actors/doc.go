@@ -11,7 +11,7 @@
 //	    ├── coordinator          schedule.Scheduler (the buffer and the ordering) + runners
 //	    │   └── runner × concurrency   runs the Handler, panics recovered
 //	    └── clientProxy          the only actor that talks to Kafka, through its kafkaSide:
-//	                             kafkaGroup (sarama), or memGroup (in memory, for test/harness)
+//	                             kafkaGroup (sarama), or memGroup (in memory, for actors/harness)
 //
 // # Message flow (every arrow carries a batch, not a record)
 //

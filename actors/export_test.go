@@ -1,5 +1,17 @@
 package actors
 
+import "github.com/turbokafka/turbo/actors/memkafka"
+
+// UnexpectedMessages counts the messages actors received and do not handle.
+func UnexpectedMessages() int64 { return unexpectedMessages.Load() }
+
+// StartInMemory starts a consumer on an in-memory cluster, as
+// actors/harness does, for tests that need options the harness does not
+// offer.
+func StartInMemory(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
+	return start(opts, cluster)
+}
+
 // SetMaxWatermarkWindow lets tests use a small window; it returns a restore.
 func SetMaxWatermarkWindow(n int64) func() {
 	old := maxWatermarkWindow

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors/handlers"
+	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/config"
-	"github.com/turbokafka/turbo/test/harness"
 )
 
-// The http handler through the real tree (test/harness).
+// The http handler through the real tree (actors/harness).
 
 // An endpoint answering 429 or 503 with Retry-After is retried no sooner
 // than it asked (capped by max_backoff), through the whole tree: the http

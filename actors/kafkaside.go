@@ -22,7 +22,7 @@ import (
 // claimFetched, claimEnding, groupStopped, deadLetterWritten).
 //
 // kafkaGroup (sarama) is the side of every consumer; memGroup (an in-memory
-// cluster) is the side of test/harness, so that its tests run the real proxy
+// cluster) is the side of actors/harness, so that its tests run the real proxy
 // and the rest of the tree without a broker. Both share their lifecycle
 // (sideLife) and their claims (claim.go: batch assembly, credit return,
 // handover and loss); each feeds its claims records its own way (claimFeed). The proxy calls the side once

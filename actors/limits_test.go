@@ -4,8 +4,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/config"
-	"github.com/turbokafka/turbo/test/harness"
 )
 
 // A consumer at the largest concurrency and max_buffered config accepts

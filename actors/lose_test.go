@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/config"
-	"github.com/turbokafka/turbo/test/harness"
 )
 
 // A partition taken away without a handover (the broker expired the

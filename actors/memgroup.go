@@ -10,7 +10,7 @@ import (
 )
 
 // memGroup is the client proxy's Kafka side over an in-memory cluster
-// (memkafka), for test/harness. It sends the proxy the same messages as
+// (memkafka), for actors/harness. It sends the proxy the same messages as
 // kafkaGroup, from the same kinds of goroutines — a session loop, and one
 // claim goroutine per held partition that takes its gate's credits, reads at
 // most that many records, and on revocation runs the same handshake

@@ -51,8 +51,7 @@ func TestMetricsFollowTheRecords(t *testing.T) {
 		return ledger.Handle(ctx, rec)
 	})
 	cc := r.consumer("metrics", func(c *config.Consumer) { c.Concurrency = 8 })
-	sys := actors.NewSystem(testkit.Logger(t))
-	c, err := actors.Start(sys, actors.Options{
+	c, err := actors.New(actors.Options{
 		Consumer: cc, Kafka: testkit.Kafka(t, r.brokers), ShutdownTimeout: 10 * time.Second, Handler: h,
 		Logger: testkit.Logger(t), Restart: fastRestart, Metrics: true,
 	})

@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/config"
-	"github.com/turbokafka/turbo/test/harness"
 )
 
 // logTap is the test as the harness sees it, keeping a copy of every log

@@ -54,7 +54,7 @@ func TestRestartKeepsWhatTheTreeFinishedWhenCommitsFail(t *testing.T) {
 	c.Retry.MaxAttempts = 1
 	k := config.Default().Kafka
 	k.Brokers = brokers
-	cons, err := actors.Start(actors.NewSystem(testkit.Logger(t)), actors.Options{
+	cons, err := actors.New(actors.Options{
 		Consumer: c, Kafka: k, ShutdownTimeout: 5 * time.Second, Logger: testkit.Logger(t), Restart: fastRestart,
 		Handler: actors.HandlerFunc(func(_ context.Context, rec *actors.Record) error {
 			if rec.Offset == bad {

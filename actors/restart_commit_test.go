@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 	"github.com/turbokafka/turbo/config"
-	"github.com/turbokafka/turbo/test/harness"
 	"github.com/turbokafka/turbo/test/testkit"
 )
 

@@ -73,7 +73,7 @@ func TestConsumerOverMTLSAndSCRAM(t *testing.T) {
 	c := config.DefaultConsumer("secure")
 	c.Topics = []string{topic}
 	var handled atomic.Int64
-	cons, err := actors.Start(actors.NewSystem(log), actors.Options{Consumer: c, Kafka: k, ShutdownTimeout: 5 * time.Second, Logger: log,
+	cons, err := actors.New(actors.Options{Consumer: c, Kafka: k, ShutdownTimeout: 5 * time.Second, Logger: log,
 		Handler: actors.HandlerFunc(func(context.Context, *actors.Record) error { handled.Add(1); return nil })})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestConsumerRefusedAtStartGivesUp(t *testing.T) {
 	c := config.DefaultConsumer("refused")
 	c.Topics = []string{topic}
 	began := time.Now()
-	cons, err := actors.Start(actors.NewSystem(log), actors.Options{Consumer: c, Kafka: k, ShutdownTimeout: 2 * time.Second, Logger: log,
+	cons, err := actors.New(actors.Options{Consumer: c, Kafka: k, ShutdownTimeout: 2 * time.Second, Logger: log,
 		Handler: actors.HandlerFunc(func(context.Context, *actors.Record) error { return nil })})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestRefusalLaterInARunIsRetriedAndShown(t *testing.T) {
 	produce()
 	c := config.DefaultConsumer("later")
 	c.Topics = []string{topic}
-	cons, err := actors.Start(actors.NewSystem(log), actors.Options{Consumer: c, Kafka: k, ShutdownTimeout: 5 * time.Second, Logger: log,
+	cons, err := actors.New(actors.Options{Consumer: c, Kafka: k, ShutdownTimeout: 5 * time.Second, Logger: log,
 		Restart: backoff.Policy{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2},
 		Handler: actors.HandlerFunc(func(context.Context, *actors.Record) error { return nil })})
 	if err != nil {

@@ -229,7 +229,7 @@ func testSessionLoss(t *testing.T, path lossPath) {
 		c.CommitInterval = 100 * time.Millisecond
 		k := config.Default().Kafka
 		k.Brokers, k.ClientID = brokers, name
-		cons, err := actors.Start(actors.NewSystem(testkit.Logger(t)), actors.Options{
+		cons, err := actors.New(actors.Options{
 			Consumer: c, Kafka: k, ShutdownTimeout: 10 * time.Second, Handler: rs.handler(name),
 			Logger: testkit.Logger(t).With().Str("member", name).Logger(), Restart: fastRestart,
 		})

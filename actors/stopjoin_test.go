@@ -42,7 +42,7 @@ func TestStopWhileJoiningIsClean(t *testing.T) {
 	k := config.Default().Kafka
 	k.Brokers = cluster.ListenAddrs()
 	const shutdown = time.Second
-	cons, err := actors.Start(actors.NewSystem(testkit.Logger(t)), actors.Options{
+	cons, err := actors.New(actors.Options{
 		Consumer: c, Kafka: k, ShutdownTimeout: shutdown, Logger: testkit.Logger(t),
 		Handler: actors.HandlerFunc(func(context.Context, *actors.Record) error { return nil }),
 	})

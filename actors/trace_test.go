@@ -12,11 +12,11 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/actors/handlers"
+	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/actors/tracing"
 	"github.com/turbokafka/turbo/actors/tracing/tracingtest"
 	"github.com/turbokafka/turbo/config"
-	"github.com/turbokafka/turbo/test/harness"
 	"github.com/turbokafka/turbo/test/testkit"
 	"go.opentelemetry.io/otel/trace"
 	otlptrace "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -182,17 +182,16 @@ func TestOneSpanPerAttemptReachesTheCollector(t *testing.T) {
 }
 
 // startInMemory starts a consumer of topic on cluster with spans from tp;
-// test/harness has no TracerProvider, so this is its smallest part.
+// actors/harness has no TracerProvider, so this is its smallest part.
 func startInMemory(t *testing.T, cluster *memkafka.Cluster, tp trace.TracerProvider, h actors.Handler) *actors.Consumer {
 	t.Helper()
-	sys := actors.NewSystem(testkit.Logger(t))
 	kafka := config.Default().Kafka
 	kafka.Brokers = []string{"in-memory:9092"} // never dialled
-	cons, err := actors.Start(sys, actors.Options{
+	cons, err := actors.StartInMemory(actors.Options{
 		Consumer: harness.Consumer("tree", topic), Kafka: kafka, ShutdownTimeout: 5 * time.Second,
 		Handler: h, Logger: testkit.Logger(t).Level(zerolog.WarnLevel), Restart: harness.FastRestart,
-		InMemory: cluster, TracerProvider: tp,
-	})
+		TracerProvider: tp,
+	}, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +201,6 @@ func startInMemory(t *testing.T, cluster *memkafka.Cluster, tp trace.TracerProvi
 		if err := cons.Stop(ctx); err != nil {
 			t.Errorf("stopping: %v", err)
 		}
-		sys.Shutdown()
 	})
 	return cons
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/internal/seam"
 	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
@@ -28,7 +29,7 @@ type treeSpec struct {
 	log             zerolog.Logger
 	retry           backoff.Policy // for reconnecting to Kafka
 	dispatcher      actor.Dispatcher
-	inMemory        *memkafka.Cluster // replaces Kafka when set (test/harness)
+	inMemory        *memkafka.Cluster // replaces Kafka when set (actors/harness)
 	// released outlives the generations: what this consumer finished on a
 	// partition stays known across a tree restart, whose commits may not
 	// have landed.
@@ -57,7 +58,7 @@ func (s *treeSpec) newProxy() *clientProxy {
 }
 
 // newKafkaSide builds what talks to Kafka for one generation of the tree:
-// sarama, or the in-memory cluster of test/harness.
+// sarama, or the in-memory cluster of actors/harness.
 func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 	if s.inMemory != nil {
 		return &memGroup{
@@ -226,18 +227,16 @@ var errDrainTimeout = errors.New("actors: drain did not finish within shutdown_t
 
 var unexpectedMessages atomic.Int64
 
-// UnexpectedMessages counts messages an actor received and did not expect
-// (always 0 in a healthy process; tests assert it).
-func UnexpectedMessages() int64 { return unexpectedMessages.Load() }
+func init() { seam.UnexpectedMessages = unexpectedMessages.Load }
 
 func unexpected(c actor.Context) {
 	unexpectedMessages.Add(1)
 	c.Logger().Warn("unexpected message", slog.String("actor", c.Self().Id), slog.String("type", fmt.Sprintf("%T", c.Message())))
 }
 
-// NewSystem returns an actor system whose own logging goes to log (at warn and
+// newSystem returns an actor system whose own logging goes to log (at warn and
 // above: protoactor is chatty at info).
-func NewSystem(log zerolog.Logger) *actor.ActorSystem {
+func newSystem(log zerolog.Logger) *actor.ActorSystem {
 	l := log.With().Str("component", "protoactor").Logger()
 	if l.GetLevel() < zerolog.WarnLevel {
 		l = l.Level(zerolog.WarnLevel)

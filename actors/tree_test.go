@@ -2,7 +2,7 @@ package actors_test
 
 // The tree's own logic — ordering, retries, failure policies, restarts,
 // revocation, watermarks and their metadata, back-pressure — tested with
-// test/harness: the real actor tree over an in-memory Kafka, deterministic
+// actors/harness: the real actor tree over an in-memory Kafka, deterministic
 // and fast. What needs a real client (sarama against kfake: rebalances
 // between members, pausing, Kafka unreachable, the dead-letter producer, a
 // restart rejoining the group) is tested in consumer_test.go and
@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 	"github.com/turbokafka/turbo/config"
-	"github.com/turbokafka/turbo/test/harness"
 )
 
 const topic = "orders"

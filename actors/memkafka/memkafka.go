@@ -3,7 +3,7 @@
 // consumer, the group's committed offsets with their metadata, and a
 // dead-letter topic. It knows nothing of turbo's actors: actors plugs a
 // Cluster in place of sarama (actors.Options.InMemory) and speaks to it as a
-// Member, and test/harness drives it from a test.
+// Member, and actors/harness drives it from a test.
 //
 // It is not a Kafka implementation: no brokers, no protocol, no rebalancing
 // of its own. The test decides the assignment (Assign, Revoke), and the
@@ -13,7 +13,7 @@
 // holds, and a new member (a restarted tree) reads again from what was
 // committed.
 //
-// Use it through test/harness; this API serves the harness and may change.
+// Use it through actors/harness; this API serves the harness and may change.
 package memkafka
 
 import (

@@ -38,7 +38,7 @@ func TestLivenessFailsWhenAHandlerIgnoresCancellation(t *testing.T) {
 	cc.Group = "g-" + topic
 	cc.MaxHandlerTime = maxHandler
 	log := testkit.Logger(t)
-	c, err := actors.Start(actors.NewSystem(log), actors.Options{
+	c, err := actors.New(actors.Options{
 		Consumer: cc, Kafka: testkit.Kafka(t, brokers), ShutdownTimeout: shutdown, Handler: deaf, Logger: log, Metrics: true,
 	})
 	if err != nil {

@@ -115,7 +115,6 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		return tracingErr
 	}
 	defer stopTracing() // after stopAll below: the last attempts' spans are queued by then
-	sys := actors.NewSystem(log)
 	var consumers []*actors.Consumer
 	stopAll := func() error {
 		// shutdown_timeout is a hard bound: each Stop returns within it.
@@ -133,7 +132,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		h, err := handlers.New(cc.Handler, cc.Concurrency, o.stdout)
 		if err == nil {
 			var c *actors.Consumer
-			c, err = actors.Start(sys, actors.Options{
+			c, err = actors.New(actors.Options{
 				Consumer: cc, Kafka: kafka, ShutdownTimeout: cfg.ShutdownTimeout, Handler: h, Logger: log, Metrics: observe,
 				TracerProvider: tp,
 			})

@@ -89,8 +89,7 @@ func run(brokers, listen string, log zerolog.Logger) error {
 	cc.Concurrency = 32
 
 	counter := &wordCounter{counts: map[string]int{}}
-	sys := actors.NewSystem(log)
-	consumer, err := actors.Start(sys, actors.Options{
+	consumer, err := actors.New(actors.Options{
 		Consumer:        cc,
 		Kafka:           kafka,
 		ShutdownTimeout: 10 * time.Second,

@@ -53,7 +53,7 @@ func BenchmarkRetryIsolation(b *testing.B) {
 		k := config.Default().Kafka
 		k.Brokers = bro
 		start := time.Now()
-		cons, err := actors.Start(actors.NewSystem(testkit.Logger(b).Level(3)), actors.Options{Consumer: c, Kafka: k, ShutdownTimeout: 10 * time.Second, Handler: h})
+		cons, err := actors.New(actors.Options{Consumer: c, Kafka: k, ShutdownTimeout: 10 * time.Second, Handler: h, Logger: testkit.Logger(b).Level(3)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,14 +7,11 @@ package testkit
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/rs/zerolog"
-	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/actors/embedded"
 )
 
@@ -215,16 +212,4 @@ func ReadTopic(t testing.TB, brokers []string, topic string, want int, timeout t
 		}
 	}
 	return got
-}
-
-// CheckActorMessages turns a passing test run's exit code into a failure if
-// any actor received a message it does not handle: such a message is a
-// wiring mistake (sent to the wrong actor), dropped in production with only
-// a log line and a counter. Call it in TestMain with m.Run()'s code.
-func CheckActorMessages(code int) int {
-	if n := actors.UnexpectedMessages(); n != 0 && code == 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: actors received %d unexpected messages\n", n)
-		return 1
-	}
-	return code
 }

@@ -6,9 +6,9 @@ import (
 	"math"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 	"github.com/turbokafka/turbo/config"
-	"github.com/turbokafka/turbo/test/harness"
 )
 
 // exampleT stands in for the *testing.T a test passes to harness.New: the

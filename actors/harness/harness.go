@@ -46,6 +46,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/internal/seam"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
 )
@@ -101,7 +102,6 @@ type Harness struct {
 	t        T
 	cfg      Config
 	cluster  *memkafka.Cluster
-	sys      interface{ Shutdown() }
 	consumer *actors.Consumer
 	handler  actors.Handler
 	log      *testLog
@@ -140,27 +140,28 @@ func New(t T, cfg Config, h actors.Handler) *Harness {
 	hs.rec.init(cfg.Consumer.Ordering, hs.cluster)
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: hs.log, NoColor: true, TimeFormat: "15:04:05"}).
 		Level(level).With().Timestamp().Logger()
-	sys := actors.NewSystem(logger)
-	hs.sys = sys
 	// The brokers are never dialled with an in-memory cluster; validation
 	// still wants a list of host:port.
 	kafka := config.Default().Kafka
 	kafka.Brokers = []string{"in-memory:9092"}
-	hs.consumer, err = actors.Start(sys, actors.Options{
+	started, err := seam.StartInMemory(actors.Options{
 		Consumer:        cfg.Consumer,
 		Kafka:           kafka,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Handler:         actors.HandlerFunc(hs.handle),
 		Logger:          logger,
 		Restart:         cfg.Restart,
-		InMemory:        hs.cluster,
-	})
+	}, hs.cluster)
 	if err != nil {
 		t.Fatalf("harness: starting the consumer: %v", err)
 	}
+	hs.consumer = started.(*actors.Consumer)
 	t.Cleanup(func() {
 		if err := hs.Stop(); err != nil {
 			t.Errorf("harness: stopping the consumer: %v", err)
+		}
+		if n := seam.UnexpectedMessages(); n != 0 {
+			t.Errorf("harness: actors of this process received %d messages they do not handle (a wiring mistake in turbo)", n)
 		}
 		for _, v := range hs.Violations() {
 			t.Errorf("harness: ordering violated: %s", v)
@@ -179,7 +180,6 @@ func (h *Harness) Stop() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*h.cfg.ShutdownTimeout+5*time.Second)
 		defer cancel()
 		h.stopErr = h.consumer.Stop(ctx)
-		h.sys.Shutdown()
 	})
 	return h.stopErr
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/config"
-	"github.com/turbokafka/turbo/test/harness"
 )
 
 // sized returns a record of exactly size bytes (key and value) at offset.

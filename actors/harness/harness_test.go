@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turbokafka/turbo/test/harness"
+	"github.com/turbokafka/turbo/actors/harness"
 )
 
 // Stop leaves nothing running: not the tree's actors and workers of any

@@ -8,15 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/turbokafka/turbo/test/testkit"
 )
-
-// TestMain fails the run if any actor received a message it does not handle
-// (a wiring mistake the harness's tree would otherwise hide).
-func TestMain(m *testing.M) {
-	os.Exit(testkit.CheckActorMessages(m.Run()))
-}
 
 // examples are the package's examples, run again by
 // TestExamplesAreDeterministic.
