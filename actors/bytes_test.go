@@ -49,7 +49,7 @@ func TestByteBudgetPausesAndResumesPartitions(t *testing.T) {
 	// At most three records of each partition entered the pipeline (the
 	// oversize one, if first, alone); what sarama had read ahead waits in Held.
 	s := a.Stats()
-	t.Logf("paused: fetched %d, in flight %d, buffered %d, held by the paused claims %d", s.Fetched, s.InFlight, s.Buffered, s.Held)
+	t.Logf("paused: fetched %d, in flight %d, buffered %d, read ahead by the paused claims %d", s.Fetched, s.InFlight, s.Buffered, s.ReadAhead)
 	if s.Fetched > 6 {
 		t.Errorf("fetched %d records of %d KiB with a byte share of 512 KiB per partition, want at most 6", s.Fetched, valueSize>>10)
 	}

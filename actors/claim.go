@@ -59,7 +59,7 @@ type claimSpec struct {
 	log        zerolog.Logger
 }
 
-// claim is one held partition's claim, as both sides run it: its gate and
+// claim is one owned partition's claim, as both sides run it: its gate and
 // epoch, the offsets an earlier owner finished (inherited records), the
 // session to commit on, and the channels that end it.
 type claim struct {

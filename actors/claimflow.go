@@ -5,21 +5,21 @@ package actors
 // claim goroutine's only state besides the gate, kept pure (no sarama, no
 // clock) so that the rule that bounds memory can be tested on its own.
 //
-// Why held exists: a cooperative revocation is announced only by Messages()
+// Why readAhead exists: a cooperative revocation is announced only by Messages()
 // closing, so a paused claim must keep reading the channel; what it reads
-// without credits waits here. A paused partition is not fetched, so held is
+// without credits waits here. A paused partition is not fetched, so readAhead is
 // bounded by what sarama had fetched when it was paused: one decoded fetch
 // response (Consumer.Fetch.Default bytes) plus the channel buffer.
 //
-// The rule: the partition is resumed only once held is empty. Resuming as
+// The rule: the partition is resumed only once readAhead is empty. Resuming as
 // soon as credits come back (the earlier rule) let sarama fetch and decode a
-// new response while the previous one still waited in held; every
+// new response while the previous one still waited in readAhead; every
 // starve–pause–credit cycle then added a response, and behind a slow handler
-// held grew to the whole backlog (760,000 records of a 1,000,000-record
+// readAhead grew to the whole backlog (760,000 records of a 1,000,000-record
 // backlog, with a pipeline budget of about 1,000).
 type claimFlow[M any] struct {
-	paused bool
-	held   []M
+	paused    bool
+	readAhead []M
 }
 
 // starved is called when the partition has lacked credits for pauseAfter;
@@ -33,29 +33,29 @@ func (f *claimFlow[M]) starved() bool {
 }
 
 // hold keeps a record delivered while the claim had no credits.
-func (f *claimFlow[M]) hold(m M) { f.held = append(f.held, m) }
+func (f *claimFlow[M]) hold(m M) { f.readAhead = append(f.readAhead, m) }
 
-// next returns the oldest held record, if any. Held records come before
+// next returns the oldest read-ahead record, if any. They come before
 // anything still in sarama's channel.
 func (f *claimFlow[M]) next() (M, bool) {
 	var zero M
-	if len(f.held) == 0 {
+	if len(f.readAhead) == 0 {
 		return zero, false
 	}
-	m := f.held[0]
-	f.held[0] = zero // the slice's array must not keep it alive
-	f.held = f.held[1:]
-	if len(f.held) == 0 {
-		f.held = nil // nor keep the array itself, as long as a response
+	m := f.readAhead[0]
+	f.readAhead[0] = zero // the slice's array must not keep it alive
+	f.readAhead = f.readAhead[1:]
+	if len(f.readAhead) == 0 {
+		f.readAhead = nil // nor keep the array itself, as long as a response
 	}
 	return m, true
 }
 
 // resume is called when the claim has credits and is about to read; it
 // reports whether the caller must resume the partition in sarama now: only
-// when it is paused and nothing is held any more.
+// when it is paused and nothing is readAhead any more.
 func (f *claimFlow[M]) resume() bool {
-	if !f.paused || len(f.held) > 0 {
+	if !f.paused || len(f.readAhead) > 0 {
 		return false
 	}
 	f.paused = false
@@ -65,5 +65,5 @@ func (f *claimFlow[M]) resume() bool {
 // isPaused reports whether the partition is paused in sarama.
 func (f *claimFlow[M]) isPaused() bool { return f.paused }
 
-// heldLen is how many records wait in held.
-func (f *claimFlow[M]) heldLen() int { return len(f.held) }
+// readAheadLen is how many records wait in readAhead.
+func (f *claimFlow[M]) readAheadLen() int { return len(f.readAhead) }

@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Options configure one consumer: one actor tree under a backoff supervisor.
+// Options configure one consumer: one actor tree under a restarter.
 type Options struct {
 	// Consumer is the consumer's configuration (config.DefaultConsumer gives
 	// the defaults).
@@ -133,7 +133,7 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 		inMemory:        cluster,
 		released:        &releasedAt{},
 	}
-	sup := &backoffSupervisor{spec: spec, policy: policy, stopped: c.stopped}
+	sup := &restarter{spec: spec, policy: policy, stopped: c.stopped}
 	props := actor.PropsFromProducer(func() actor.Actor { return sup }, actor.WithSupervisor(sup), actor.WithDispatcher(c.pool))
 	pid, err := sys.Root.SpawnNamed(props, "turbo-"+cc.Name)
 	if err != nil {
@@ -205,7 +205,7 @@ func (c *Consumer) stop(ctx context.Context) error {
 	c.sys.Root.Stop(c.pid)
 	if res.abandoned > 0 {
 		// Actors of an abandoned generation never terminate, so neither
-		// will the supervisor: do not wait for it, and leave the workers
+		// will the restarter: do not wait for it, and leave the workers
 		// that still run them alone.
 		c.pool.release()
 		err := fmt.Errorf("%w: %d generation(s) of the tree", ErrAbandoned, res.abandoned)

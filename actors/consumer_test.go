@@ -512,7 +512,7 @@ func TestReadAheadStaysWithinOneFetch(t *testing.T) {
 	// behaviour to have read the whole topic.
 	testkit.Eventually(t, 60*time.Second, "10 records handled", func() bool {
 		s := cons.Stats()
-		maxHeld = max(maxHeld, s.Held)
+		maxHeld = max(maxHeld, s.ReadAhead)
 		return s.Processed >= 10
 	})
 	if maxHeld > 2*oneFetch {

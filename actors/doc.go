@@ -5,7 +5,7 @@
 //
 // # Topology
 //
-//	backoffSupervisor            restarts the whole tree after any failure (clean slate)
+//	restarter            restarts the whole tree after any failure (clean slate)
 //	└── orchestrator             routes every batch; the only actor that knows the flow
 //	    ├── offsetController     per partition: watermark.Tracker (lowest unfinished offset)
 //	    ├── coordinator          schedule.Scheduler (the buffer and the ordering) + runners
@@ -38,7 +38,7 @@
 //
 // The budget is concurrency + max_buffered records in the pipeline (fetched
 // and not finished), and max_buffered_bytes of their keys, values and
-// headers, both shared evenly among the partitions held. A partition whose
+// headers, both shared evenly among the partitions owned. A partition whose
 // share of either is used up stops being read and is paused in sarama; the
 // others keep flowing. So a key that cannot progress fills only its own
 // partition's share. Bytes are charged as records are read, so a record is
@@ -84,7 +84,7 @@
 //
 // Stop (SIGTERM) = stopIntake: the proxy cancels the consumer group's
 // context, every partition goes through the revocation above, the group is
-// closed, then the supervisor stops the actors. The whole Stop returns
+// closed, then the restarter stops the actors. The whole Stop returns
 // within shutdown_timeout (stopBudget divides it: revocations expire first,
 // then the drain's deadline, then the wait for cancelled handlers); a drain
 // that hit its deadline returns ErrUncommitted.
@@ -96,7 +96,7 @@
 // in the failure asks, up to max_backoff) while the record is parked in the
 // coordinator — holding its unit, so no later record of its key runs first,
 // but no runner — or, once attempts run out (at once for ErrPermanent),
-// skipped, dead-lettered (the proxy produces it; the key stays held until the
+// skipped, dead-lettered (the proxy produces it; the key stays pinned until the
 // broker acknowledges), or escalated. A runner stops its batch at a failure;
 // the rest goes back to the scheduler. A failure caused by the process
 // running out of file descriptors (EMFILE, ENFILE: a handler's dial) is not
@@ -104,7 +104,7 @@
 // in the log with the RLIMIT_NOFILE values, and counted (Stats.FileLimit).
 //
 // An escalated failure, or a panic in an actor (escalated through protoactor),
-// reaches the supervisor (treeFailed). The supervisor cancels the
+// reaches the restarter (treeFailed). The restarter cancels the
 // generation's context (running handlers see it), stops the orchestrator,
 // waits for it to terminate (bounded by shutdown_timeout), and spawns a new
 // generation after backoff.Policy's delay. Records are tagged with their
@@ -112,7 +112,7 @@
 // later one's watermark.
 //
 // Before it stops the orchestrator after a handler's (or the dead-letter
-// topic's) failure, the supervisor has the generation commit what finished,
+// topic's) failure, the restarter has the generation commit what finished,
 // whatever the commit ticker did: startDrain{halt} → coordinator: haltRunners
 // (no record starts any more; the waiting ones are dropped, unfinished) and
 // proxy: stopIntake, so every partition goes through the revocation above

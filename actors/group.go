@@ -421,7 +421,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 // (a full channel) holds the partition, and short waits are the norm under
 // load. Only a partition starved for pauseAfter is paused in sarama (so it
 // is not fetched at all); from then on the claim reads what sarama had
-// buffered into flow's held records, and resumes the partition only once
+// buffered into flow's read-ahead records, and resumes the partition only once
 // they are all used (see claimFlow: that is what bounds memory). (Pausing
 // at once would not do: sarama naps 100 ms whenever every partition of a
 // broker is paused.)
@@ -440,10 +440,10 @@ type saramaFeed struct {
 	closed  bool // msgs closed while a batch was assembled
 }
 
-// close gives back the stats of what the claim still held or paused.
+// close gives back the stats of what the claim still had read ahead, or paused.
 func (f *saramaFeed) close() {
 	f.starved.Stop()
-	f.g.stats.held.Add(-int64(f.flow.heldLen()))
+	f.g.stats.readAhead.Add(-int64(f.flow.readAheadLen()))
 	if f.flow.isPaused() {
 		f.g.stats.setPaused(f.gt, false)
 	}
@@ -458,7 +458,7 @@ func (f *saramaFeed) lost() <-chan struct{} {
 }
 
 // idle implements claimFeed: it pauses a partition starved of credits, and
-// once paused keeps reading sarama's channel into flow's held records (a
+// once paused keeps reading sarama's channel into flow's read-ahead records (a
 // cooperative revocation is announced only by the channel closing).
 func (f *saramaFeed) idle(gt *gate) claimEnd {
 	if !f.flow.isPaused() && gt.outOfBytes() {
@@ -494,7 +494,7 @@ func (f *saramaFeed) idle(gt *gate) claimEnd {
 			return f.end()
 		}
 		f.flow.hold(m)
-		f.g.stats.held.Add(1)
+		f.g.stats.readAhead.Add(1)
 	case <-f.sess.Context().Done():
 		return f.end()
 	case <-f.lost():
@@ -510,14 +510,14 @@ func (f *saramaFeed) pause() {
 	f.g.stats.setPaused(f.gt, true)
 }
 
-// first implements claimFeed: held records come before sarama's channel.
+// first implements claimFeed: read-ahead records come before sarama's channel.
 func (f *saramaFeed) first(int) (*sarama.ConsumerMessage, claimEnd) {
 	if f.flow.resume() {
 		f.g.resume(f.tp)
 		f.g.stats.setPaused(f.gt, false)
 	}
 	if m, ok := f.flow.next(); ok {
-		f.g.stats.held.Add(-1)
+		f.g.stats.readAhead.Add(-1)
 		return m, readOn
 	}
 	// A session can end without closing msgs: sarama keeps them open while
@@ -537,11 +537,11 @@ func (f *saramaFeed) first(int) (*sarama.ConsumerMessage, claimEnd) {
 	}
 }
 
-// next implements claimFeed: held records, then what sarama's channel has
+// next implements claimFeed: read-ahead records, then what sarama's channel has
 // ready.
 func (f *saramaFeed) next() (*sarama.ConsumerMessage, bool) {
 	if m, ok := f.flow.next(); ok {
-		f.g.stats.held.Add(-1)
+		f.g.stats.readAhead.Add(-1)
 		return m, true
 	}
 	if f.closed {

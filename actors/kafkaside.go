@@ -17,7 +17,7 @@ import (
 // kafkaSide is the client proxy's Kafka side: whatever talks to the cluster,
 // with the goroutines that does. The proxy actor keeps the logic — budget
 // sharing through the gates, the revocation handshake, commit batching,
-// dead-letter bookkeeping — and the side reads each held partition within
+// dead-letter bookkeeping — and the side reads each owned partition within
 // its gate's credits and reports by messages (sessionStarted, claimStarted,
 // claimFetched, claimEnding, groupStopped, deadLetterWritten).
 //
@@ -31,7 +31,7 @@ import (
 type kafkaSide interface {
 	// start joins the group; the side reports through send.
 	start(send func(msg any))
-	// stop leaves gracefully: every held partition goes through the
+	// stop leaves gracefully: every owned partition goes through the
 	// revocation handshake (drain, final commit), then groupStopped.
 	stop()
 	// kill leaves at once, without handshakes. It returns a channel closed

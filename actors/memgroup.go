@@ -12,7 +12,7 @@ import (
 // memGroup is the client proxy's Kafka side over an in-memory cluster
 // (memkafka), for actors/harness. It sends the proxy the same messages as
 // kafkaGroup, from the same kinds of goroutines — a session loop, and one
-// claim goroutine per held partition that takes its gate's credits, reads at
+// claim goroutine per owned partition that takes its gate's credits, reads at
 // most that many records, and on revocation runs the same handshake
 // (handOver) — so the proxy and the rest of the tree run unchanged. It
 // leaves out what only sarama needs: pausing a starved partition (nothing is
@@ -37,7 +37,7 @@ type memGroup struct {
 	warned sync.Once
 }
 
-// memClaim is one held partition's claim goroutine, as the session loop
+// memClaim is one owned partition's claim goroutine, as the session loop
 // sees it.
 type memClaim struct {
 	tp         memkafka.TopicPartition
@@ -257,7 +257,7 @@ func (f *memFeed) ended(end claimEnd, _ finalCommit) {
 	}
 }
 
-// memSession is the in-memory group session. It marks offsets per held
+// memSession is the in-memory group session. It marks offsets per owned
 // partition with sarama's rules — MarkOffset only moves forward, ResetOffset
 // only back (or to the same offset, with new metadata), both starting from
 // the offset committed when the partition was claimed — and Commit writes

@@ -3,7 +3,7 @@ package actors
 // Messages handled by the orchestrator. It is the only actor that knows the
 // whole flow; every other actor reports to it.
 
-// startDrain (supervisor → orchestrator): stop intake and finish in-flight
+// startDrain (restarter → orchestrator): stop intake and finish in-flight
 // work. halt (a failure's teardown, handlers already cancelled): start no
 // record any more, so each partition drains as soon as its running records
 // have returned, and commits what finished.

@@ -128,7 +128,7 @@ func newConsumerCollector(name string, s *Stats) *consumerCollector {
 			gauge("turbo_in_flight_records", "Records in a handler now.", func(s *Snapshot) int64 { return s.InFlight }),
 			gauge("turbo_buffered_records", "Records fetched and waiting for a runner.", func(s *Snapshot) int64 { return s.Buffered }),
 			gauge("turbo_paused_partitions", "Partitions not fetched now: their share of the buffer is used up.", func(s *Snapshot) int64 { return s.Paused }),
-			gauge("turbo_assigned_partitions", "Partitions held now.", func(s *Snapshot) int64 { return s.Assigned }),
+			gauge("turbo_assigned_partitions", "Partitions assigned now.", func(s *Snapshot) int64 { return s.Assigned }),
 		},
 		conn: prometheus.NewDesc("turbo_kafka_connection_errors_total", "Failed attempts to connect to Kafka, by kind (unreachable, tls, auth, config).",
 			[]string{"kind"}, labels),

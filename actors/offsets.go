@@ -11,7 +11,7 @@ import (
 	"github.com/turbokafka/turbo/actors/watermark"
 )
 
-// offsetController keeps one watermark per held partition: every offset handed
+// offsetController keeps one watermark per owned partition: every offset handed
 // out is tracked, and the committable offset is the lowest unfinished one, so
 // nothing is ever committed past a record that has not finished. Offsets that
 // Kafka never delivers (compaction, transaction markers) are never tracked and

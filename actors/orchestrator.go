@@ -15,19 +15,20 @@ import (
 //	coordinator ─recordsFinished→ orchestrator ─markDone→ offset controller ─committable→
 //	orchestrator ─commitOffsets→ client proxy
 //
-// It holds no records itself; it routes batches and decides what a failure
-// means.
+// It holds no records itself and judges nothing: it routes batches. What a
+// failed attempt means is the coordinator's to judge (failurePolicy); the
+// orchestrator passes an escalated failure on to the restarter.
 type orchestrator struct {
 	spec *treeSpec
 	gen  int
-	ctx  context.Context // cancelled by the supervisor when this generation is torn down
+	ctx  context.Context // cancelled by the restarter when this generation is torn down
 
 	proxy, offsets, coord *actor.PID
 	failed                bool
 }
 
 // escalate makes a parent pass any failure of its children up, so that every
-// failure reaches the backoff supervisor, which restarts the whole tree.
+// failure reaches the restarter, which restarts the whole tree.
 var escalate = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.EscalateDirective })
 
 func (o *orchestrator) Receive(c actor.Context) {
@@ -142,7 +143,7 @@ func (o *orchestrator) handleDeadLetterDone(c actor.Context, m *deadLetterDone) 
 // ErrDeadLetter wraps a failure to write a record to the dead-letter topic.
 var ErrDeadLetter = errors.New("actors: writing to the dead-letter topic failed")
 
-// fail asks the supervisor to restart the tree (once per generation).
+// fail asks the restarter to restart the tree (once per generation).
 func (o *orchestrator) fail(c actor.Context, err error) {
 	if o.failed {
 		return

@@ -27,7 +27,7 @@ func newPartWatch() *partWatch {
 	return w
 }
 
-// PartitionStats is a point-in-time copy of one held partition's state.
+// PartitionStats is a point-in-time copy of one owned partition's state.
 type PartitionStats struct {
 	TopicPartition
 	Committed     int64 // the offset committed (the next record to read), -1 before the first commit
@@ -52,7 +52,7 @@ func (s *Stats) trackPartition(tp TopicPartition, g *gate) {
 	s.parts[tp] = g
 }
 
-// untrackPartition removes a partition that is no longer held (unless a
+// untrackPartition removes a partition that is no longer owned (unless a
 // newer assignment of it replaced the gate already).
 func (s *Stats) untrackPartition(tp TopicPartition, g *gate) {
 	s.mu.Lock()
@@ -69,17 +69,17 @@ func (s *Stats) untrackAll() {
 	clear(s.parts)
 }
 
-// Partitions returns the held partitions' state, sorted by topic and
+// Partitions returns the owned partitions' state, sorted by topic and
 // partition.
 func (s *Stats) Partitions() []PartitionStats {
-	type held struct {
+	type owned struct {
 		tp TopicPartition
 		g  *gate
 	}
 	s.mu.Lock()
-	all := make([]held, 0, len(s.parts))
+	all := make([]owned, 0, len(s.parts))
 	for tp, g := range s.parts {
-		all = append(all, held{tp, g})
+		all = append(all, owned{tp, g})
 	}
 	s.mu.Unlock()
 	out := make([]PartitionStats, len(all))

@@ -24,13 +24,13 @@ type clientProxy struct {
 	log             zerolog.Logger
 
 	sess     groupSession
-	parts    map[TopicPartition]*heldPartition
+	parts    map[TopicPartition]*ownedPartition
 	lost     map[TopicPartition]uint64 // lost partitions (their epoch) whose final watermark is still to come
 	stopping bool
 	stopped  bool // the group's goroutine has ended (groupStopped arrived)
 }
 
-type heldPartition struct {
+type ownedPartition struct {
 	epoch     uint64
 	gate      *gate
 	committed int64 // latest offset marked, -1 if none
@@ -82,7 +82,7 @@ func (p *clientProxy) Receive(c actor.Context) {
 	case *groupStopped:
 		p.handleGroupStopped(c, m)
 	case *actor.Started:
-		p.parts = make(map[TopicPartition]*heldPartition)
+		p.parts = make(map[TopicPartition]*ownedPartition)
 		root, self := c.ActorSystem().Root, c.Self()
 		p.group.start(func(msg any) { root.Send(self, msg) })
 	case *actor.Stopping:
@@ -134,7 +134,7 @@ func (p *clientProxy) handleCommit(m *commitOffsets) {
 
 // mark records an offset to commit. sarama's MarkOffset only moves forward, so
 // new metadata for the same offset goes through ResetOffset.
-func (p *clientProxy) mark(tp TopicPartition, hp *heldPartition, offset int64, meta string) bool {
+func (p *clientProxy) mark(tp TopicPartition, hp *ownedPartition, offset int64, meta string) bool {
 	switch {
 	case offset > hp.committed:
 		p.stats.committed.Add(offset - max(hp.committed, hp.start, 0))
@@ -166,7 +166,7 @@ func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWrit
 }
 
 func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
-	p.parts[m.tp] = &heldPartition{epoch: m.epoch, gate: m.gate, committed: -1, start: -1, hwm: -1}
+	p.parts[m.tp] = &ownedPartition{epoch: m.epoch, gate: m.gate, committed: -1, start: -1, hwm: -1}
 	p.stats.trackPartition(m.tp, m.gate)
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
@@ -176,7 +176,7 @@ func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
 	c.Send(c.Parent(), &partitionAssigned{tp: m.tp, epoch: m.epoch})
 }
 
-// resizeGates shares the budgets (records and bytes) evenly among the held
+// resizeGates shares the budgets (records and bytes) evenly among the owned
 // partitions, so that a partition whose records cannot run (one hot key, say)
 // fills only its own share and gets paused, while the others keep flowing.
 func (p *clientProxy) resizeGates() {

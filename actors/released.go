@@ -32,7 +32,7 @@ import (
 // discards it in every case.
 //
 // Only what this member itself finished is remembered, so skipping it never
-// loses a record whoever held the partition meanwhile. The memory lives as
+// loses a record whoever owned the partition meanwhile. The memory lives as
 // long as the Consumer: a tree restart keeps it, since the commit before a
 // restart may not land either (TestRestartKeepsWhatTheTreeFinishedWhenCommitsFail:
 // with every commit refused, 3 restarts ran each of 99 finished records 3

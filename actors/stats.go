@@ -18,7 +18,7 @@ type Stats struct {
 	restarts  atomic.Int64
 	inFlight  atomic.Int64
 	buffered  atomic.Int64
-	held      atomic.Int64
+	readAhead atomic.Int64
 	paused    atomic.Int64
 	lag       atomic.Int64
 	assigned  atomic.Int64
@@ -49,7 +49,7 @@ type Stats struct {
 	commitTime  *histogram
 
 	mu      sync.Mutex
-	parts   map[TopicPartition]*gate // held partitions, for Partitions
+	parts   map[TopicPartition]*gate // assigned partitions, for Partitions
 	running []*atomic.Int64          // per runner: when its current handler call began (unix ns), 0 when idle
 	gaveUp  chan struct{}            // closed by giveUp; made on first use
 	fatal   error
@@ -156,10 +156,10 @@ type Snapshot struct {
 	Restarts  int64     // actor tree restarts after a failure
 	InFlight  int64     // records running in a handler now
 	Buffered  int64     // records waiting for a runner
-	Held      int64     // records Kafka delivered to a paused partition, waiting outside the budget for its credits (at most about one fetch per partition)
+	ReadAhead int64     // records Kafka delivered to a paused partition, waiting outside the budget for its credits (at most about one fetch per partition)
 	Paused    int64     // partitions not read now: their share of the budget is used up
 	Lag       int64     // records behind the partitions' high watermarks, by committed offset
-	Assigned  int64     // partitions held now
+	Assigned  int64     // partitions assigned now
 	LastFetch time.Time // when records last arrived from Kafka (zero if never)
 	Moves     int64     // partitions gained or handed over: unchanged while the assignment is
 	LastPoll  time.Time // now while in a group session; else when the last one ended (zero if never)
@@ -200,7 +200,7 @@ func (s *Stats) Snapshot() Snapshot {
 		Restarts:   s.restarts.Load(),
 		InFlight:   s.inFlight.Load(),
 		Buffered:   s.buffered.Load(),
-		Held:       s.held.Load(),
+		ReadAhead:  s.readAhead.Load(),
 		Paused:     s.paused.Load(),
 		Lag:        s.lag.Load(),
 		Assigned:   s.assigned.Load(),
@@ -250,7 +250,7 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		Restarts:  a.Restarts + b.Restarts,
 		InFlight:  a.InFlight + b.InFlight,
 		Buffered:  a.Buffered + b.Buffered,
-		Held:      a.Held + b.Held,
+		ReadAhead: a.ReadAhead + b.ReadAhead,
 		Paused:    a.Paused + b.Paused,
 		Lag:       a.Lag + b.Lag,
 		Assigned:  a.Assigned + b.Assigned,

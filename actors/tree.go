@@ -131,7 +131,7 @@ func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Durati
 	// partitions drained (up to shutdown_timeout). sarama reads every
 	// answer within Net.ReadTimeout (30 s): a member waiting longer for a
 	// draining peer gave up, lost its connection and with it its session,
-	// and so released every partition it held, turning a cooperative
+	// and so released every partition it owned, turning a cooperative
 	// rebalance into a stop of the whole member. As Kafka's Java client does
 	// for JoinGroup, wait the rebalance timeout and 5 s more. (sarama has a
 	// single read timeout, so other requests to an unresponsive broker wait

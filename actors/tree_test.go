@@ -461,7 +461,7 @@ func TestRevocationDrainsAndCommits(t *testing.T) {
 	h.AwaitBuffered(0) // the revocation reached the coordinator, which dropped 3–9
 	h.Feed(harness.Seq(topic, 1, 20, 20, 5)...)
 	h.AwaitHandled(2 + 40) // partition 1 flows during the revocation
-	if !h.Held(topic, 0) {
+	if !h.Owned(topic, 0) {
 		t.Fatal("partition 0 was released while offset 2 still ran")
 	}
 	close(release)

@@ -80,17 +80,17 @@ func (h *Harness) Lose(topic string, partitions ...int32) {
 	h.cluster.Lose(tps(topic, partitions)...)
 }
 
-// Held reports whether the consumer holds the partition now.
-func (h *Harness) Held(topic string, partition int32) bool {
-	return h.cluster.Partition(memkafka.TopicPartition{Topic: topic, Partition: partition}).Held
+// Owned reports whether the consumer owns the partition now.
+func (h *Harness) Owned(topic string, partition int32) bool {
+	return h.cluster.Partition(memkafka.TopicPartition{Topic: topic, Partition: partition}).Owned
 }
 
-// AwaitHeld waits until the consumer holds every one of the partitions.
-func (h *Harness) AwaitHeld(topic string, partitions ...int32) {
+// AwaitOwned waits until the consumer owns every one of the partitions.
+func (h *Harness) AwaitOwned(topic string, partitions ...int32) {
 	h.t.Helper()
 	h.Await(fmt.Sprintf("the consumer to hold %s %v", topic, partitions), func() bool {
 		for _, p := range partitions {
-			if !h.Held(topic, p) {
+			if !h.Owned(topic, p) {
 				return false
 			}
 		}
@@ -104,7 +104,7 @@ func (h *Harness) AwaitReleased(topic string, partitions ...int32) {
 	h.t.Helper()
 	h.Await(fmt.Sprintf("the consumer to release %s %v", topic, partitions), func() bool {
 		for _, p := range partitions {
-			if h.Held(topic, p) {
+			if h.Owned(topic, p) {
 				return false
 			}
 		}

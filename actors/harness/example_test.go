@@ -159,7 +159,7 @@ func ExampleHarness_Revoke() {
 
 	h.Revoke("orders", 0)
 	h.AwaitBuffered(0) // the revocation dropped them
-	fmt.Println("held while offset 2 runs:", h.Held("orders", 0))
+	fmt.Println("held while offset 2 runs:", h.Owned("orders", 0))
 	close(release)
 	h.AwaitReleased("orders", 0)
 	fmt.Println("released at", h.Committed("orders", 0).Offset, "after", h.HandledOffsets("k0"))

@@ -171,7 +171,7 @@ func New(t T, cfg Config, h actors.Handler) *Harness {
 	return hs
 }
 
-// Stop stops the consumer gracefully, as SIGTERM does: every held partition
+// Stop stops the consumer gracefully, as SIGTERM does: every owned partition
 // is revoked (running records finish, the watermark is committed), then the
 // actors stop. It is idempotent; the test's end calls it too. Awaits on the
 // cluster (commits, dead letters) still work afterwards.
@@ -224,7 +224,7 @@ func (h *Harness) describe() string {
 	for _, tp := range h.cluster.Partitions() {
 		p := h.cluster.Partition(tp)
 		fmt.Fprintf(&b, "  %s: %d records up to offset %d; assigned %v, held %v (taken %d times); committed %d",
-			tp, p.Records, p.End, p.Assigned, p.Held, p.Claims, p.Committed)
+			tp, p.Records, p.End, p.Assigned, p.Owned, p.Claims, p.Committed)
 		if c := decodeCommit(p); len(c.Finished) > 0 {
 			fmt.Fprintf(&b, " with finished above it %v", c.Finished)
 		}

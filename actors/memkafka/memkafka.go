@@ -196,7 +196,7 @@ type PartitionState struct {
 	End       int64  // the offset after the last record (0 for an empty log)
 	Records   int    // records in the log
 	Assigned  bool   // the group gives it to the consumer
-	Held      bool   // a member holds it now
+	Owned     bool   // a member owns it now (claimed, not yet released)
 	Claims    int    // times a member took it (each a new assignment)
 	Committed int64  // the committed offset, -1 if none
 	Metadata  string // the committed metadata
@@ -211,7 +211,7 @@ func (c *Cluster) Partition(tp TopicPartition) PartitionState {
 	if p == nil {
 		return PartitionState{Committed: -1}
 	}
-	return PartitionState{End: p.end(), Records: len(p.log), Assigned: p.assigned, Held: p.owner != 0, Claims: p.claims,
+	return PartitionState{End: p.end(), Records: len(p.log), Assigned: p.assigned, Owned: p.owner != 0, Claims: p.claims,
 		Committed: p.committed, Metadata: p.meta, Commits: p.commits}
 }
 

@@ -82,7 +82,7 @@ func TestOnePartitionOneHolderAndFencedCommits(t *testing.T) {
 	if off, meta := b.Committed(p0); off != 3 || meta != "m" {
 		t.Fatalf("b reads %d %q, want a's commit 3 \"m\"", off, meta)
 	}
-	if s := c.Partition(p0); s.Claims != 2 || s.Commits != 1 || !s.Held {
+	if s := c.Partition(p0); s.Claims != 2 || s.Commits != 1 || !s.Owned {
 		t.Fatalf("partition 0: %+v, want taken twice, committed once, held", s)
 	}
 	c.Revoke(p1)
@@ -90,7 +90,7 @@ func TestOnePartitionOneHolderAndFencedCommits(t *testing.T) {
 		t.Fatal("p1 still assigned after Revoke")
 	}
 	a.Leave()
-	if c.Partition(p1).Held {
+	if c.Partition(p1).Owned {
 		t.Fatal("a still holds p1 after leaving")
 	}
 }
@@ -136,8 +136,8 @@ func TestLoseTakesAPartitionWithoutAHandover(t *testing.T) {
 		t.Fatalf("Acquire = %v", got)
 	}
 	c.Lose(p0)
-	if !m.Lost(p0) || c.Partition(p0).Held {
-		t.Fatalf("after Lose: lost %v, held %v; want lost and not held", m.Lost(p0), c.Partition(p0).Held)
+	if !m.Lost(p0) || c.Partition(p0).Owned {
+		t.Fatalf("after Lose: lost %v, held %v; want lost and not held", m.Lost(p0), c.Partition(p0).Owned)
 	}
 	if m.Commit(p0, 3, "") {
 		t.Error("a commit of a lost partition was applied")

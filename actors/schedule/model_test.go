@@ -90,7 +90,7 @@ func (m *model) requeue(unit string, k int) error {
 	}
 	h := m.held[unit]
 	if k > len(h) {
-		return ErrNotHeld
+		return ErrNotHandedOut
 	}
 	back := slices.Clone(h[len(h)-k:])
 	m.held[unit] = h[:len(h)-k]

@@ -23,11 +23,11 @@ import (
 // Scheduler is unchanged.
 var ErrNotBusy = errors.New("schedule: unit is not busy")
 
-// ErrNotHeld is returned by Requeue when it is given back more items than the
+// ErrNotHandedOut is returned by Requeue when it is given back more items than the
 // unit's runner was handed by its last Next or NextRun and has not given back
 // yet, which means the caller's bookkeeping is wrong; the Scheduler is
 // unchanged.
-var ErrNotHeld = errors.New("schedule: requeued items were not handed out")
+var ErrNotHandedOut = errors.New("schedule: requeued items were not handed out")
 
 const (
 	// maxSpare bounds the recycled unit records so that a spike of distinct
@@ -228,7 +228,7 @@ func (s *Scheduler[T]) NextRunAppend(dst []T, max int) (unit string, items []T, 
 // items must be the last items the runner of unit was handed by the Next or
 // NextRun that made it busy, in the order they were handed out, and not yet
 // given back: Requeue matches them to their sequences by position, because T
-// need not be comparable. Giving back more than that returns ErrNotHeld.
+// need not be comparable. Giving back more than that returns ErrNotHandedOut.
 // Requeue on a non-empty unit that is not busy returns ErrNotBusy. Either
 // error changes nothing.
 //
@@ -255,7 +255,7 @@ func (s *Scheduler[T]) Requeue(unit string, items []T) error {
 		return ErrNotBusy
 	}
 	if k > len(u.out) {
-		return ErrNotHeld
+		return ErrNotHandedOut
 	}
 	// The unit is busy, so it is not in the heap and its key needs no fix.
 	seqs := u.out[len(u.out)-k:]

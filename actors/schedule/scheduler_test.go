@@ -553,8 +553,8 @@ func TestRequeueInSteps(t *testing.T) {
 	mustRequeue(t, s, "k", 3) // the runner gives back from the end...
 	mustRequeue(t, s, "k", 2) // ...one item at a time
 	mustRequeue(t, s, "k")    // nothing is fine too
-	if err := s.Requeue("k", []int{0, 1, 9}); !errors.Is(err, ErrNotHeld) {
-		t.Fatalf("Requeue of more than held = %v, want ErrNotHeld", err)
+	if err := s.Requeue("k", []int{0, 1, 9}); !errors.Is(err, ErrNotHandedOut) {
+		t.Fatalf("Requeue of more than held = %v, want ErrNotHandedOut", err)
 	}
 	if s.Waiting() != 3 || s.Busy() != 1 {
 		t.Fatalf("state changed by failed Requeue: waiting %d busy %d", s.Waiting(), s.Busy())

@@ -11,7 +11,7 @@ import (
 	"github.com/turbokafka/turbo/actors/backoff"
 )
 
-// backoffSupervisor owns one consumer's tree. On any failure it tears the
+// restarter owns one consumer's tree. On any failure it tears the
 // whole tree down — cancelling the running handlers and waiting for them,
 // bounded by shutdown_timeout — and starts a new generation after an
 // exponential backoff with jitter. A new generation is a clean slate: new
@@ -27,9 +27,9 @@ import (
 // after every restart (issue 11: 0 of 400 committed in 120 s).
 //
 // protoactor's restart directive would keep the failed actor's mailbox, so the
-// supervisor never restarts: it stops the orchestrator and spawns a new one
+// restarter never restarts an actor: it stops the orchestrator and spawns a new one
 // when the old one has terminated.
-type backoffSupervisor struct {
+type restarter struct {
 	spec    *treeSpec
 	policy  backoff.Policy
 	self    *actor.PID
@@ -49,7 +49,7 @@ type backoffSupervisor struct {
 	cancelT   []scheduler.CancelFunc
 }
 
-func (s *backoffSupervisor) Receive(c actor.Context) {
+func (s *restarter) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *treeFailed:
 		switch {
@@ -107,16 +107,16 @@ func (s *backoffSupervisor) Receive(c actor.Context) {
 
 // HandleFailure implements actor.SupervisorStrategy for the orchestrator: any
 // failure escalated from the tree (a panic in an actor) restarts the tree. It
-// runs on the supervisor's own mailbox, so it may use the supervisor's state;
+// runs on the restarter's own mailbox, so it may use the restarter's state;
 // it only forwards, to keep one path for every failure.
-func (s *backoffSupervisor) HandleFailure(sys *actor.ActorSystem, _ actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+func (s *restarter) HandleFailure(sys *actor.ActorSystem, _ actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
 	if s.child == nil || !child.Equal(s.child) {
 		return
 	}
 	sys.Root.Send(s.self, &treeFailed{gen: s.gen, err: &FailureError{Reason: reason}})
 }
 
-func (s *backoffSupervisor) startGeneration(c actor.Context) {
+func (s *restarter) startGeneration(c actor.Context) {
 	s.gen++
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -126,7 +126,7 @@ func (s *backoffSupervisor) startGeneration(c actor.Context) {
 	s.spec.log.Debug().Int("generation", s.gen).Msg("consumer tree started")
 }
 
-func (s *backoffSupervisor) fail(c actor.Context, m *treeFailed) {
+func (s *restarter) fail(c actor.Context, m *treeFailed) {
 	if s.stopping || s.child == nil {
 		return
 	}
@@ -157,7 +157,7 @@ var errResignTimeout = errors.New("actors: committing before the restart did not
 // stopChild stops the tree and bounds the wait for it: a handler that ignores
 // its cancelled context would otherwise hold the consumer forever. During a
 // drain the handlers have had shutdown_timeout already, so the wait is short.
-func (s *backoffSupervisor) stopChild(c actor.Context) {
+func (s *restarter) stopChild(c actor.Context) {
 	s.stopping = true
 	// Whatever still runs now (after a drain: records of revocations that
 	// expired) is cancelled, so cooperative handlers end at once.
@@ -176,7 +176,7 @@ func (s *backoffSupervisor) stopChild(c actor.Context) {
 // drainExpired ends a drain that ran out of time: the handlers still
 // running are cancelled and the tree stopped, without counting a restart
 // (none follows).
-func (s *backoffSupervisor) drainExpired(c actor.Context) {
+func (s *restarter) drainExpired(c actor.Context) {
 	if s.drain == nil || s.stopping || s.child == nil {
 		return
 	}
@@ -192,7 +192,7 @@ func (s *backoffSupervisor) drainExpired(c actor.Context) {
 }
 
 // drainFailed judges a drain that ran out of time: it failed (the stop
-// exits 1) when a partition was still held, whose finished records may not
+// exits 1) when a partition was still owned, whose finished records may not
 // be committed, or when Kafka never answered at all, so nothing this
 // process was asked to do happened. It did not when every partition had
 // been released — each one's final watermark was handed to its claim to
@@ -200,7 +200,7 @@ func (s *backoffSupervisor) drainExpired(c actor.Context) {
 // stuck in a JoinGroup holds nothing, and sarama cannot leave before the
 // join is answered (seen in the chaos soak, when another member was killed
 // during the rebalance).
-func (s *backoffSupervisor) drainFailed() bool {
+func (s *restarter) drainFailed() bool {
 	return s.spec.stats.assigned.Load() > 0 || !s.spec.stats.reached.Load()
 }
 
@@ -208,7 +208,7 @@ func (s *backoffSupervisor) drainFailed() bool {
 // (twice stopBudget.groupCloseWait at most).
 const drainGrace = time.Second
 
-func (s *backoffSupervisor) childGone(c actor.Context) {
+func (s *restarter) childGone(c actor.Context) {
 	s.stopping = false
 	s.resigning = false
 	s.child = nil
@@ -227,7 +227,7 @@ func (s *backoffSupervisor) childGone(c actor.Context) {
 	s.cancelT = append(s.cancelT, s.timers.SendOnce(delay, s.self, &restartTree{gen: s.gen + 1}))
 }
 
-func (s *backoffSupervisor) handleDrain(c actor.Context, m *drainTree) {
+func (s *restarter) handleDrain(c actor.Context, m *drainTree) {
 	if s.drain != nil {
 		return
 	}
