@@ -1,158 +1,50 @@
-// Package actors is turbo's runtime: per configured consumer, one protoactor
-// tree that consumes Kafka with far more parallelism than the topics have
-// partitions, without committing past unfinished work, breaking per-key
-// order, or letting memory grow with the backlog.
+// Package actors runs Kafka consumers with far more parallelism than their
+// topics have partitions, without losing a record, committing past
+// unfinished work, or breaking per-key order.
 //
-// # Topology
+// A consumer is a Handler, its configuration and a Kafka connection:
 //
-//	restarter            restarts the whole tree after any failure (clean slate)
-//	└── orchestrator             routes every batch; the only actor that knows the flow
-//	    ├── offsetController     per partition: watermark.Tracker (lowest unfinished offset)
-//	    ├── coordinator          schedule.Scheduler (the buffer and the ordering) + runners
-//	    │   └── runner × concurrency   runs the Handler, panics recovered
-//	    └── clientProxy          the only actor that talks to Kafka, through its kafkaSide:
-//	                             kafkaGroup (sarama), or memGroup (in memory, for actors/harness)
+//	c, err := actors.New(actors.Options{
+//		Consumer: cc,    // config.DefaultConsumer(...) and your changes: topics, group, ordering, concurrency
+//		Kafka:    kafka, // brokers, TLS, SASL
+//		Handler: actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+//			return process(ctx, rec.Key, rec.Value)
+//		}),
+//		Logger: log,
+//	})
+//	if err != nil { ... }           // the options are invalid: nothing started
+//	defer c.Stop(context.Background()) // drains, commits what finished, leaves the group
 //
-// # Message flow (every arrow carries a batch, not a record)
+// New returns at once; records flow as soon as the consumer has joined its
+// group. The handler is called from up to Consumer.Concurrency goroutines at
+// a time, never twice at once for the same key (ordering "key"), partition
+// ("partition"), or without that constraint ("unordered"), and for each key
+// in offset order. Its record is its own copy: the handler may keep or
+// change the struct, but must not modify the bytes of Key, Value or Headers,
+// which it shares with the consumer (they may go to the dead-letter topic).
 //
-//  1. A claim goroutine of kafkaGroup takes credits from its partition's gate
-//     and reads at most that many records from sarama, charging their bytes,
-//     while byte credits last → claimFetched → proxy.
-//  2. proxy → orchestrator: recordsFetched → offsetController (trackRecords)
-//     and coordinator (scheduleRecords).
-//  3. coordinator: Scheduler.Add, then gives runnable records to idle runners
-//     (runRecords; one record each for slow handlers, small batches for fast
-//     ones; a batch's unstarted tail can be taken back, its finished head
-//     accounted for early, so a slow record never holds the others).
-//  4. runner → coordinator: ranRecords; coordinator → orchestrator:
-//     recordsFinished (flushed once per mailbox drain).
-//  5. orchestrator → offsetController: markDone; every commit_interval (or at
-//     once after a large move) it publishes committable watermarks with their
-//     metadata → orchestrator → proxy: commitOffsets (marked and committed).
-//  6. The coordinator returns each finished record's credit (and bytes) to its
-//     partition's gate directly (the gate is the one object shared across
-//     goroutines on this path), so the claim goroutine reads again without
-//     waiting for the completion to travel through the tree.
+// A handler's error fails the record: it is retried with backoff (the
+// key's later records wait for it), then skipped, dead-lettered or
+// escalated as configured (on_failure). Wrap ErrPermanent to give up at
+// once, return RetryAfter(d, err) to ask for a delay. A handler that runs
+// past max_handler_time has its context cancelled and fails with
+// ErrHandlerTimeout; a panic fails it with a PanicError.
 //
-// # Back-pressure
+// Offsets are committed every commit_interval up to the lowest unfinished
+// record of each partition (the watermark); what finished above it travels
+// in the commit's metadata, so the next owner of the partition skips it.
+// Stop, a revocation and a restart after a failure all commit what
+// finished before they let a partition go.
 //
-// The budget is concurrency + max_buffered records in the pipeline (fetched
-// and not finished), and max_buffered_bytes of their keys, values and
-// headers, both shared evenly among the partitions owned. A partition whose
-// share of either is used up stops being read and is paused in sarama; the
-// others keep flowing. So a key that cannot progress fills only its own
-// partition's share. Bytes are charged as records are read, so a record is
-// read while any byte credit is left: a partition overshoots its byte share
-// by at most one record, and a record larger than the whole share is read
-// alone once the records before it finished — never stuck (gate). A
-// partition out of records is paused after pauseAfter (short waits are the
-// norm under load); one out of bytes at once (what sarama reads ahead costs
-// a record's size each). A paused partition is resumed only once the claim
-// has used every record sarama delivered before the pause took effect
-// (claimFlow), so beyond the budget sarama holds at most about one fetch
-// response (Consumer.Fetch.Default) and its channel per partition, whatever
-// the backlog — with large records, the one or two read before the pause.
+// A consumer shows its state through Stats (counters), Partitions (per
+// partition), Live and Ready (health checks), and Collector (Prometheus).
+// The consumer's actor tree restarts itself after an escalated failure;
+// Failed is closed only when Kafka refuses the connection outright (a
+// configuration mistake).
 //
-// # Revocation (and graceful shutdown, which revokes everything)
+// To test a handler against the real runtime without a broker, use the
+// actors/harness package; to run a broker in the process, actors/embedded.
 //
-// sarama closes a revoked claim's channel; the claim goroutine sends
-// claimEnding and waits. proxy → orchestrator: partitionRevoked → coordinator
-// drops the partition's buffered records and answers partitionDrained once
-// none of its records runs → offsetController: finalizePartition →
-// partitionFinal → proxy: partitionReleased, and the claim goroutine commits
-// that watermark before it returns, which is when sarama lets the partition
-// go. The wait is bounded by shutdown_timeout; past it the partition is
-// released at its last committed watermark, which never passes unfinished
-// work.
-//
-// # Loss (the session ended without a revocation)
-//
-// A member that can no longer prove its group session — a heartbeat or a
-// commit answered UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or FENCED_INSTANCE_ID,
-// sarama's session ending while the member is not leaving, or no heartbeat
-// answered for a session timeout — may already have seen its partitions
-// given to another member. sessionLiveness (pure) judges it from those
-// inputs; sessionWatch feeds it (its own heartbeat per interval, on its own
-// connection, and the commit errors). Then every claim of the session sends
-// claimLost and returns at once, without a handover: proxy → orchestrator:
-// partitionLost → coordinator: dropPartition (nothing more of it starts,
-// what runs is cancelled — not a failure —, it is reported drained), and
-// nothing of it is committed (the next owner starts from the last committed
-// watermark and its metadata). The claims' return ends sarama's session and
-// the member joins again. This is the Java client's onPartitionsLost, where
-// a revocation is its onPartitionsRevoked.
-//
-// Stop (SIGTERM) = stopIntake: the proxy cancels the consumer group's
-// context, every partition goes through the revocation above, the group is
-// closed, then the restarter stops the actors. The whole Stop returns
-// within shutdown_timeout (stopBudget divides it: revocations expire first,
-// then the drain's deadline, then the wait for cancelled handlers); a drain
-// that hit its deadline returns ErrUncommitted.
-//
-// # Failure
-//
-// A failed attempt (error, panic, or max_handler_time exceeded) is judged by
-// failurePolicy: retried after a backoff (no shorter than a RetryAfterError
-// in the failure asks, up to max_backoff) while the record is parked in the
-// coordinator — holding its unit, so no later record of its key runs first,
-// but no runner — or, once attempts run out (at once for ErrPermanent),
-// skipped, dead-lettered (the proxy produces it; the key stays pinned until the
-// broker acknowledges), or escalated. A runner stops its batch at a failure;
-// the rest goes back to the scheduler. A failure caused by the process
-// running out of file descriptors (EMFILE, ENFILE: a handler's dial) is not
-// the record's: it is retried without using up max_attempts, explained once
-// in the log with the RLIMIT_NOFILE values, and counted (Stats.FileLimit).
-//
-// An escalated failure, or a panic in an actor (escalated through protoactor),
-// reaches the restarter (treeFailed). The restarter cancels the
-// generation's context (running handlers see it), stops the orchestrator,
-// waits for it to terminate (bounded by shutdown_timeout), and spawns a new
-// generation after backoff.Policy's delay. Records are tagged with their
-// partition assignment's epoch, so nothing of an earlier assignment moves a
-// later one's watermark.
-//
-// Before it stops the orchestrator after a handler's (or the dead-letter
-// topic's) failure, the restarter has the generation commit what finished,
-// whatever the commit ticker did: startDrain{halt} → coordinator: haltRunners
-// (no record starts any more; the waiting ones are dropped, unfinished) and
-// proxy: stopIntake, so every partition goes through the revocation above
-// and its claim commits the watermark — below the failed record and the
-// cancelled ones — with the metadata of what finished above it, which the
-// next generation skips. This is bounded like a drain (shutdown_timeout);
-// past it, or after a panic in an actor (whose bookkeeping cannot be
-// trusted), the tree is stopped without that commit. So a restart loop still
-// moves the committed offsets and metadata forward, and a record that
-// finished is not handled again by the next generation.
-//
-// # Commit metadata
-//
-// The offset controller publishes, every commit_interval, each partition's
-// watermark with offsetmeta's encoding of the finished offsets above it. A
-// claim goroutine reads its partition's committed metadata before its first
-// record; records listed there are marked inherited: tracked and marked done
-// at once, never run.
-//
-// # Observation
-//
-// What a consumer shows costs nothing on the record path beyond a few
-// atomic stores: Stats holds its counters, and each partition assignment's
-// gate holds a partWatch that the actors owning each value write as it
-// changes (the proxy the committed offset, high watermark and lag; the
-// offset controller when the oldest unfinished record arrived, kept per
-// batch by arrivals; the claim its pause; the runners their records in
-// flight). Consumer.Collector reads them when scraped; Live pings the tree
-// (pingTree, answered by the orchestrator) and Ready reads the group session.
-// With Options.Metrics, runners also observe the handler and buffer-wait
-// histograms, sharded by runner so that cores do not share their counters.
-//
-// Start wraps the handler in a tracer (trace.go): a record's W3C
-// traceparent reaches the handler's context, and with a TracerProvider each
-// attempt is a span.
-//
-// # State ownership
-//
-// Each actor owns its state alone. The only shared objects are the gates
-// (claim goroutine ↔ proxy ↔ coordinator, a mutex; their partWatch,
-// atomics), the runBatch (runner ↔ coordinator, atomics), and Stats
-// (atomics, read by anyone).
+// How the runtime is built — its actors, its messages and the invariants
+// they keep — is described in design.go, for those who work on it.
 package actors
