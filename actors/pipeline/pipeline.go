@@ -302,6 +302,12 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 		if err != nil {
 			v = p.it.Judge(rec, err)
 		}
+		if v == Retry && p.halted {
+			// Retries are given up after Halt: parked, it would hold its
+			// partition's drain until the revocation expired (found by the
+			// model test). Unfinished, the next generation runs it again.
+			v = Lost
+		}
 		switch v {
 		case Retry:
 			p.hold(unit)
@@ -335,6 +341,14 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 	p.inFlight -= done - b.seen
 	b.seen = done
 	p.out.Flush = true
+	if b.errs[done-1] != nil {
+		// A runner claims nothing after a failure: its tail goes back now,
+		// not when it reports. Left in the batch until then, the tail would
+		// keep the unit's run open behind a failed record whose retry may
+		// be dispatched first — and that run's end would then free the unit
+		// while the retry runs (found by the model test).
+		p.giveBack(b, b.steal())
+	}
 }
 
 // release accounts for a record leaving the Pipeline.
