@@ -22,9 +22,9 @@
 //   - a revoked or dropped partition is reported in Drained exactly once,
 //     after every record of it that finished.
 //
-// Cost: per record, one Scheduler Add and its share of a NextRun, and in
-// Ran one map lookup per run end (held) and one per record (its partition);
-// nothing allocates per record.
+// Cost: per record, one Scheduler Add and its share of a NextRun, and when
+// it is accounted for one map lookup per run end (held) and one per change
+// of partition along the batch; nothing allocates per record.
 package pipeline
 
 import (
@@ -290,6 +290,8 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 	if b.seen < b.limit {
 		next = p.it.Unit(b.records[b.seen])
 	}
+	var a *assignment // the last record's, looked up once per run of one epoch
+	var epoch uint64
 	for i := b.seen; i < done; i++ {
 		rec, err := b.records[i], b.errs[i]
 		unit := next
@@ -326,7 +328,10 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 		if runEnd && p.held[unit] == 0 {
 			p.done(unit)
 		}
-		p.release(rec)
+		if e := p.it.Epoch(rec); a == nil || e != epoch {
+			a, epoch = p.parts[e], e
+		}
+		p.releaseTo(a, rec)
 		switch {
 		case v == Lost: // not finished: the next owner runs it again
 		case v == Escalate:
@@ -352,8 +357,10 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 }
 
 // release accounts for a record leaving the Pipeline.
-func (p *Pipeline[T]) release(rec T) {
-	a := p.parts[p.it.Epoch(rec)]
+func (p *Pipeline[T]) release(rec T) { p.releaseTo(p.parts[p.it.Epoch(rec)], rec) }
+
+// releaseTo is release with the record's assignment looked up.
+func (p *Pipeline[T]) releaseTo(a *assignment, rec T) {
 	a.records--
 	a.maxDone = max(a.maxDone, p.it.Offset(rec))
 	p.out.Free = append(p.out.Free, rec)
