@@ -300,30 +300,12 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 			next = p.it.Unit(b.records[i+1])
 			runEnd = next != unit
 		}
-		v := Finished
-		if err != nil {
-			v = p.it.Judge(rec, err)
+		v := p.verdict(rec, err)
+		if v == Retry || v == DeadLetter || v == Escalate {
+			p.hold(unit)
 		}
-		if v == Retry && p.halted {
-			// Retries are given up after Halt: parked, it would hold its
-			// partition's drain until the revocation expired (found by the
-			// model test). Unfinished, the next generation runs it again.
-			v = Lost
-		}
-		switch v {
-		case Retry:
-			p.hold(unit)
-			p.parked[rec] = struct{}{}
-			p.out.Park = append(p.out.Park, Failure[T]{rec, err})
-			continue
-		case DeadLetter:
-			p.hold(unit)
-			p.fin.Dead = append(p.fin.Dead, Failure[T]{rec, err})
-			continue
-		case Escalate:
-			// The tree is about to restart and deliver this record again:
-			// nothing of its unit may run meanwhile.
-			p.hold(unit)
+		if !p.leaves(rec, v, err) {
+			continue // parked for a retry, or on its way to the dead-letter topic
 		}
 		if runEnd && p.held[unit] == 0 {
 			p.done(unit)
@@ -332,16 +314,6 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 			a, epoch = p.parts[e], e
 		}
 		p.releaseTo(a, rec)
-		switch {
-		case v == Lost: // not finished: the next owner runs it again
-		case v == Escalate:
-			p.fin.Failed = append(p.fin.Failed, Failure[T]{rec, err})
-		default:
-			if err == nil {
-				p.out.Succeeded++
-			}
-			p.fin.Done = append(p.fin.Done, rec)
-		}
 	}
 	p.inFlight -= done - b.seen
 	b.seen = done
@@ -354,6 +326,47 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 		// while the retry runs (found by the model test).
 		p.giveBack(b, b.steal())
 	}
+}
+
+// verdict is what becomes of a finished record (err is its outcome).
+func (p *Pipeline[T]) verdict(rec T, err error) Verdict {
+	if err == nil {
+		return Finished
+	}
+	v := p.it.Judge(rec, err)
+	if v == Retry && p.halted {
+		// Retries are given up after Halt: parked, it would hold its
+		// partition's drain until the revocation expired (found by the
+		// model test). Unfinished, the next generation runs it again.
+		return Lost
+	}
+	return v
+}
+
+// leaves files a harvested record under its verdict, and reports whether it
+// leaves the Pipeline now. A held record's unit is already held: under Retry
+// and DeadLetter it stays (parked, or waiting for the dead-letter topic);
+// under Escalate it leaves, and the tree is about to restart and deliver it
+// again, so nothing of its unit may run meanwhile.
+func (p *Pipeline[T]) leaves(rec T, v Verdict, err error) bool {
+	switch v {
+	case Retry:
+		p.parked[rec] = struct{}{}
+		p.out.Park = append(p.out.Park, Failure[T]{rec, err})
+		return false
+	case DeadLetter:
+		p.fin.Dead = append(p.fin.Dead, Failure[T]{rec, err})
+		return false
+	case Escalate:
+		p.fin.Failed = append(p.fin.Failed, Failure[T]{rec, err})
+	case Lost: // not finished: the next owner runs it again
+	default:
+		if err == nil {
+			p.out.Succeeded++
+		}
+		p.fin.Done = append(p.fin.Done, rec)
+	}
+	return true
 }
 
 // release accounts for a record leaving the Pipeline.
