@@ -40,6 +40,7 @@ type coordinator struct {
 	parked map[*Record]scheduler.CancelFunc // the retry timers of parked records
 
 	stopped       bool // Stopping was received: nothing is in the pipeline any more
+	dispatched    bool // this message dispatched: arm the stealCheck if a batch needs it
 	flushPending  bool
 	avgRecordTime float64 // EWMA of a record's handler time, in nanoseconds
 }
@@ -108,23 +109,23 @@ func (co *coordinator) receive(c actor.Context) {
 	case *ranRecords:
 		co.p.Ran(m.runner)
 		co.observe(m.elapsed, co.p.Seen(m.batch))
-		co.p.Dispatch()
+		co.dispatch()
 	case *flushFinished:
 		co.flush(c)
 	case *stealCheck:
 		co.check = nil
 		co.p.Age()
-		co.p.Dispatch()
+		co.dispatch()
 	case *revokePartition:
 		co.handleRevoke(c, m)
 	case *retryDue:
 		if co.p.RetryDue(m.rec) {
 			delete(co.parked, m.rec)
-			co.p.Dispatch()
+			co.dispatch()
 		}
 	case *deadLettered:
 		co.p.DeadLettered(m.records, m.failed)
-		co.p.Dispatch()
+		co.dispatch()
 	case *haltRunners:
 		co.p.Halt()
 	case *dropPartition:
@@ -173,7 +174,17 @@ func (co *coordinator) apply(c actor.Context) {
 		co.scheduleFlush(c)
 	}
 	co.p.Reset()
-	co.armStealCheck(c)
+	if co.dispatched {
+		co.dispatched = false
+		co.armStealCheck(c)
+	}
+}
+
+// dispatch gives runnable records to idle runners (pipeline.Dispatch); apply
+// sends the batches and arms the stealCheck.
+func (co *coordinator) dispatch() {
+	co.p.Dispatch()
+	co.dispatched = true
 }
 
 // spawn makes runner id. Runners are made as work needs them rather than all
@@ -197,7 +208,7 @@ func (co *coordinator) handleSchedule(m *scheduleRecords) {
 		rec.ctx = a.ctx
 	}
 	co.p.Add(m.records[0].epoch, m.records)
-	co.p.Dispatch()
+	co.dispatch()
 }
 
 // unit names what must not run twice at once under the ordering strategy.
@@ -327,7 +338,7 @@ func (co *coordinator) handleRevoke(c actor.Context, m *revokePartition) {
 		co.drainedNow(c, m.tp, m.epoch)
 		return
 	}
-	co.p.Dispatch() // stealing may have left runners idle with work to do
+	co.dispatch() // stealing may have left runners idle with work to do
 }
 
 // handleDrop drops a partition that is someone else's now (its revocation
@@ -341,7 +352,7 @@ func (co *coordinator) handleDrop(c actor.Context, m *dropPartition) {
 		return
 	}
 	co.parts[m.epoch].cancel()
-	co.p.Dispatch()
+	co.dispatch()
 }
 
 // drainedNow reports a partition the pipeline does not know as drained. An
