@@ -145,9 +145,14 @@ func New[T comparable](it Item[T], runners, maxRun int) *Pipeline[T] {
 // Out returns what the caller must do now; Reset clears it once done.
 func (p *Pipeline[T]) Out() *Out[T] { return &p.out }
 
-// Reset clears Out, keeping its arrays.
+// Reset clears Out, keeping its arrays. The arrays are zeroed too: a
+// record left behind in one would pin its memory (and the fetch buffer its
+// key and value point into) until overwritten.
 func (p *Pipeline[T]) Reset() {
 	clear(p.out.Runs)
+	clear(p.out.Free)
+	clear(p.out.Park)
+	clear(p.out.Unpark)
 	p.out = Out[T]{Runs: p.out.Runs[:0], Free: p.out.Free[:0], Park: p.out.Park[:0], Unpark: p.out.Unpark[:0]}
 }
 
@@ -213,6 +218,8 @@ func (p *Pipeline[T]) Dispatch() {
 		if len(p.ready) > 0 {
 			// A retry runs alone: its unit is already held for it.
 			recs = []T{p.ready[0]}
+			var zero T
+			p.ready[0] = zero // the array outlives the slice's head
 			p.ready = p.ready[1:]
 		} else {
 			// The first run may be long: its records could only run one
