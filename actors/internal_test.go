@@ -99,44 +99,6 @@ func TestBatchSize(t *testing.T) {
 	}
 }
 
-func TestRunBatchEachRecordRunOrStolenOnce(t *testing.T) {
-	for range 200 {
-		recs := make([]*Record, 50)
-		for i := range recs {
-			recs[i] = &Record{Offset: int64(i)}
-		}
-		b := newRunBatch(recs)
-		var ran []int
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			for {
-				i, ok := b.claim()
-				if !ok {
-					return
-				}
-				ran = append(ran, i)
-				b.finish(i, nil)
-			}
-		})
-		stolen := b.steal()
-		wg.Wait()
-		if len(ran)+len(stolen) != 50 {
-			t.Fatalf("ran %d + stole %d records of 50", len(ran), len(stolen))
-		}
-		for k, i := range ran {
-			if i != k {
-				t.Fatalf("runner ran index %d at position %d: not a prefix", i, k)
-			}
-		}
-		if len(stolen) > 0 && stolen[0].Offset != int64(len(ran)) {
-			t.Fatalf("stolen records start at %d, runner stopped at %d", stolen[0].Offset, len(ran))
-		}
-		if d := int(b.done.Load()); d != len(ran) {
-			t.Fatalf("done = %d, runner ran %d", d, len(ran))
-		}
-	}
-}
-
 // TestSaramaConfigBoundsWhatWaitsOnTheBroker: sarama holds a broker
 // connection for a whole request, so a commit waits behind a fetch that is
 // waiting for new records; MaxWaitTime bounds that wait (sarama's default,

@@ -42,11 +42,11 @@ func (r *runner) run(b *runBatch) *ranRecords {
 	first := time.Now()
 	start := first
 	for {
-		i, ok := b.claim()
+		i, ok := b.Claim()
 		if !ok {
 			break
 		}
-		rec := b.records[i]
+		rec := b.Item(i)
 		ctx := r.ctx
 		if rec.ctx != nil {
 			ctx = rec.ctx
@@ -55,7 +55,7 @@ func (r *runner) run(b *runBatch) *ranRecords {
 		if err == nil {
 			start, err = r.handle(ctx, rec, start)
 		}
-		b.finish(i, err)
+		b.Finish(i, err)
 		if err != nil {
 			// The records after a failure may share its key: they must
 			// not run before its retry. The coordinator takes them back.

@@ -1,0 +1,68 @@
+package pipeline
+
+import "sync/atomic"
+
+// Batch is records given to one runner to run one after the other. It is
+// shared by the runner that runs it and the Pipeline, so that one slow or
+// stuck record never holds the records around it:
+//   - the Pipeline may take back the records the runner has not started
+//     (work stealing); both sides claim records through next, so each record
+//     is either run or taken back, never both;
+//   - the Pipeline may account for the records the runner has finished before
+//     the batch ends (their units become free again); the runner publishes
+//     each outcome in errs before it moves done past it.
+//
+// The runner uses only Len, Item, Claim and Finish; every other field is the
+// Pipeline's, read and written on its owner's goroutine.
+type Batch[T any] struct {
+	records []T
+	errs    []error      // errs[i]: outcome of records[i], valid once done > i
+	next    atomic.Int64 // index of the first record not claimed yet
+	done    atomic.Int64 // records finished: always a prefix of the claimed ones
+	seen    int          // Pipeline only: finished records accounted for
+	limit   int          // Pipeline only: records left to the runner (the rest was taken back)
+	aged    bool         // Pipeline only: out since before the last Age
+}
+
+// NewBatch returns a batch of records, none claimed yet.
+func NewBatch[T any](records []T) *Batch[T] {
+	return &Batch[T]{records: records, errs: make([]error, len(records)), limit: len(records)}
+}
+
+// Len is the number of records the batch was made with.
+func (b *Batch[T]) Len() int { return len(b.records) }
+
+// Item returns the record at index i (an index Claim returned).
+func (b *Batch[T]) Item(i int) T { return b.records[i] }
+
+// Claim returns the index of the next record for the runner, or false when
+// the batch is exhausted or was taken back.
+func (b *Batch[T]) Claim() (int, bool) {
+	i := b.next.Add(1) - 1
+	return int(i), i < int64(len(b.records))
+}
+
+// Finish publishes the outcome of the record claimed at index i. The runner
+// finishes its claims in order and stops claiming after a failure.
+func (b *Batch[T]) Finish(i int, err error) {
+	b.errs[i] = err
+	b.done.Store(int64(i + 1))
+}
+
+// Done is how many records the runner has finished.
+func (b *Batch[T]) Done() int { return int(b.done.Load()) }
+
+// steal takes back every record the runner has not claimed yet.
+func (b *Batch[T]) steal() []T {
+	i := b.next.Swap(int64(len(b.records)))
+	if i >= int64(len(b.records)) {
+		return nil
+	}
+	return b.records[i:]
+}
+
+// pending reports whether the Pipeline may still find records to take back
+// or outcomes to account for before the runner reports the batch.
+func (b *Batch[T]) pending() bool {
+	return b.next.Load() < int64(len(b.records)) || int(b.done.Load()) > b.seen
+}

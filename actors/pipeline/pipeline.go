@@ -1,0 +1,637 @@
+// Package pipeline is the coordinator's bookkeeping: which buffered record
+// runs on which runner, which ordering unit is busy or held, and when a
+// partition's records are all accounted for.
+//
+// A Pipeline owns a schedule.Scheduler and the batches out with runners. Its
+// operations (Add, Dispatch, Ran, Age, RetryDue, DeadLettered, Revoke, Drop,
+// Halt, Flush) change its state and leave in an Out what the caller must do
+// now — batches to send, credits to return, retry timers to arm or cancel —
+// and gather for Flush what the caller reports later: finished, failed and
+// dead-lettered records and drained partitions. It has no goroutines, no
+// clock and no actor: the coordinator actor translates messages into calls
+// and Out into sends, and the model test drives it with random operations
+// against a naive implementation. It is not safe for concurrent use; only
+// Batch's runner side (Claim, Finish) is used from another goroutine.
+//
+// Invariants, checked by the model test:
+//   - records of one unit run one at a time, in the order they were added;
+//   - a unit is in at most one runner's batch at a time, and stays held while
+//     a failed record of it waits for a retry or the dead-letter topic;
+//   - every added record leaves exactly once: finished (Done, Failed, Dead
+//     then DeadLettered), dropped, or lost; its credit goes back in Free once;
+//   - a revoked or dropped partition is reported in Drained exactly once,
+//     after every record of it that finished.
+//
+// Cost: per record, one Scheduler Add and its share of a NextRun, and when
+// it is accounted for one map lookup per run end (held) and one per change
+// of partition along the batch; nothing allocates per record.
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/turbokafka/turbo/actors/schedule"
+)
+
+// Verdict is what becomes of a record whose handler failed; the caller's
+// failure policy decides it (Item.Judge).
+type Verdict int8
+
+const (
+	// Finished: a success, or a failure the policy skips: the record is done.
+	Finished Verdict = iota
+	// Retry: the record is parked, its unit held, until RetryDue.
+	Retry
+	// DeadLetter: the record goes to Finished.Dead, its unit held until
+	// DeadLettered.
+	DeadLetter
+	// Escalate: the record failed for good and goes to Finished.Failed; its
+	// unit stays held (the tree restarts and delivers it again).
+	Escalate
+	// Lost: the record was cancelled because its partition was taken away;
+	// it leaves without being finished (the next owner runs it again).
+	Lost
+)
+
+// Item tells a Pipeline what it needs of a record, and judges failures. A
+// record's unit is what must not run twice at once ("" for unordered); it
+// must not change while the record is in the Pipeline.
+type Item[T any] interface {
+	Unit(T) string
+	Epoch(T) uint64 // the partition assignment it was fetched under
+	Offset(T) int64
+	// Judge applies the failure policy to a failed attempt (it may count,
+	// log, and report Lost for a partition taken away).
+	Judge(rec T, err error) Verdict
+}
+
+// Failure is a failed record with its error.
+type Failure[T any] struct {
+	Rec T
+	Err error
+}
+
+// Run is a batch to send to a runner; Spawn says the runner does not exist
+// yet (Runner is then the number of runners so far).
+type Run[T any] struct {
+	Runner int
+	Spawn  bool
+	Batch  *Batch[T]
+}
+
+// Out is what the caller must do now, gathered since the last Reset.
+type Out[T any] struct {
+	Runs      []Run[T]
+	Free      []T          // records that left: their credit goes back
+	Park      []Failure[T] // arm a retry timer for each (RetryDue when it fires)
+	Unpark    []T          // cancel their retry timers: they were dropped
+	Succeeded int          // records whose handler succeeded
+	Flush     bool         // Flush has something to report
+}
+
+// Report is what Flush reports: records whose handlers ran, and
+// partitions drained, in that order.
+type Report[T any] struct {
+	Done    []T          // succeeded, or skipped by policy
+	Failed  []Failure[T] // failed for good: Escalate
+	Dead    []Failure[T] // for the dead-letter topic: DeadLetter
+	Drained []uint64     // epochs of revoked or dropped partitions with nothing left here
+}
+
+// assignment is what the Pipeline knows of one partition assignment.
+type assignment struct {
+	records  int   // its records here: waiting, out with runners, or held
+	maxDone  int64 // highest offset finished, -1 if none
+	revoking bool  // report it drained when records reaches 0
+}
+
+// Pipeline is the coordinator's bookkeeping (see the package doc).
+type Pipeline[T comparable] struct {
+	it      Item[T]
+	max     int // runners at most
+	sched   *schedule.Scheduler[T]
+	parts   map[uint64]*assignment // by epoch
+	batches []*Batch[T]            // by runner id; nil when idle
+	idle    []int                  // runner ids
+	// Failed records waiting for a retry (parked, then ready) or for the
+	// dead-letter topic hold their unit: held counts them per unit, so that
+	// nothing frees the unit before they are through.
+	held     map[string]int
+	parked   map[T]struct{}
+	ready    []T // retries due, run before anything else
+	inFlight int // records in batches out with runners
+	halted   bool
+	batch    int // records per batch beyond the first run (SetBatchSize)
+	maxRun   int
+	out      Out[T]
+	fin      Report[T]
+}
+
+// New returns an empty Pipeline of at most runners runners, whose batches
+// hold at most maxRun records of one unit.
+func New[T comparable](it Item[T], runners, maxRun int) *Pipeline[T] {
+	return &Pipeline[T]{
+		it:     it,
+		max:    runners,
+		maxRun: maxRun,
+		batch:  1,
+		sched:  schedule.New[T](),
+		parts:  make(map[uint64]*assignment),
+		held:   make(map[string]int),
+		parked: make(map[T]struct{}),
+	}
+}
+
+// Out returns what the caller must do now; Reset clears it once done.
+func (p *Pipeline[T]) Out() *Out[T] { return &p.out }
+
+// Reset clears Out, keeping its arrays. The arrays are zeroed too: a
+// record left behind in one would pin its memory (and the fetch buffer its
+// key and value point into) until overwritten.
+func (p *Pipeline[T]) Reset() {
+	clear(p.out.Runs)
+	clear(p.out.Free)
+	clear(p.out.Park)
+	clear(p.out.Unpark)
+	p.out = Out[T]{Runs: p.out.Runs[:0], Free: p.out.Free[:0], Park: p.out.Park[:0], Unpark: p.out.Unpark[:0]}
+}
+
+// SetBatchSize sets how many records a batch holds when more than one run
+// joins it (the first run may be up to maxRun long: its records could only
+// run one after the other anyway).
+func (p *Pipeline[T]) SetBatchSize(n int) { p.batch = max(1, n) }
+
+// Waiting is the number of records waiting in the scheduler (not counting
+// retries that are due).
+func (p *Pipeline[T]) Waiting() int { return p.sched.Waiting() }
+
+// InFlight is the number of records in batches out with runners.
+func (p *Pipeline[T]) InFlight() int { return p.inFlight }
+
+// Busy is the number of runners with a batch.
+func (p *Pipeline[T]) Busy() int { return len(p.batches) - len(p.idle) }
+
+// Runners is the number of runners made so far.
+func (p *Pipeline[T]) Runners() int { return len(p.batches) }
+
+// Halted reports whether Halt was called.
+func (p *Pipeline[T]) Halted() bool { return p.halted }
+
+// Known reports whether an assignment has records here (or had, and is
+// not drained yet).
+func (p *Pipeline[T]) Known(epoch uint64) bool { return p.parts[epoch] != nil }
+
+// Add buffers records fetched under one assignment. After Halt nothing is
+// added: the records would never start.
+func (p *Pipeline[T]) Add(epoch uint64, recs []T) {
+	if len(recs) == 0 || p.halted {
+		return
+	}
+	a := p.parts[epoch]
+	if a == nil {
+		a = &assignment{maxDone: -1}
+		p.parts[epoch] = a
+	}
+	a.records += len(recs)
+	for _, rec := range recs {
+		p.sched.Add(p.it.Unit(rec), rec)
+	}
+}
+
+// Dispatch gives runnable records to idle runners (making runners while
+// fewer than the maximum exist). When runners are idle and nothing else can
+// run, it takes back the records queued behind the current one in batches
+// out since before the last Age: a slow record must not hold them.
+func (p *Pipeline[T]) Dispatch() {
+	for (len(p.idle) > 0 || len(p.batches) < p.max) && !p.halted {
+		if len(p.ready) == 0 && !p.sched.Runnable() && !p.stealAged() {
+			break
+		}
+		r := Run[T]{Runner: len(p.batches), Spawn: true}
+		if n := len(p.idle); n > 0 {
+			r = Run[T]{Runner: p.idle[n-1]}
+			p.idle = p.idle[:n-1]
+		} else {
+			p.batches = append(p.batches, nil)
+		}
+		var recs []T
+		if len(p.ready) > 0 {
+			// A retry runs alone: its unit is already held for it.
+			recs = []T{p.ready[0]}
+			var zero T
+			p.ready[0] = zero // the array outlives the slice's head
+			p.ready = p.ready[1:]
+		} else {
+			// The first run may be long: its records could only run one
+			// after the other anyway. More runs join the batch only when
+			// handlers are fast enough for batching to pay (SetBatchSize).
+			n := p.batch
+			for lim := p.maxRun; len(recs) < n || lim == p.maxRun; lim = n - len(recs) {
+				var ok bool
+				if _, recs, ok = p.sched.NextRunAppend(recs, lim); !ok {
+					break
+				}
+			}
+		}
+		p.inFlight += len(recs)
+		r.Batch = NewBatch(recs)
+		p.batches[r.Runner] = r.Batch
+		p.out.Runs = append(p.out.Runs, r)
+	}
+}
+
+// Pending reports whether a batch out with a runner may still have a tail to
+// take back or finished records to account for: the caller should call Age
+// a little later.
+func (p *Pipeline[T]) Pending() bool {
+	for _, b := range p.batches {
+		if b != nil && b.pending() {
+			return true
+		}
+	}
+	return false
+}
+
+// Age accounts for the records finished so far in every batch out with a
+// runner, and marks those batches aged: Dispatch may take back their tails.
+// The caller dispatches afterwards.
+func (p *Pipeline[T]) Age() {
+	for _, b := range p.batches {
+		if b != nil {
+			p.harvest(b)
+			b.aged = true
+		}
+	}
+}
+
+// Ran accounts for a batch its runner reported done, and makes the runner
+// idle. A runner stops at a failed record: the records it left go back (and
+// are dropped at once after Halt). The caller dispatches afterwards.
+func (p *Pipeline[T]) Ran(runner int) {
+	b := p.batches[runner]
+	if b == nil {
+		panic(fmt.Errorf("pipeline: runner %d reported no batch", runner))
+	}
+	p.harvest(b)
+	p.giveBack(b, b.steal())
+	if p.halted {
+		p.dropWaiting()
+		p.out.Flush = true
+	}
+	p.batches[runner] = nil
+	p.idle = append(p.idle, runner)
+}
+
+// Seen is how many records of a batch were accounted for.
+func (p *Pipeline[T]) Seen(b *Batch[T]) int { return b.seen }
+
+// harvest accounts for the records of a batch finished since the last look:
+// a unit becomes free when the last record of its run finished (unless a
+// failed record holds it).
+func (p *Pipeline[T]) harvest(b *Batch[T]) {
+	done := int(b.done.Load())
+	if done == b.seen {
+		return
+	}
+	var next string // the unit of records[i+1], read once per record
+	if b.seen < b.limit {
+		next = p.it.Unit(b.records[b.seen])
+	}
+	var a *assignment // the last record's, looked up once per run of one epoch
+	var epoch uint64
+	for i := b.seen; i < done; i++ {
+		rec, err := b.records[i], b.errs[i]
+		unit := next
+		runEnd := i+1 >= b.limit
+		if !runEnd {
+			next = p.it.Unit(b.records[i+1])
+			runEnd = next != unit
+		}
+		v := p.verdict(rec, err)
+		if v == Retry || v == DeadLetter || v == Escalate {
+			p.hold(unit)
+		}
+		if !p.leaves(rec, v, err) {
+			continue // parked for a retry, or on its way to the dead-letter topic
+		}
+		if runEnd && p.held[unit] == 0 {
+			p.done(unit)
+		}
+		if e := p.it.Epoch(rec); a == nil || e != epoch {
+			a, epoch = p.parts[e], e
+		}
+		p.releaseTo(a, rec)
+	}
+	p.inFlight -= done - b.seen
+	b.seen = done
+	p.out.Flush = true
+	if b.errs[done-1] != nil {
+		// A runner claims nothing after a failure: its tail goes back now,
+		// not when it reports. Left in the batch until then, the tail would
+		// keep the unit's run open behind a failed record whose retry may
+		// be dispatched first — and that run's end would then free the unit
+		// while the retry runs (found by the model test).
+		p.giveBack(b, b.steal())
+	}
+}
+
+// verdict is what becomes of a finished record (err is its outcome).
+func (p *Pipeline[T]) verdict(rec T, err error) Verdict {
+	if err == nil {
+		return Finished
+	}
+	v := p.it.Judge(rec, err)
+	if v == Retry && p.halted {
+		// Retries are given up after Halt: parked, it would hold its
+		// partition's drain until the revocation expired (found by the
+		// model test). Unfinished, the next generation runs it again.
+		return Lost
+	}
+	return v
+}
+
+// leaves files a harvested record under its verdict, and reports whether it
+// leaves the Pipeline now. A held record's unit is already held: under Retry
+// and DeadLetter it stays (parked, or waiting for the dead-letter topic);
+// under Escalate it leaves, and the tree is about to restart and deliver it
+// again, so nothing of its unit may run meanwhile.
+func (p *Pipeline[T]) leaves(rec T, v Verdict, err error) bool {
+	switch v {
+	case Retry:
+		p.parked[rec] = struct{}{}
+		p.out.Park = append(p.out.Park, Failure[T]{rec, err})
+		return false
+	case DeadLetter:
+		p.fin.Dead = append(p.fin.Dead, Failure[T]{rec, err})
+		return false
+	case Escalate:
+		p.fin.Failed = append(p.fin.Failed, Failure[T]{rec, err})
+	case Lost: // not finished: the next owner runs it again
+	default:
+		if err == nil {
+			p.out.Succeeded++
+		}
+		p.fin.Done = append(p.fin.Done, rec)
+	}
+	return true
+}
+
+// release accounts for a record leaving the Pipeline.
+func (p *Pipeline[T]) release(rec T) { p.releaseTo(p.parts[p.it.Epoch(rec)], rec) }
+
+// releaseTo is release with the record's assignment looked up.
+func (p *Pipeline[T]) releaseTo(a *assignment, rec T) {
+	a.records--
+	a.maxDone = max(a.maxDone, p.it.Offset(rec))
+	p.out.Free = append(p.out.Free, rec)
+}
+
+// stealAged takes back the unstarted records of the batches out since before
+// the last Age, and reports whether that made anything runnable. Younger
+// batches are left alone: with fast handlers they finish in microseconds, and
+// taking them apart would only add hops.
+func (p *Pipeline[T]) stealAged() bool {
+	for _, b := range p.batches {
+		if b != nil && b.aged && len(b.records) > 1 {
+			p.giveBack(b, b.steal())
+		}
+	}
+	return p.sched.Runnable()
+}
+
+// stealAll takes back the unstarted records of every batch out with runners.
+func (p *Pipeline[T]) stealAll() {
+	for _, b := range p.batches {
+		if b != nil {
+			p.giveBack(b, b.steal())
+		}
+	}
+}
+
+// giveBack returns the records stolen from b's tail to the scheduler. A run
+// that was cut (its first records are with the runner) keeps its unit busy:
+// the runner's last record of it becomes the run's end, and frees the unit
+// when it finishes. A run taken whole frees its unit now.
+func (p *Pipeline[T]) giveBack(b *Batch[T], stolen []T) {
+	if len(stolen) == 0 {
+		return
+	}
+	cut := len(b.records) - len(stolen)
+	b.limit = cut
+	for i := 0; i < len(stolen); {
+		unit := p.it.Unit(stolen[i])
+		j := i + 1
+		for j < len(stolen) && p.it.Unit(stolen[j]) == unit {
+			j++
+		}
+		if err := p.sched.Requeue(unit, stolen[i:j]); err != nil {
+			panic(fmt.Errorf("pipeline: requeue of %q: %w", unit, err))
+		}
+		cutRun := i == 0 && cut > 0 && p.it.Unit(b.records[cut-1]) == unit
+		if (!cutRun || cut-1 < b.seen) && p.held[unit] == 0 {
+			// Nothing of this unit runs any more (or the runner's part of
+			// the run was already accounted for without freeing it).
+			p.done(unit)
+		}
+		i = j
+	}
+	p.inFlight -= len(stolen)
+}
+
+func (p *Pipeline[T]) done(unit string) {
+	if err := p.sched.Done(unit); err != nil {
+		panic(fmt.Errorf("pipeline: lost track of unit %q: %w", unit, err))
+	}
+}
+
+// hold keeps a failed record's unit busy while the record waits.
+func (p *Pipeline[T]) hold(unit string) {
+	if unit != "" {
+		p.held[unit]++
+	}
+}
+
+// unhold ends a hold; the unit stays busy (the caller frees it or runs the
+// record again).
+func (p *Pipeline[T]) unhold(unit string) {
+	if unit == "" {
+		return
+	}
+	if p.held[unit]--; p.held[unit] == 0 {
+		delete(p.held, unit)
+	}
+}
+
+// RetryDue makes a parked record ready: it runs again before any other
+// record, alone (it is the oldest of its unit, which waited for it). It
+// reports false for a record no longer parked (dropped with its partition).
+// The caller dispatches afterwards.
+func (p *Pipeline[T]) RetryDue(rec T) bool {
+	if _, ok := p.parked[rec]; !ok {
+		return false
+	}
+	delete(p.parked, rec)
+	p.unhold(p.it.Unit(rec))
+	p.ready = append(p.ready, rec)
+	return true
+}
+
+// DeadLettered completes the records the dead-letter topic acknowledged,
+// and lets go of those it failed: they are unfinished, and the tree is
+// restarting, so their units stay held; but their partitions must not wait
+// for them to drain. The caller dispatches afterwards.
+func (p *Pipeline[T]) DeadLettered(acked, failed []T) {
+	for _, rec := range acked {
+		unit := p.it.Unit(rec)
+		p.unhold(unit)
+		p.done(unit)
+		p.release(rec)
+	}
+	for _, rec := range failed {
+		p.release(rec)
+	}
+	p.out.Flush = true // a revoked partition may be drained now
+}
+
+// Revoke drains a revoked partition; it reports false when nothing of it
+// ever reached the Pipeline (the caller reports it drained at once). Its
+// unstarted records are taken back from the runners; those below the highest
+// offset already started or finished still run, so that the watermark
+// committed for the next owner passes every record that finished (none of
+// them is handled twice); the rest are dropped. It is drained (Flush) when
+// none of its records is left. The caller dispatches afterwards.
+func (p *Pipeline[T]) Revoke(epoch uint64) bool {
+	a := p.parts[epoch]
+	if a == nil {
+		return false
+	}
+	a.revoking = true
+	// Tails first: giveBack must still see the parked records' holds.
+	p.stealAll()
+	// A unit whose record waits for a retry must not run past it: its other
+	// records are dropped with the retry (the next owner starts below them).
+	blocked := p.parkedUnits(epoch)
+	high := a.maxDone
+	for _, b := range p.batches {
+		if b == nil {
+			continue
+		}
+		for _, rec := range b.records[b.seen:b.limit] { // started, not yet accounted for
+			if p.it.Epoch(rec) == epoch {
+				high = max(high, p.it.Offset(rec))
+			}
+		}
+	}
+	dropped := p.sched.DropIf(func(r T) bool {
+		if p.it.Epoch(r) != epoch {
+			return false
+		}
+		u := p.it.Unit(r)
+		return p.it.Offset(r) > high || (u != "" && blocked[u])
+	})
+	a.records -= len(dropped)
+	p.dropParked(epoch)
+	// Drained is reported from Flush, after the completions gathered so far,
+	// so the orchestrator marks them done before it finalizes the partition.
+	p.out.Flush = true
+	return true
+}
+
+// Drop drops a partition that is someone else's now: its unstarted records
+// do not start, and it is drained (Flush) once none of them runs. The caller
+// cancels its running ones (Judge reports them Lost). It reports false when
+// nothing of it is here. The caller dispatches afterwards.
+func (p *Pipeline[T]) Drop(epoch uint64) bool {
+	a := p.parts[epoch]
+	if a == nil {
+		return false
+	}
+	a.revoking = true
+	p.stealAll()
+	dropped := p.sched.DropIf(func(r T) bool { return p.it.Epoch(r) == epoch })
+	a.records -= len(dropped)
+	p.dropParked(epoch)
+	p.out.Flush = true
+	return true
+}
+
+// Halt stops the work after a failure, before the partitions are revoked
+// and their watermarks committed: the records that have not started are
+// dropped (unfinished, so the watermark stays below them and the next
+// generation runs them), retries are given up, and only the records running
+// now are waited for. Nothing starts any more.
+func (p *Pipeline[T]) Halt() {
+	if p.halted {
+		return
+	}
+	p.halted = true
+	p.dropWaiting()
+	for epoch := range p.parts {
+		p.dropParked(epoch)
+	}
+	p.out.Flush = true
+}
+
+// dropWaiting takes back the unstarted records of every batch and drops them
+// with every record waiting in the scheduler.
+func (p *Pipeline[T]) dropWaiting() {
+	p.stealAll()
+	for _, rec := range p.sched.DropIf(func(T) bool { return true }) {
+		p.parts[p.it.Epoch(rec)].records--
+	}
+}
+
+// parkedUnits returns the units held by an assignment's records waiting for
+// a retry.
+func (p *Pipeline[T]) parkedUnits(epoch uint64) map[string]bool {
+	units := map[string]bool{}
+	for rec := range p.parked {
+		if u := p.it.Unit(rec); p.it.Epoch(rec) == epoch && u != "" {
+			units[u] = true
+		}
+	}
+	for _, rec := range p.ready {
+		if u := p.it.Unit(rec); p.it.Epoch(rec) == epoch && u != "" {
+			units[u] = true
+		}
+	}
+	return units
+}
+
+// dropParked gives up the retries of an assignment's records (its partition
+// is going away: the next owner will run them from the watermark).
+func (p *Pipeline[T]) dropParked(epoch uint64) {
+	for rec := range p.parked {
+		if p.it.Epoch(rec) != epoch {
+			continue
+		}
+		delete(p.parked, rec)
+		p.out.Unpark = append(p.out.Unpark, rec)
+		unit := p.it.Unit(rec)
+		p.unhold(unit)
+		p.done(unit)
+		p.parts[epoch].records--
+	}
+	for i := 0; i < len(p.ready); i++ {
+		if rec := p.ready[i]; p.it.Epoch(rec) == epoch {
+			p.done(p.it.Unit(rec))
+			p.parts[epoch].records--
+			p.ready = append(p.ready[:i], p.ready[i+1:]...)
+			i--
+		}
+	}
+}
+
+// Flush hands over what finished since the last Flush, and the partitions
+// drained since: revoked or dropped ones none of whose records is left.
+func (p *Pipeline[T]) Flush() Report[T] {
+	f := p.fin
+	p.fin = Report[T]{}
+	for epoch, a := range p.parts {
+		if a.revoking && a.records == 0 {
+			delete(p.parts, epoch)
+			f.Drained = append(f.Drained, epoch)
+		}
+	}
+	return f
+}
