@@ -40,9 +40,9 @@ const (
 	notGone    how = iota
 	doneOK         // reported in Done (success or skipped)
 	lostHow        // its partition was dropped while it ran
-	escalated      // reported in Failed; its unit stays held
+	escalated      // reported in Failed; its unit stays pinned
 	deadAcked      // the dead-letter topic took it
-	deadFailed     // the dead-letter topic failed it; its unit stays held
+	deadFailed     // the dead-letter topic failed it; its unit stays pinned
 	dropped        // dropped with its partition, or at the halt
 )
 
@@ -325,12 +325,12 @@ func (h *harness) check() {
 			h.fatalf("epoch %d: %d records live but the Pipeline forgot it", epoch, n)
 		}
 	}
-	if len(held) != len(h.p.held) {
-		h.fatalf("held = %v, ledger holds %v", h.p.held, held)
+	if len(held) != len(h.p.pinned) {
+		h.fatalf("pinned = %v, ledger pins %v", h.p.pinned, held)
 	}
 	for u, n := range held {
-		if h.p.held[u] != n {
-			h.fatalf("held[%q] = %d, ledger holds %d", u, h.p.held[u], n)
+		if h.p.pinned[u] != n {
+			h.fatalf("pinned[%q] = %d, ledger pins %d", u, h.p.pinned[u], n)
 		}
 	}
 	if h.p.Busy() != len(h.runners) {
@@ -701,7 +701,7 @@ func (h *harness) finish(epochs []uint64, reported map[*rec]bool) {
 	}
 }
 
-// haltIfStuck halts, as the orchestrator would, once a unit is held for good
+// haltIfStuck halts, as the orchestrator would, once a unit is pinned for good
 // (a record escalated, or the dead-letter topic failed it): the tree
 // restarts.
 func (h *harness) haltIfStuck() {
@@ -827,5 +827,5 @@ func (h *harness) traceRunners() string {
 		}
 		s += "]"
 	}
-	return s + fmt.Sprintf(" held %v", h.p.held)
+	return s + fmt.Sprintf(" pinned %v", h.p.pinned)
 }

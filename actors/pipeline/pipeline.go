@@ -1,5 +1,5 @@
 // Package pipeline is the coordinator's bookkeeping: which buffered record
-// runs on which runner, which ordering unit is busy or held, and when a
+// runs on which runner, which ordering unit is busy or pinned, and when a
 // partition's records are all accounted for.
 //
 // A Pipeline owns a schedule.Scheduler and the batches out with runners. Its
@@ -15,7 +15,7 @@
 //
 // Invariants, checked by the model test:
 //   - records of one unit run one at a time, in the order they were added;
-//   - a unit is in at most one runner's batch at a time, and stays held while
+//   - a unit is in at most one runner's batch at a time, and stays pinned while
 //     a failed record of it waits for a retry or the dead-letter topic;
 //   - every added record leaves exactly once: finished (Done, Failed, Dead
 //     then DeadLettered), dropped, or lost; its credit goes back in Free once;
@@ -23,7 +23,7 @@
 //     after every record of it that finished.
 //
 // Cost: per record, one Scheduler Add and its share of a NextRun, and when
-// it is accounted for one map lookup per run end (held) and one per change
+// it is accounted for one map lookup per run end (pinned) and one per change
 // of partition along the batch; nothing allocates per record.
 package pipeline
 
@@ -40,13 +40,13 @@ type Verdict int8
 const (
 	// Finished: a success, or a failure the policy skips: the record is done.
 	Finished Verdict = iota
-	// Retry: the record is parked, its unit held, until RetryDue.
+	// Retry: the record is parked, its unit pinned, until RetryDue.
 	Retry
-	// DeadLetter: the record goes to Finished.Dead, its unit held until
+	// DeadLetter: the record goes to Finished.Dead, its unit pinned until
 	// DeadLettered.
 	DeadLetter
 	// Escalate: the record failed for good and goes to Finished.Failed; its
-	// unit stays held (the tree restarts and delivers it again).
+	// unit stays pinned (the tree restarts and delivers it again).
 	Escalate
 	// Lost: the record was cancelled because its partition was taken away;
 	// it leaves without being finished (the next owner runs it again).
@@ -100,7 +100,7 @@ type Report[T any] struct {
 
 // assignment is what the Pipeline knows of one partition assignment.
 type assignment struct {
-	records  int   // its records here: waiting, out with runners, or held
+	records  int   // its records here: waiting, out with runners, or pinned
 	maxDone  int64 // highest offset finished, -1 if none
 	revoking bool  // report it drained when records reaches 0
 }
@@ -114,9 +114,9 @@ type Pipeline[T comparable] struct {
 	batches []*Batch[T]            // by runner id; nil when idle
 	idle    []int                  // runner ids
 	// Failed records waiting for a retry (parked, then ready) or for the
-	// dead-letter topic hold their unit: held counts them per unit, so that
+	// dead-letter topic pin their unit: pinned counts them per unit, so that
 	// nothing frees the unit before they are through.
-	held     map[string]int
+	pinned   map[string]int
 	parked   map[T]struct{}
 	ready    []T // retries due, run before anything else
 	inFlight int // records in batches out with runners
@@ -137,7 +137,7 @@ func New[T comparable](it Item[T], runners, maxRun int) *Pipeline[T] {
 		batch:  1,
 		sched:  schedule.New[T](),
 		parts:  make(map[uint64]*assignment),
-		held:   make(map[string]int),
+		pinned: make(map[string]int),
 		parked: make(map[T]struct{}),
 	}
 }
@@ -216,7 +216,7 @@ func (p *Pipeline[T]) Dispatch() {
 		}
 		var recs []T
 		if len(p.ready) > 0 {
-			// A retry runs alone: its unit is already held for it.
+			// A retry runs alone: its unit is already pinned for it.
 			recs = []T{p.ready[0]}
 			var zero T
 			p.ready[0] = zero // the array outlives the slice's head
@@ -287,7 +287,7 @@ func (p *Pipeline[T]) Seen(b *Batch[T]) int { return b.seen }
 
 // harvest accounts for the records of a batch finished since the last look:
 // a unit becomes free when the last record of its run finished (unless a
-// failed record holds it).
+// failed record pins it).
 func (p *Pipeline[T]) harvest(b *Batch[T]) {
 	done := int(b.done.Load())
 	if done == b.seen {
@@ -309,12 +309,12 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 		}
 		v := p.verdict(rec, err)
 		if v == Retry || v == DeadLetter || v == Escalate {
-			p.hold(unit)
+			p.pin(unit)
 		}
 		if !p.leaves(rec, v, err) {
 			continue // parked for a retry, or on its way to the dead-letter topic
 		}
-		if runEnd && p.held[unit] == 0 {
+		if runEnd && p.pinned[unit] == 0 {
 			p.done(unit)
 		}
 		if e := p.it.Epoch(rec); a == nil || e != epoch {
@@ -351,7 +351,7 @@ func (p *Pipeline[T]) verdict(rec T, err error) Verdict {
 }
 
 // leaves files a harvested record under its verdict, and reports whether it
-// leaves the Pipeline now. A held record's unit is already held: under Retry
+// leaves the Pipeline now. A pinned record's unit is already pinned: under Retry
 // and DeadLetter it stays (parked, or waiting for the dead-letter topic);
 // under Escalate it leaves, and the tree is about to restart and deliver it
 // again, so nothing of its unit may run meanwhile.
@@ -428,7 +428,7 @@ func (p *Pipeline[T]) giveBack(b *Batch[T], stolen []T) {
 			panic(fmt.Errorf("pipeline: requeue of %q: %w", unit, err))
 		}
 		cutRun := i == 0 && cut > 0 && p.it.Unit(b.records[cut-1]) == unit
-		if (!cutRun || cut-1 < b.seen) && p.held[unit] == 0 {
+		if (!cutRun || cut-1 < b.seen) && p.pinned[unit] == 0 {
 			// Nothing of this unit runs any more (or the runner's part of
 			// the run was already accounted for without freeing it).
 			p.done(unit)
@@ -444,21 +444,21 @@ func (p *Pipeline[T]) done(unit string) {
 	}
 }
 
-// hold keeps a failed record's unit busy while the record waits.
-func (p *Pipeline[T]) hold(unit string) {
+// pin keeps a failed record's unit busy while the record waits.
+func (p *Pipeline[T]) pin(unit string) {
 	if unit != "" {
-		p.held[unit]++
+		p.pinned[unit]++
 	}
 }
 
-// unhold ends a hold; the unit stays busy (the caller frees it or runs the
+// unpin ends a pin; the unit stays busy (the caller frees it or runs the
 // record again).
-func (p *Pipeline[T]) unhold(unit string) {
+func (p *Pipeline[T]) unpin(unit string) {
 	if unit == "" {
 		return
 	}
-	if p.held[unit]--; p.held[unit] == 0 {
-		delete(p.held, unit)
+	if p.pinned[unit]--; p.pinned[unit] == 0 {
+		delete(p.pinned, unit)
 	}
 }
 
@@ -471,19 +471,19 @@ func (p *Pipeline[T]) RetryDue(rec T) bool {
 		return false
 	}
 	delete(p.parked, rec)
-	p.unhold(p.it.Unit(rec))
+	p.unpin(p.it.Unit(rec))
 	p.ready = append(p.ready, rec)
 	return true
 }
 
 // DeadLettered completes the records the dead-letter topic acknowledged,
 // and lets go of those it failed: they are unfinished, and the tree is
-// restarting, so their units stay held; but their partitions must not wait
+// restarting, so their units stay pinned; but their partitions must not wait
 // for them to drain. The caller dispatches afterwards.
 func (p *Pipeline[T]) DeadLettered(acked, failed []T) {
 	for _, rec := range acked {
 		unit := p.it.Unit(rec)
-		p.unhold(unit)
+		p.unpin(unit)
 		p.done(unit)
 		p.release(rec)
 	}
@@ -506,7 +506,7 @@ func (p *Pipeline[T]) Revoke(epoch uint64) bool {
 		return false
 	}
 	a.revoking = true
-	// Tails first: giveBack must still see the parked records' holds.
+	// Tails first: giveBack must still see the parked records' pins.
 	p.stealAll()
 	// A unit whose record waits for a retry must not run past it: its other
 	// records are dropped with the retry (the next owner starts below them).
@@ -581,7 +581,7 @@ func (p *Pipeline[T]) dropWaiting() {
 	}
 }
 
-// parkedUnits returns the units held by an assignment's records waiting for
+// parkedUnits returns the units pinned by an assignment's records waiting for
 // a retry.
 func (p *Pipeline[T]) parkedUnits(epoch uint64) map[string]bool {
 	units := map[string]bool{}
@@ -608,7 +608,7 @@ func (p *Pipeline[T]) dropParked(epoch uint64) {
 		delete(p.parked, rec)
 		p.out.Unpark = append(p.out.Unpark, rec)
 		unit := p.it.Unit(rec)
-		p.unhold(unit)
+		p.unpin(unit)
 		p.done(unit)
 		p.parts[epoch].records--
 	}
