@@ -16,7 +16,7 @@ import (
 // records and the runners, and hands runnable records to idle runners. Any
 // idle runner takes any free key: keys are not pinned to runners.
 //
-// The bookkeeping — which record runs where, which unit is busy or held,
+// The bookkeeping — which record runs where, which unit is busy or pinned,
 // when a partition is drained — is a pipeline.Pipeline; the coordinator is
 // its adapter: it translates messages into calls on it, and what the calls
 // leave in its Out into sends, spawns, credits and timers.

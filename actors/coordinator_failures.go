@@ -9,7 +9,7 @@ import (
 
 // failed applies the failure policy to a record whose attempt failed, and
 // tells the pipeline what becomes of it. Under Retry and DeadLetter the
-// pipeline keeps the record's unit held (parked for a retry, or waiting for
+// pipeline keeps the record's unit pinned (parked for a retry, or waiting for
 // the dead-letter topic's acknowledgement).
 func (co *coordinator) failed(rec *Record, err error) pipeline.Verdict {
 	rec.attempts++
