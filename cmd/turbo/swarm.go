@@ -104,14 +104,15 @@ func (n *nodeRun) add(c *actors.Consumer) {
 
 func (n *nodeRun) report() *swarmpb.Report {
 	n.mu.Lock()
-	health := make([]supervisor.ConsumerHealth, len(n.consumers))
+	consumers := make([]consumerHealth, len(n.consumers))
 	for i, c := range n.consumers {
-		health[i] = supervisor.ConsumerHealth{Stats: c.Stats(), MaxHandlerTime: n.cfg.Consumers[i].MaxHandlerTime}
+		consumers[i] = consumerHealth{stats: c.Stats(), maxHandlerTime: n.cfg.Consumers[i].MaxHandlerTime}
 	}
 	n.mu.Unlock()
-	r := supervisor.BuildReport(time.Now(), n.started, health, supervisor.HealthLimits{
-		PollStall: max(n.cfg.Swarm.NodeReportTimeout, supervisor.PollStallFloor), Grace: n.cfg.ShutdownTimeout,
+	r := buildReport(time.Now(), n.started, consumers, healthLimits{
+		pollStall: max(n.cfg.Swarm.NodeReportTimeout, pollStallFloor), grace: n.cfg.ShutdownTimeout,
 	})
+	r.RssBytes, r.HeapBytes = supervisor.SelfMemory()
 	ready := n.obs.Ready()
 	r.Ready, r.ReadyDetail = ready.OK, ready.Reason
 	if n.observe {
