@@ -3,6 +3,8 @@ package actors
 import (
 	"fmt"
 	"time"
+
+	"github.com/turbokafka/turbo/health"
 )
 
 // Check is a health verdict with the reason for a failing one.
@@ -36,11 +38,9 @@ func (c *Consumer) Live() Check {
 
 // stuckHandler fails when a handler has run for longer than maxHandler plus
 // grace; maxHandler 0 (unlimited) never does.
+// The rule is health.StuckHandler, which a swarm node's report shares.
 func stuckHandler(now time.Time, s Snapshot, maxHandler, grace time.Duration) Check {
-	if maxHandler <= 0 || s.Oldest.IsZero() {
-		return Check{OK: true}
-	}
-	if ran := now.Sub(s.Oldest); ran > maxHandler+grace {
+	if ran, stuck := health.StuckHandler(now, s.Oldest, maxHandler, grace); stuck {
 		return Check{Reason: fmt.Sprintf("a handler has run for %s, ignoring its cancellation (max_handler_time %s, shutdown_timeout %s)",
 			ran.Round(time.Second), maxHandler, grace)}
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/proto/swarmpb"
 )
 
@@ -134,63 +133,9 @@ func (l *Link) report(o NodeOptions) {
 	}
 }
 
-// ConsumerHealth is what a node's report is built from, per consumer.
-type ConsumerHealth struct {
-	Stats          actors.Snapshot
-	MaxHandlerTime time.Duration // 0: handlers may run for ever
-}
-
-// PollStallFloor is the shortest time out of a group session that counts as
-// a stalled poll: Kafka's default max.poll.interval.ms. Joining a group
-// legitimately takes up to the rebalance timeout (sarama: 60 s), so a
-// shorter threshold would restart healthy nodes waiting for a rebalance.
-const PollStallFloor = 5 * time.Minute
-
-// HealthLimits are the thresholds a node judges itself by.
-type HealthLimits struct {
-	// PollStall: not in a group session for longer than this is
-	// STATUS_POLL_STALLED (turbo uses the larger of
-	// swarm.node_report_timeout and PollStallFloor).
-	PollStall time.Duration
-	// Grace is added to max_handler_time before a handler counts as stuck:
-	// it had that long to notice its cancellation (shutdown_timeout).
-	Grace time.Duration
-}
-
-// BuildReport judges a node from its consumers' stats: polling stalled, then
-// a stuck handler; memory is the supervisor's to judge.
-func BuildReport(now, started time.Time, consumers []ConsumerHealth, lim HealthLimits) *swarmpb.Report {
-	r := &swarmpb.Report{RssBytes: selfRSS(), HeapBytes: heapBytes()}
-	for _, c := range consumers {
-		s := c.Stats
-		r.Processed += s.Processed
-		r.InFlight += s.InFlight
-		r.Buffered += s.Buffered
-		r.AssignedPartitions += s.Assigned
-		r.Lag += s.Lag
-		r.PartitionMoves += s.Moves
-		if r.KafkaError == "" {
-			r.KafkaError = s.KafkaError
-		}
-		poll := s.LastPoll
-		if poll.IsZero() {
-			poll = started
-		}
-		if r.LastPollUnixNano == 0 || poll.UnixNano() < r.LastPollUnixNano {
-			r.LastPollUnixNano = poll.UnixNano()
-		}
-		if r.Status != swarmpb.Status_STATUS_OK {
-			continue
-		}
-		if stalled := now.Sub(poll); stalled > lim.PollStall {
-			r.Status, r.Detail = swarmpb.Status_STATUS_POLL_STALLED, fmt.Sprintf("not polling Kafka for %s", stalled.Round(time.Second))
-		} else if c.MaxHandlerTime > 0 && !s.Oldest.IsZero() && now.Sub(s.Oldest) > c.MaxHandlerTime+lim.Grace {
-			r.Status, r.Detail = swarmpb.Status_STATUS_HANDLER_STUCK,
-				fmt.Sprintf("a handler has run for %s (max_handler_time %s)", now.Sub(s.Oldest).Round(time.Second), c.MaxHandlerTime)
-		}
-	}
-	return r
-}
+// SelfMemory is this process's resident set size and Go heap in use, for
+// its reports (0 where a figure cannot be read).
+func SelfMemory() (rss, heap uint64) { return selfRSS(), heapBytes() }
 
 func heapBytes() uint64 {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}

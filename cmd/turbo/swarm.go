@@ -2,19 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
-	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/config"
-	"github.com/turbokafka/turbo/proto/swarmpb"
 	"github.com/turbokafka/turbo/supervisor"
 )
 
@@ -65,65 +58,3 @@ func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSign
 	onSecondSignal(sup.Kill)
 	return sup.Run(ctx)
 }
-
-// nodeRun is the swarm side of a `turbo run` started by a supervisor.
-type nodeRun struct {
-	node    supervisor.Node
-	cfg     *config.Config
-	started time.Time
-
-	obs     *observer // set before the node joins its supervisor
-	observe bool      // http.listen is set: the supervisor serves the node's metrics and status
-	log     zerolog.Logger
-	warned  bool // a report went without its metrics or status (warned once); report runs on one goroutine
-
-	mu        sync.Mutex
-	consumers []*actors.Consumer
-}
-
-// nodeFromEnv returns the node identity when a supervisor started this
-// process, and gives the node its stable static-membership id.
-func nodeFromEnv(cfg *config.Config) (*nodeRun, error) {
-	n, ok, err := supervisor.NodeFromEnv(os.LookupEnv)
-	if err != nil || !ok {
-		return nil, err
-	}
-	if cfg.Kafka.GroupInstanceID != "" {
-		// Stable across the node's restarts, distinct between nodes: a node
-		// back within the session timeout keeps its partitions.
-		cfg.Kafka.GroupInstanceID += "-" + strconv.Itoa(n.Index)
-	}
-	return &nodeRun{node: n, cfg: cfg, started: time.Now()}, nil
-}
-
-func (n *nodeRun) add(c *actors.Consumer) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.consumers = append(n.consumers, c)
-}
-
-func (n *nodeRun) report() *swarmpb.Report {
-	n.mu.Lock()
-	health := make([]supervisor.ConsumerHealth, len(n.consumers))
-	for i, c := range n.consumers {
-		health[i] = supervisor.ConsumerHealth{Stats: c.Stats(), MaxHandlerTime: n.cfg.Consumers[i].MaxHandlerTime}
-	}
-	n.mu.Unlock()
-	r := supervisor.BuildReport(time.Now(), n.started, health, supervisor.HealthLimits{
-		PollStall: max(n.cfg.Swarm.NodeReportTimeout, supervisor.PollStallFloor), Grace: n.cfg.ShutdownTimeout,
-	})
-	ready := n.obs.Ready()
-	r.Ready, r.ReadyDetail = ready.OK, ready.Reason
-	if n.observe {
-		m, merr := n.obs.encodeMetrics()
-		s, serr := n.obs.encodeStatus()
-		r.Metrics, r.StatusJson = m, s
-		if err := errors.Join(merr, serr); err != nil && !n.warned {
-			n.warned = true
-			n.log.Warn().Err(err).Msg("the node's reports go without what does not fit (warned once)")
-		}
-	}
-	return r
-}
-
-var errSupervisorGone = errors.New("the swarm supervisor is gone")
