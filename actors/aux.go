@@ -216,13 +216,13 @@ func (a *kafkaAux) acks() {
 				succ = nil
 				continue
 			}
-			a.send(&deadLetterWritten{rec: m.Metadata.(*Record)})
+			a.send(&deadLetterWritten{rec: m.Metadata.(*envelope)})
 		case e, ok := <-errs:
 			if !ok {
 				errs = nil
 				continue
 			}
-			a.send(&deadLetterWritten{rec: e.Msg.Metadata.(*Record), err: e.Err})
+			a.send(&deadLetterWritten{rec: e.Msg.Metadata.(*envelope), err: e.Err})
 		}
 	}
 }

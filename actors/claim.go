@@ -2,6 +2,7 @@ package actors
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
@@ -123,14 +124,14 @@ func runClaim[M any](c *claim, feed claimFeed[M]) {
 // up to n records and room bytes of records that will run. Records an
 // earlier owner finished are marked inherited: they never run, and cost no
 // bytes. The records share one allocation rather than one each.
-func assemble[M any](c *claim, feed claimFeed[M], first M, n int, room int64) (batch []*Record, inherited int, used int64) {
-	slab := make([]Record, n)
-	batch = make([]*Record, 0, n)
+func assemble[M any](c *claim, feed claimFeed[M], first M, n int, room int64) (batch []*envelope, inherited int, used int64) {
+	slab := make([]envelope, n)
+	batch = make([]*envelope, 0, n)
 	for m, ok := first, true; ok; m, ok = feed.next() {
 		rec := &slab[len(batch)]
-		feed.fill(rec, m)
+		feed.fill(&rec.Record, m)
 		rec.epoch, rec.gate = c.epoch, c.gate
-		rec.size = recordSize(rec)
+		rec.size = recordSize(&rec.Record)
 		if c.finished = skipBelow(c.finished, rec.Offset); len(c.finished) > 0 && rec.Offset >= c.finished[0].From {
 			rec.inherited = true
 			inherited++
@@ -142,7 +143,30 @@ func assemble[M any](c *claim, feed claimFeed[M], first M, n int, room int64) (b
 			break // out of bytes or credits: the rest is read later
 		}
 	}
+	copyKeys(batch)
 	return batch, inherited, used
+}
+
+// copyKeys gives each record a private copy of its key (envelope.key), all
+// in one allocation per batch: the scheduler keys its map by a record's key
+// bytes, which must not change while the record is in the pipeline, and a
+// handler sees the Key slice itself.
+func copyKeys(batch []*envelope) {
+	n := 0
+	for _, rec := range batch {
+		n += len(rec.Key)
+	}
+	if n == 0 {
+		return
+	}
+	keys := make([]byte, 0, n) // exact: appending never moves it
+	for _, rec := range batch {
+		if len(rec.Key) > 0 {
+			from := len(keys)
+			keys = append(keys, rec.Key...)
+			rec.key = unsafe.String(&keys[from], len(rec.Key))
+		}
+	}
 }
 
 // skipBelow drops the ranges that end before offset (offsets only grow).

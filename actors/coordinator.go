@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"time"
-	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
@@ -14,7 +13,7 @@ import (
 
 // coordinator is the parallelism coordinator: it owns the buffer of fetched
 // records and the runners, and hands runnable records to idle runners. Any
-// idle runner takes any free key: keys are not pinned to runners.
+// idle runner takes any free key: keys are not bound to runners.
 //
 // The bookkeeping — which record runs where, which unit is busy or pinned,
 // when a partition is drained — is a pipeline.Pipeline; the coordinator is
@@ -23,21 +22,21 @@ import (
 type coordinator struct {
 	ordering config.Ordering
 	ctx      context.Context
-	handler  Handler
+	handler  *tracer
 	stats    *Stats
 	props    func(actor.Actor, ...actor.PropsOption) *actor.Props
 	log      zerolog.Logger
 	maxTime  time.Duration // max_handler_time
 	runners  int           // concurrency
 
-	p      *pipeline.Pipeline[*Record]
+	p      *pipeline.Pipeline[*envelope]
 	pids   []*actor.PID           // by runner id
 	parts  map[uint64]*assignment // by epoch
 	timers *scheduler.TimerScheduler
 	check  scheduler.CancelFunc // the armed stealCheck, nil if none
 
 	policy failurePolicy
-	parked map[*Record]scheduler.CancelFunc // the retry timers of parked records
+	parked map[*envelope]scheduler.CancelFunc // the retry timers of parked records
 
 	stopped       bool // Stopping was received: nothing is in the pipeline any more
 	dispatched    bool // this message dispatched: arm the stealCheck if a batch needs it
@@ -57,9 +56,9 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 		parts:    make(map[uint64]*assignment),
 		policy:   newFailurePolicy(spec.consumer),
 		log:      spec.log,
-		parked:   make(map[*Record]scheduler.CancelFunc),
+		parked:   make(map[*envelope]scheduler.CancelFunc),
 	}
-	co.p = pipeline.New[*Record](recordItem{co}, co.runners, maxRun)
+	co.p = pipeline.New[*envelope](recordItem{co}, co.runners, maxRun)
 	return co
 }
 
@@ -72,7 +71,7 @@ type assignment struct {
 	unit   string // its unit string under partition ordering (and for keyless records)
 }
 
-func (co *coordinator) assignment(rec *Record) *assignment {
+func (co *coordinator) assignment(rec *envelope) *assignment {
 	a := co.parts[rec.epoch]
 	if a == nil {
 		a = &assignment{tp: rec.TP(), unit: "\x00partition\x00" + rec.TP().String()}
@@ -213,11 +212,11 @@ func (co *coordinator) handleSchedule(m *scheduleRecords) {
 
 // unit names what must not run twice at once under the ordering strategy.
 // It is computed once per record and must not allocate per record: a key's
-// unit is the key's own bytes (a record's key is never modified after the
-// fetch), a partition's unit string is made once per assignment. Two
+// unit is the record's private copy of its key (envelope.key, one
+// allocation per fetched batch, out of the handler's reach), a partition's unit string is made once per assignment. Two
 // different things sharing a unit by accident (a key equal to a partition's
 // unit string) would only serialize more, never less.
-func (co *coordinator) unit(rec *Record, a *assignment) string {
+func (co *coordinator) unit(rec *envelope, a *assignment) string {
 	switch {
 	case co.ordering == config.OrderingUnordered:
 		return ""
@@ -226,7 +225,7 @@ func (co *coordinator) unit(rec *Record, a *assignment) string {
 	case len(rec.Key) == 0:
 		return emptyKeyUnit
 	default:
-		return unsafe.String(unsafe.SliceData(rec.Key), len(rec.Key))
+		return rec.key
 	}
 }
 
@@ -237,10 +236,10 @@ const emptyKeyUnit = "\x00empty-key"
 // recordItem tells the pipeline about records, and judges their failures.
 type recordItem struct{ co *coordinator }
 
-func (recordItem) Unit(r *Record) string  { return r.unit }
-func (recordItem) Epoch(r *Record) uint64 { return r.epoch }
-func (recordItem) Offset(r *Record) int64 { return r.Offset }
-func (it recordItem) Judge(r *Record, err error) pipeline.Verdict {
+func (recordItem) Unit(r *envelope) string  { return r.unit }
+func (recordItem) Epoch(r *envelope) uint64 { return r.epoch }
+func (recordItem) Offset(r *envelope) int64 { return r.Offset }
+func (it recordItem) Judge(r *envelope, err error) pipeline.Verdict {
 	if it.co.lost(r) {
 		// Cancelled because its partition was taken away: not a failure
 		// and not finished. The next owner handles it again.
@@ -251,7 +250,7 @@ func (it recordItem) Judge(r *Record, err error) pipeline.Verdict {
 
 // lost reports whether rec's partition was taken from this consumer while
 // the tree goes on (an expired revocation cancelled its assignment).
-func (co *coordinator) lost(rec *Record) bool {
+func (co *coordinator) lost(rec *envelope) bool {
 	a := co.parts[rec.epoch]
 	return co.ctx.Err() == nil && a != nil && a.ctx.Err() != nil
 }
@@ -320,7 +319,7 @@ func (co *coordinator) flush(c actor.Context) {
 }
 
 // failures converts the pipeline's failures for the orchestrator.
-func failures(fs []pipeline.Failure[*Record]) []recordFailure {
+func failures(fs []pipeline.Failure[*envelope]) []recordFailure {
 	if len(fs) == 0 {
 		return nil
 	}
@@ -381,7 +380,7 @@ func (co *coordinator) armStealCheck(c actor.Context) {
 // returnCredits gives the fetch credits of finished records (one each, and
 // their bytes) back to their partitions' gates, one call per run of records
 // sharing a gate.
-func returnCredits(recs []*Record) {
+func returnCredits(recs []*envelope) {
 	for i := 0; i < len(recs); {
 		bytes := recs[i].size
 		j := i + 1

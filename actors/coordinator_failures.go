@@ -11,7 +11,7 @@ import (
 // tells the pipeline what becomes of it. Under Retry and DeadLetter the
 // pipeline keeps the record's unit pinned (parked for a retry, or waiting for
 // the dead-letter topic's acknowledgement).
-func (co *coordinator) failed(rec *Record, err error) pipeline.Verdict {
+func (co *coordinator) failed(rec *envelope, err error) pipeline.Verdict {
 	rec.attempts++
 	co.stats.failed.Add(1)
 	if outOfFiles(err) {
@@ -37,7 +37,7 @@ func (co *coordinator) failed(rec *Record, err error) pipeline.Verdict {
 
 // park arms the retry timer of a record the pipeline parked: retryDue makes
 // it ready again (unless its partition went meanwhile, which cancels it).
-func (co *coordinator) park(c actor.Context, rec *Record, err error) {
+func (co *coordinator) park(c actor.Context, rec *envelope, err error) {
 	delay := co.policy.retryDelay(rec.attempts, rand.Float64(), err)
 	co.parked[rec] = co.timers.SendOnce(delay, c.Self(), &retryDue{rec: rec})
 	co.stats.retries.Add(1)

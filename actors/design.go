@@ -39,22 +39,24 @@ package actors
 //
 // # Topology
 //
-//	restarter            restarts the whole tree after any failure (clean slate)
+//	restarter                    restarts the whole tree after any failure (clean slate)
 //	└── orchestrator             routes every batch; the only actor that knows the flow
 //	    ├── offsetController     per partition: watermark.Tracker (lowest unfinished offset)
-//	    ├── coordinator          schedule.Scheduler (the buffer and the ordering) + runners
-//	    │   └── runner × concurrency   runs the Handler, panics recovered
+//	    ├── coordinator          pipeline.Pipeline (over schedule.Scheduler: the buffer,
+//	    │                        the ordering, the runners' batches) + runners
+//	    │   └── runner × concurrency   runs the Handler on a copy of the Record, panics recovered
 //	    └── clientProxy          the only actor that talks to Kafka, through its kafkaSide:
-//	                             kafkaGroup (sarama), or memGroup (in memory, for actors/harness)
+//	                             kafkaGroup (sarama), or memGroup (in memory, for actors/harness);
+//	                             both run one claim per owned partition (claim.go)
 //
 // # Message flow (every arrow carries a batch, not a record)
 //
-//  1. A claim goroutine of kafkaGroup takes credits from its partition's gate
-//     and reads at most that many records from sarama, charging their bytes,
-//     while byte credits last → claimFetched → proxy.
+//  1. A claim (runClaim, whichever side feeds it) takes credits from its
+//     partition's gate and reads at most that many records, charging their
+//     bytes, while byte credits last → claimFetched → proxy.
 //  2. proxy → orchestrator: recordsFetched → offsetController (trackRecords)
 //     and coordinator (scheduleRecords).
-//  3. coordinator: Scheduler.Add, then gives runnable records to idle runners
+//  3. coordinator: Pipeline.Add, then Dispatch gives runnable records to idle runners
 //     (runRecords; one record each for slow handlers, small batches for fast
 //     ones; a batch's unstarted tail can be taken back, its finished head
 //     accounted for early, so a slow record never holds the others).
@@ -169,7 +171,7 @@ package actors
 // # Observation
 //
 // What a consumer shows costs nothing on the record path beyond a few
-// atomic stores: Stats holds its counters, and each partition assignment's
+// atomic stores: consumerStats holds its counters, and each partition assignment's
 // gate holds a partWatch that the actors owning each value write as it
 // changes (the proxy the committed offset, high watermark and lag; the
 // offset controller when the oldest unfinished record arrived, kept per
@@ -179,15 +181,23 @@ package actors
 // With Options.Metrics, runners also observe the handler and buffer-wait
 // histograms, sharded by runner so that cores do not share their counters.
 //
-// Start wraps the handler in a tracer (trace.go): a record's W3C
+// New wraps the handler in a tracer (trace.go): a record's W3C
 // traceparent reaches the handler's context, and with a TracerProvider each
 // attempt is a span.
 //
 // # State ownership
 //
-// Each actor owns its state alone. The only shared objects are the gates
-// (claim goroutine ↔ proxy ↔ coordinator, a mutex; their partWatch,
-// atomics), the runBatch (runner ↔ coordinator, atomics), and Stats
-// (atomics, read by anyone).
+// Each actor owns its state alone. The only shared objects are:
+//   - the gates, under a mutex: the claim takes credits; the proxy sizes
+//     them; the coordinator gives finished records' credits back; the
+//     offset controller sets the reading limit that bounds the watermark
+//     window (checkWindow). Their partWatch, atomics: the proxy writes the
+//     committed offset, high watermark and lag, the offset controller the
+//     oldest unfinished record's arrival, the claim its pause, the runners
+//     their records in flight; Collector and Partitions read them.
+//   - the runBatch (pipeline.Batch), atomics: its runner claims and
+//     finishes records, the coordinator takes back what was not started.
+//   - consumerStats, atomics, read by anyone.
+//   - an envelope's Record, read-only once fetched: the handler gets a copy.
 
 // (This comment is not the package documentation: see doc.go.)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/turbokafka/turbo/health"
+	"github.com/turbokafka/turbo/actors/health"
 )
 
 // Check is a health verdict with the reason for a failing one.

@@ -122,7 +122,7 @@ func (l *sideLife) sessionStarted(sess groupSession) { l.send(&sessionStarted{se
 func (l *sideLife) stopped(err error) { l.send(&groupStopped{err: err}) }
 
 // deadLettered tells the proxy how writing rec to the dead-letter topic went.
-func (l *sideLife) deadLettered(rec *Record, err error) {
+func (l *sideLife) deadLettered(rec *envelope, err error) {
 	l.send(&deadLetterWritten{rec: rec, err: err})
 }
 

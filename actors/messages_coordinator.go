@@ -6,7 +6,7 @@ import "time"
 
 // scheduleRecords hands fetched records to the coordinator's buffer.
 type scheduleRecords struct {
-	records []*Record
+	records []*envelope
 }
 
 // revokePartition drops a partition's buffered records; the coordinator answers
@@ -18,15 +18,15 @@ type revokePartition struct {
 
 // retryDue is the coordinator's timer: a parked record's backoff is over.
 type retryDue struct {
-	rec *Record
+	rec *envelope
 }
 
 // deadLettered (orchestrator → coordinator): the dead-letter topic
 // acknowledged records, whose keys may go on, and failed others, which leave
 // the pipeline unfinished (the tree restarts) and keep their keys held.
 type deadLettered struct {
-	records []*Record
-	failed  []*Record
+	records []*envelope
+	failed  []*envelope
 }
 
 // haltRunners (orchestrator → coordinator): the generation is torn down after

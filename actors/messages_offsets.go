@@ -11,12 +11,12 @@ type trackPartition struct {
 // trackRecords registers records handed out for processing (one partition,
 // offset order).
 type trackRecords struct {
-	records []*Record
+	records []*envelope
 }
 
 // markDone marks records finished.
 type markDone struct {
-	records []*Record
+	records []*envelope
 }
 
 // finalizePartition asks for the partition's last watermark and forgets it.

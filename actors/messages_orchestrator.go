@@ -14,7 +14,7 @@ type startDrain struct {
 // recordsFetched (client proxy → orchestrator): a batch from one partition, in
 // offset order.
 type recordsFetched struct {
-	records   []*Record
+	records   []*envelope
 	inherited int // how many of them an earlier owner already finished
 }
 
@@ -22,8 +22,8 @@ type recordsFetched struct {
 // topic acknowledged, and the error of a write that failed (nil if none)
 // with its record.
 type deadLetterDone struct {
-	written []*Record
-	failed  []*Record
+	written []*envelope
+	failed  []*envelope
 	err     error
 }
 
@@ -63,13 +63,13 @@ type intakeStopped struct{}
 
 // recordsFinished (coordinator → orchestrator): records whose handler ran.
 type recordsFinished struct {
-	done   []*Record       // succeeded, or skipped by policy
+	done   []*envelope     // succeeded, or skipped by policy
 	failed []recordFailure // failed for good under on_failure: fail
 	dead   []recordFailure // failed for good under on_failure: dlq
 }
 
 type recordFailure struct {
-	rec *Record
+	rec *envelope
 	err error
 }
 

@@ -20,7 +20,7 @@ type claimStarted struct {
 type claimFetched struct {
 	tp        TopicPartition
 	epoch     uint64
-	records   []*Record
+	records   []*envelope
 	inherited int // records an earlier owner finished (see Record.inherited)
 	hwm       int64
 }
@@ -86,6 +86,6 @@ type produceDeadLetters struct {
 
 // deadLetterWritten: the dead-letter producer's outcome for one record.
 type deadLetterWritten struct {
-	rec *Record
+	rec *envelope
 	err error
 }

@@ -12,4 +12,4 @@ type runRecords struct {
 // runBatch is shared by the runner that runs it and the coordinator's
 // pipeline, which may take back the records the runner has not started and
 // account for those it finished before the batch ends (see pipeline.Batch).
-type runBatch = pipeline.Batch[*Record]
+type runBatch = pipeline.Batch[*envelope]

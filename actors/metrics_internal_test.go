@@ -8,23 +8,23 @@ import (
 )
 
 // runOne is one record through a runner's handle, as the tree runs it.
-func runOne(r *runner, rec *Record) {
-	if _, err := r.handle(context.Background(), rec, time.Now()); err != nil {
+func runOne(r *runner, rec *envelope) {
+	if _, err := r.handle(context.Background(), rec, &rec.Record, time.Now()); err != nil {
 		panic(err)
 	}
 }
 
-func newBenchRunner(metrics bool) (*runner, *Record) {
+func newBenchRunner(metrics bool) (*runner, *envelope) {
 	s := &Stats{}
 	if metrics {
 		s.enableHistograms("bench")
 	}
-	r := &runner{handler: HandlerFunc(func(context.Context, *Record) error { return nil }), since: new(atomic.Int64)}
+	r := &runner{handler: traced(HandlerFunc(func(context.Context, *Record) error { return nil }), "bench", nil), since: new(atomic.Int64)}
 	if metrics {
 		r.handlerTime, r.waitTime = s.handlerTime.shard(0), s.waitTime.shard(0)
 	}
 	g := newGate(1, 1)
-	return r, &Record{gate: g, arrived: 1}
+	return r, &envelope{gate: g, arrived: 1}
 }
 
 // The histograms add no allocation to a record's run (and take no lock:
@@ -72,11 +72,11 @@ func BenchmarkRunnerHandleParallel(b *testing.B) {
 			var ids atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {
 				id := int(ids.Add(1))
-				r := &runner{id: id, handler: HandlerFunc(func(context.Context, *Record) error { return nil }), since: new(atomic.Int64)}
+				r := &runner{id: id, handler: traced(HandlerFunc(func(context.Context, *Record) error { return nil }), "bench", nil), since: new(atomic.Int64)}
 				if metrics {
 					r.handlerTime, r.waitTime = s.handlerTime.shard(id), s.waitTime.shard(id)
 				}
-				rec := &Record{gate: newGate(1, 1), arrived: 1}
+				rec := &envelope{gate: newGate(1, 1), arrived: 1}
 				for pb.Next() {
 					runOne(r, rec)
 				}

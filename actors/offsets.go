@@ -135,7 +135,7 @@ func (oc *offsetController) Receive(c actor.Context) {
 // assignment; records of an earlier assignment are ignored. last is the
 // previous answer: neighbouring records mostly share a partition, and
 // checking it first spares a map lookup per record.
-func (oc *offsetController) current(rec *Record, last *partitionWatermark) *partitionWatermark {
+func (oc *offsetController) current(rec *envelope, last *partitionWatermark) *partitionWatermark {
 	if last != nil && last.epoch == rec.epoch {
 		return last
 	}

@@ -93,7 +93,7 @@ func (o *orchestrator) handleFetched(c actor.Context, m *recordsFetched) {
 	// Records an earlier owner finished (per the commit metadata) are
 	// tracked and marked done at once, so the watermark passes them, but
 	// never run again.
-	var run, skip []*Record
+	var run, skip []*envelope
 	for _, rec := range m.records {
 		if rec.inherited {
 			skip = append(skip, rec)

@@ -159,10 +159,10 @@ func (p *clientProxy) mark(tp TopicPartition, hp *ownedPartition, offset int64, 
 
 func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWritten) {
 	if m.err != nil {
-		c.Send(c.Parent(), &deadLetterDone{failed: []*Record{m.rec}, err: fmt.Errorf("%s@%d: %w", m.rec.TP(), m.rec.Offset, m.err)})
+		c.Send(c.Parent(), &deadLetterDone{failed: []*envelope{m.rec}, err: fmt.Errorf("%s@%d: %w", m.rec.TP(), m.rec.Offset, m.err)})
 		return
 	}
-	c.Send(c.Parent(), &deadLetterDone{written: []*Record{m.rec}})
+	c.Send(c.Parent(), &deadLetterDone{written: []*envelope{m.rec}})
 }
 
 func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {

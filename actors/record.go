@@ -10,8 +10,10 @@ import (
 // Record is one Kafka record as turbo hands it to a Handler. It is turbo's own
 // type, so handlers do not depend on the Kafka client library.
 //
-// A handler must treat the record as read-only: the same value is shared with
-// the offset controller while it runs.
+// Each attempt gets a Record of its own: a handler may keep it, or change its
+// fields, without touching what turbo keeps of the record. The bytes of Key,
+// Value and Headers are shared, though (with a retry, and the dead-letter
+// topic): read them, do not modify them.
 type Record struct {
 	Topic     string
 	Partition int32
@@ -20,12 +22,21 @@ type Record struct {
 	Value     []byte
 	Headers   []Header
 	Timestamp time.Time
+}
 
+// envelope is a record as the pipeline carries it: the Record and what the
+// actors keep about it. Handlers never see it (runner.go hands them a copy
+// of the Record).
+type envelope struct {
+	Record
 	// epoch identifies the assignment of the partition this record was
 	// fetched under. A partition that is revoked and assigned again gets a new
 	// epoch, so completions of the old assignment can never move the new
 	// assignment's watermark.
 	epoch uint64
+	// key is a private copy of Key (copyKeys), which the coordinator's unit
+	// is made of; "" when the key is empty or null.
+	key string
 	// unit is what the ordering strategy serializes the record on (its key,
 	// its partition, or "" when unordered), set once by the coordinator.
 	unit string

@@ -14,7 +14,7 @@ import (
 
 // Trace context (W3C, https://www.w3.org/TR/trace-context/) travels in a
 // record's headers under the names HTTP uses: traceparent and tracestate.
-// Start wraps every consumer's handler in a tracer that, for each attempt,
+// New wraps every consumer's handler in a tracer that, for each attempt,
 // puts the record's trace context into the handler's context — where
 // trace.SpanContextFromContext finds it, and where the http handler reads
 // what it forwards — and, when Options.TracerProvider is set, runs the
@@ -67,7 +67,7 @@ type tracer struct {
 }
 
 // traced wraps h for the consumer; tp nil means no spans.
-func traced(h Handler, consumer string, tp trace.TracerProvider) Handler {
+func traced(h Handler, consumer string, tp trace.TracerProvider) *tracer {
 	t := &tracer{next: h, consumer: consumer}
 	if tp != nil {
 		t.spans = tp.Tracer(tracerName)
@@ -75,20 +75,20 @@ func traced(h Handler, consumer string, tp trace.TracerProvider) Handler {
 	return t
 }
 
-// Handle implements Handler.
-func (t *tracer) Handle(ctx context.Context, rec *Record) error {
+// handle runs one attempt of rec: attempt counts from 1.
+func (t *tracer) handle(ctx context.Context, rec *Record, attempt int) error {
 	if t.spans == nil {
 		if !hasTraceHeader(rec.Headers) {
 			return t.next.Handle(ctx, rec)
 		}
 		return t.next.Handle(withRecordTrace(ctx, rec), rec)
 	}
-	return t.handleInSpan(ctx, rec)
+	return t.handleInSpan(ctx, rec, attempt)
 }
 
 // handleInSpan runs one attempt inside its span. A panic is recorded on the
 // span and raised again, for safeHandle to turn into the record's failure.
-func (t *tracer) handleInSpan(ctx context.Context, rec *Record) (err error) {
+func (t *tracer) handleInSpan(ctx context.Context, rec *Record, attempt int) (err error) {
 	parent := ctx
 	if hasTraceHeader(rec.Headers) {
 		parent = withRecordTrace(ctx, rec)
@@ -100,11 +100,7 @@ func (t *tracer) handleInSpan(ctx context.Context, rec *Record) (err error) {
 			attrTopic.String(rec.Topic),
 			attrPartition.Int64(int64(rec.Partition)),
 			attrOffset.Int64(rec.Offset),
-			// attempts counts the failed runs before this one: it is
-			// written by the coordinator only between runs, and the
-			// runRecords message that brought the record here orders that
-			// write before this read.
-			attrAttempt.Int(rec.attempts+1),
+			attrAttempt.Int(attempt),
 		))
 	returned := false
 	defer func() {

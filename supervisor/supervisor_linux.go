@@ -117,6 +117,11 @@ func (r *run) loop(ctx context.Context) {
 	wake := time.NewTimer(time.Hour)
 	defer wake.Stop()
 	done := ctx.Done()
+	// Local, like done: set to nil once seen (a closed channel is always
+	// ready). Not r.kill, which is the Supervisor's own field: the run
+	// embeds it, and writing through the embedding would change Kill's
+	// channel under it.
+	kill := r.kill
 	for {
 		now := time.Now()
 		r.startDue(now)
@@ -134,8 +139,8 @@ func (r *run) loop(ctx context.Context) {
 			done = nil
 			r.log.Info().Msg("swarm stopping: signal")
 			r.stopAll(time.Now(), nil)
-		case <-r.kill:
-			r.kill = nil
+		case <-kill:
+			kill = nil
 			r.killAll()
 		case e := <-r.events:
 			r.noticePause(time.Now())

@@ -91,17 +91,18 @@ func (r *recorder) unit(rec *actors.Record) string {
 
 func (r *recorder) call(ctx context.Context, rec *actors.Record, next actors.Handler) (err error) {
 	idx, unit := r.begin(rec)
+	given := *rec // the record as given, whatever the handler does to rec
 	ended := false
 	defer func() {
 		if !ended { // a panic on its way to the runner, which recovers it
-			r.end(idx, unit, rec, ErrPanicked)
+			r.end(idx, unit, &given, ErrPanicked)
 		}
 	}()
 	if next != nil {
 		err = next.Handle(ctx, rec)
 	}
 	ended = true
-	r.end(idx, unit, rec, err)
+	r.end(idx, unit, &given, err)
 	return err
 }
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
-	"github.com/turbokafka/turbo/health"
+	"github.com/turbokafka/turbo/actors/health"
 	"github.com/turbokafka/turbo/proto/swarmpb"
 )
 
