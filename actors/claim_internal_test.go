@@ -253,7 +253,7 @@ func memSideRun(t *testing.T) sideRun {
 	cluster := memkafka.New()
 	tp := memkafka.TopicPartition{Topic: "t"}
 	g := &memGroup{cluster: cluster, topics: []string{"t"}, maxBatch: maxFetchBatch, revokeWait: 10 * time.Second,
-		readMeta: true, stats: &Stats{}, log: zerolog.New(zerolog.NewTestWriter(t))}
+		readMeta: true, stats: &consumerStats{}, log: zerolog.New(zerolog.NewTestWriter(t))}
 	return sideRun{
 		side: g, life: &g.sideLife,
 		produce: func(t *testing.T, values [][]byte) {
@@ -293,7 +293,7 @@ func saramaSideRun(t *testing.T) sideRun {
 		released: &releasedAt{}, brokers: b.Addrs(), groupID: consumer.Group, topics: consumer.Topics,
 		cfg: saramaConfig(cfg.Kafka, consumer, time.Second), net: kafkanet.New(cfg.Kafka, log), log: log,
 		retry:    backoff.Policy{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2},
-		maxBatch: maxFetchBatch, revokeWait: 10 * time.Second, readMeta: true, auxQueue: 16, stats: &Stats{},
+		maxBatch: maxFetchBatch, revokeWait: 10 * time.Second, readMeta: true, auxQueue: 16, stats: &consumerStats{},
 	}
 	client := func(t *testing.T) sarama.Client {
 		sc := sarama.NewConfig()

@@ -53,7 +53,7 @@ type Consumer struct {
 	group      string
 	sys        *actor.ActorSystem // its own
 	pid        *actor.PID
-	stats      *Stats
+	stats      *consumerStats
 	stopped    chan struct{}
 	pool       *workerPool
 	stopOnce   sync.Once
@@ -114,7 +114,7 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 		kn.Warn()
 	}
 	sys := newSystem(log)
-	c := &Consumer{name: cc.Name, group: cc.Group, sys: sys, stats: &Stats{}, stopped: make(chan struct{}), pool: newWorkerPool(300),
+	c := &Consumer{name: cc.Name, group: cc.Group, sys: sys, stats: &consumerStats{}, stopped: make(chan struct{}), pool: newWorkerPool(300),
 		shutdown: cfg.ShutdownTimeout, maxHandler: cc.MaxHandlerTime}
 	if opts.Metrics {
 		c.stats.enableHistograms(cc.Name)

@@ -23,7 +23,7 @@ type coordinator struct {
 	ordering config.Ordering
 	ctx      context.Context
 	handler  *tracer
-	stats    *Stats
+	stats    *consumerStats
 	props    func(actor.Actor, ...actor.PropsOption) *actor.Props
 	log      zerolog.Logger
 	maxTime  time.Duration // max_handler_time

@@ -137,7 +137,7 @@ package actors
 // the rest goes back to the scheduler. A failure caused by the process
 // running out of file descriptors (EMFILE, ENFILE: a handler's dial) is not
 // the record's: it is retried without using up max_attempts, explained once
-// in the log with the RLIMIT_NOFILE values, and counted (Stats.FileLimit).
+// in the log with the RLIMIT_NOFILE values, and counted (Snapshot.FileLimit).
 //
 // An escalated failure, or a panic in an actor (escalated through protoactor),
 // reaches the restarter (treeFailed). The restarter cancels the

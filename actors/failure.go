@@ -94,5 +94,5 @@ func reportOutOfFiles(log zerolog.Logger, err error, concurrency int) {
 	ev.Msg("the process ran out of file descriptors (RLIMIT_NOFILE, or the system's table for ENFILE): " +
 		"raise the limit (ulimit -n, systemd LimitNOFILE=) or lower concurrency; " +
 		"these failures are retried with backoff and do not count against retry.max_attempts " +
-		"(reported once; counted in Stats.FileLimit)")
+		"(reported once; counted in Snapshot.FileLimit)")
 }

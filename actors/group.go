@@ -36,7 +36,7 @@ type kafkaGroup struct {
 	dlqTopic   string        // "" without a dead-letter topic
 	readMeta   bool          // skip what the commit metadata says finished
 	auxQueue   int           // dead letters that may wait for the producer
-	stats      *Stats        // sessions, for health reports
+	stats      *consumerStats        // sessions, for health reports
 
 	sideLife // run is its session goroutine
 

@@ -29,7 +29,7 @@ type memGroup struct {
 	revokeWait time.Duration
 	dlqTopic   string
 	readMeta   bool
-	stats      *Stats
+	stats      *consumerStats
 	log        zerolog.Logger
 
 	sideLife

@@ -38,7 +38,7 @@ func refusalKind(r *kafkanet.Refusal) connErrorKind {
 	}
 }
 
-func (s *Stats) connError(k connErrorKind) { s.connErrs[k].Add(1) }
+func (s *consumerStats) connError(k connErrorKind) { s.connErrs[k].Add(1) }
 
 // Histogram buckets, in seconds. Handler times span a no-op (microseconds)
 // to a slow downstream (a minute); commits are a round trip to the group
@@ -51,7 +51,7 @@ var (
 // enableHistograms makes the consumer's histograms: from then on every
 // handler attempt, every record's wait in the buffer and every commit is
 // observed (a lock-free atomic update, no allocation).
-func (s *Stats) enableHistograms(consumer string) {
+func (s *consumerStats) enableHistograms(consumer string) {
 	labels := prometheus.Labels{"consumer": consumer}
 	s.handlerTime = newHistogram("turbo_handler_duration_seconds", "Time one handler attempt took.", handlerBuckets, labels)
 	s.waitTime = newHistogram("turbo_buffer_wait_seconds",
@@ -61,7 +61,7 @@ func (s *Stats) enableHistograms(consumer string) {
 }
 
 // observeCommit records a commit's duration when histograms are on.
-func (s *Stats) observeCommit(start time.Time) {
+func (s *consumerStats) observeCommit(start time.Time) {
 	if s.commitTime != nil {
 		s.commitTime.shard(0).Observe(time.Since(start).Seconds()) // one committer
 	}
@@ -82,7 +82,7 @@ type metricDesc struct {
 }
 
 type consumerCollector struct {
-	stats   *Stats
+	stats   *consumerStats
 	metrics []metricDesc
 	conn    *prometheus.Desc
 	ready   *prometheus.Desc
@@ -94,7 +94,7 @@ type partitionDesc struct {
 	val func(*PartitionStats, time.Time) float64
 }
 
-func newConsumerCollector(name string, s *Stats) *consumerCollector {
+func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 	labels := prometheus.Labels{"consumer": name}
 	desc := func(fq, help string, kind prometheus.ValueType, val func(*Snapshot) float64) metricDesc {
 		return metricDesc{prometheus.NewDesc(fq, help, nil, labels), kind, val}

@@ -15,7 +15,7 @@ func runOne(r *runner, rec *envelope) {
 }
 
 func newBenchRunner(metrics bool) (*runner, *envelope) {
-	s := &Stats{}
+	s := &consumerStats{}
 	if metrics {
 		s.enableHistograms("bench")
 	}
@@ -64,7 +64,7 @@ func BenchmarkRunnerHandleParallel(b *testing.B) {
 			name = "metrics-on"
 		}
 		b.Run(name, func(b *testing.B) {
-			s := &Stats{}
+			s := &consumerStats{}
 			if metrics {
 				s.enableHistograms("bench")
 			}

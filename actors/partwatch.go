@@ -42,8 +42,8 @@ type PartitionStats struct {
 	OldestUnfinished time.Time
 }
 
-// trackPartition shows a newly assigned partition in Stats.Partitions.
-func (s *Stats) trackPartition(tp TopicPartition, g *gate) {
+// trackPartition shows a newly assigned partition in Consumer.Partitions.
+func (s *consumerStats) trackPartition(tp TopicPartition, g *gate) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.parts == nil {
@@ -54,7 +54,7 @@ func (s *Stats) trackPartition(tp TopicPartition, g *gate) {
 
 // untrackPartition removes a partition that is no longer owned (unless a
 // newer assignment of it replaced the gate already).
-func (s *Stats) untrackPartition(tp TopicPartition, g *gate) {
+func (s *consumerStats) untrackPartition(tp TopicPartition, g *gate) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.parts[tp] == g {
@@ -63,7 +63,7 @@ func (s *Stats) untrackPartition(tp TopicPartition, g *gate) {
 }
 
 // untrackAll forgets every partition (the tree is torn down).
-func (s *Stats) untrackAll() {
+func (s *consumerStats) untrackAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.parts)
@@ -71,7 +71,7 @@ func (s *Stats) untrackAll() {
 
 // Partitions returns the owned partitions' state, sorted by topic and
 // partition.
-func (s *Stats) Partitions() []PartitionStats {
+func (s *consumerStats) Partitions() []PartitionStats {
 	type owned struct {
 		tp TopicPartition
 		g  *gate

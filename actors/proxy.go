@@ -20,7 +20,7 @@ type clientProxy struct {
 	budgetBytes     int64 // their bytes allowed: max_buffered_bytes
 	revokeTimeout   time.Duration
 	shutdownTimeout time.Duration
-	stats           *Stats
+	stats           *consumerStats
 	log             zerolog.Logger
 
 	sess     groupSession

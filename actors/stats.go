@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// Stats are a consumer's live counters. Actors write them with atomics and
+// consumerStats are a consumer's live counters. Actors write them with atomics and
 // readers (the CLI's status line, health reports) take a Snapshot at any time,
 // so observing a consumer never costs a message round trip through the tree.
-type Stats struct {
+type consumerStats struct {
 	fetched   atomic.Int64
 	processed atomic.Int64
 	failed    atomic.Int64
@@ -57,7 +57,7 @@ type Stats struct {
 
 // setKafkaError records why Kafka refuses the connection ("" once it
 // answers), for the status output and health reports.
-func (s *Stats) setKafkaError(cause string) {
+func (s *consumerStats) setKafkaError(cause string) {
 	if cause == "" {
 		s.kafkaErr.Store(nil)
 		return
@@ -67,7 +67,7 @@ func (s *Stats) setKafkaError(cause string) {
 
 // giveUp records that the consumer cannot run (Kafka refuses it at
 // start-up) and closes the channel of gaveUpWith; only the first call counts.
-func (s *Stats) giveUp(err error) {
+func (s *consumerStats) giveUp(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fatal != nil {
@@ -78,13 +78,13 @@ func (s *Stats) giveUp(err error) {
 }
 
 // gaveUpWith returns a channel closed once giveUp is called, and its error.
-func (s *Stats) gaveUpWith() (<-chan struct{}, error) {
+func (s *consumerStats) gaveUpWith() (<-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.failedLocked(), s.fatal
 }
 
-func (s *Stats) failedLocked() chan struct{} {
+func (s *consumerStats) failedLocked() chan struct{} {
 	if s.gaveUp == nil {
 		s.gaveUp = make(chan struct{})
 	}
@@ -93,7 +93,7 @@ func (s *Stats) failedLocked() chan struct{} {
 
 // handlerClock returns runner id's slot for the start of its handler calls.
 // Runners of every generation share the slots of the same id.
-func (s *Stats) handlerClock(id int) *atomic.Int64 {
+func (s *consumerStats) handlerClock(id int) *atomic.Int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.running) <= id {
@@ -103,7 +103,7 @@ func (s *Stats) handlerClock(id int) *atomic.Int64 {
 }
 
 // setPaused shows whether the partition of gate g is paused.
-func (s *Stats) setPaused(g *gate, on bool) {
+func (s *consumerStats) setPaused(g *gate, on bool) {
 	g.watch.paused.Store(on)
 	if on {
 		s.paused.Add(1)
@@ -113,12 +113,12 @@ func (s *Stats) setPaused(g *gate, on bool) {
 }
 
 // sessionStarted and sessionEnded follow the consumer group's sessions.
-func (s *Stats) sessionStarted() {
+func (s *consumerStats) sessionStarted() {
 	s.inSession.Store(true)
 	s.rebalances.Add(1)
 }
 
-func (s *Stats) sessionEnded() {
+func (s *consumerStats) sessionEnded() {
 	if s.inSession.Swap(false) {
 		s.lastPoll.Store(time.Now().UnixNano())
 	}
@@ -126,7 +126,7 @@ func (s *Stats) sessionEnded() {
 
 // oldestHandler returns when the longest-running handler call began, or the
 // zero time when no handler runs.
-func (s *Stats) oldestHandler() time.Time {
+func (s *consumerStats) oldestHandler() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var oldest int64
@@ -141,7 +141,7 @@ func (s *Stats) oldestHandler() time.Time {
 	return time.Unix(0, oldest)
 }
 
-// Snapshot is a point-in-time copy of Stats.
+// Snapshot is a point-in-time copy of a consumer's counters (Consumer.Stats).
 type Snapshot struct {
 	Fetched   int64     // records received from Kafka
 	Processed int64     // records whose handler succeeded
@@ -176,7 +176,7 @@ type Snapshot struct {
 }
 
 // Snapshot returns the current values.
-func (s *Stats) Snapshot() Snapshot {
+func (s *consumerStats) Snapshot() Snapshot {
 	var last, poll time.Time
 	if ns := s.lastFetch.Load(); ns != 0 {
 		last = time.Unix(0, ns)

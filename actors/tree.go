@@ -25,7 +25,7 @@ type treeSpec struct {
 	brokers         []string
 	shutdownTimeout time.Duration
 	handler         *tracer
-	stats           *Stats
+	stats           *consumerStats
 	log             zerolog.Logger
 	retry           backoff.Policy // for reconnecting to Kafka
 	dispatcher      actor.Dispatcher
