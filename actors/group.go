@@ -32,11 +32,11 @@ type kafkaGroup struct {
 	log        zerolog.Logger
 	retry      backoff.Policy
 	maxBatch   int
-	revokeWait time.Duration // upper bound on a revocation handshake
-	dlqTopic   string        // "" without a dead-letter topic
-	readMeta   bool          // skip what the commit metadata says finished
-	auxQueue   int           // dead letters that may wait for the producer
-	stats      *consumerStats        // sessions, for health reports
+	revokeWait time.Duration  // upper bound on a revocation handshake
+	dlqTopic   string         // "" without a dead-letter topic
+	readMeta   bool           // skip what the commit metadata says finished
+	auxQueue   int            // dead letters that may wait for the producer
+	stats      *consumerStats // sessions, for health reports
 
 	sideLife // run is its session goroutine
 
