@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/turbokafka/turbo/actors/internal/modeltest"
 )
 
 // The model test drives a Pipeline with random operations — adds, dispatch,
@@ -513,7 +515,7 @@ func (h *harness) halt() {
 }
 
 // runModel drives a Pipeline with the choices src makes.
-func runModel(t testing.TB, src opSource, nUnits, runners, maxRun int) map[how]int {
+func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int) map[how]int {
 	h := newHarness(t, runners, maxRun)
 	units := []string{""}
 	for i := 1; i <= nUnits; i++ {
@@ -521,13 +523,13 @@ func runModel(t testing.TB, src opSource, nUnits, runners, maxRun int) map[how]i
 	}
 	reported := map[*rec]bool{}
 	epochs := []uint64{}
-	next := func(n int) int { v, _ := src.intn(n); return v }
+	next := func(n int) int { v, _ := src.Intn(n); return v }
 	for {
-		op, ok := src.intn(32)
+		op, ok := src.Intn(32)
 		if !ok {
 			break
 		}
-		arg, ok := src.intn(256)
+		arg, ok := src.Intn(256)
 		if !ok {
 			break
 		}
@@ -745,35 +747,6 @@ func (h *harness) anyArmed(arg int) *rec {
 	return rs[arg%len(rs)]
 }
 
-// opSource yields the choices that drive a run; ok is false once exhausted.
-type opSource interface {
-	intn(n int) (int, bool)
-}
-
-type randSource struct {
-	r    *rand.Rand
-	left int
-}
-
-func (s *randSource) intn(n int) (int, bool) {
-	if s.left <= 0 {
-		return 0, false
-	}
-	s.left--
-	return s.r.Intn(n), true
-}
-
-type byteSource struct{ b []byte }
-
-func (s *byteSource) intn(n int) (int, bool) {
-	if len(s.b) == 0 {
-		return 0, false
-	}
-	v := int(s.b[0]) % n
-	s.b = s.b[1:]
-	return v, true
-}
-
 func TestModelRandom(t *testing.T) {
 	seeds := 400
 	if testing.Short() {
@@ -783,7 +756,7 @@ func TestModelRandom(t *testing.T) {
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(seed)))
-			for k, n := range runModel(t, &randSource{r: r, left: 2 * 2000}, 1+seed%6, 1+seed%5, 1+seed%4) {
+			for k, n := range runModel(t, modeltest.Rand(r, 2*2000), 1+seed%6, 1+seed%5, 1+seed%4) {
 				total[k] += n
 			}
 		})
@@ -810,7 +783,7 @@ func FuzzPipeline(f *testing.F) {
 		}
 		// The ledger is quadratic: long inputs would only slow the fuzzer.
 		ops = ops[:min(len(ops), 2048)]
-		runModel(t, &byteSource{b: ops[3:]}, 1+int(ops[0])%8, 1+int(ops[1])%6, 1+int(ops[2])%5)
+		runModel(t, modeltest.Bytes(ops[3:]), 1+int(ops[0])%8, 1+int(ops[1])%6, 1+int(ops[2])%5)
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/turbokafka/turbo/actors/internal/modeltest"
 )
 
 // model is the obviously correct, slow scheduler the real one is checked
@@ -144,38 +146,9 @@ func (m *model) dropIf(drop func(int) bool) []int {
 	return out
 }
 
-// opSource yields the choices that drive a run; ok is false once exhausted.
-type opSource interface {
-	intn(n int) (int, bool)
-}
-
-type randSource struct {
-	r    *rand.Rand
-	left int
-}
-
-func (s *randSource) intn(n int) (int, bool) {
-	if s.left <= 0 {
-		return 0, false
-	}
-	s.left--
-	return s.r.Intn(n), true
-}
-
-type byteSource struct{ b []byte }
-
-func (s *byteSource) intn(n int) (int, bool) {
-	if len(s.b) == 0 {
-		return 0, false
-	}
-	v := int(s.b[0]) % n
-	s.b = s.b[1:]
-	return v, true
-}
-
 // runModel applies the operations chosen by src to a Scheduler and to the
 // model, failing at the first observable difference.
-func runModel(t *testing.T, src opSource, nUnits int) {
+func runModel(t *testing.T, src modeltest.Source, nUnits int) {
 	t.Helper()
 	s := New[int]()
 	m := newModel()
@@ -185,11 +158,11 @@ func runModel(t *testing.T, src opSource, nUnits int) {
 	}
 	val := 0
 	for step := 0; ; step++ {
-		op, ok := src.intn(20)
+		op, ok := src.Intn(20)
 		if !ok {
 			break
 		}
-		arg, ok := src.intn(256)
+		arg, ok := src.Intn(256)
 		if !ok {
 			break
 		}
@@ -325,7 +298,7 @@ func TestModelRandom(t *testing.T) {
 	for seed := range seeds {
 		r := rand.New(rand.NewSource(int64(seed)))
 		nUnits := 1 + seed%12 // few units for contention, more for parallelism
-		runModel(t, &randSource{r: r, left: 2 * 3000}, nUnits)
+		runModel(t, modeltest.Rand(r, 2*3000), nUnits)
 	}
 }
 
@@ -345,6 +318,6 @@ func FuzzScheduler(f *testing.F) {
 		ops = ops[:min(len(ops), 1024)]
 		// The first byte picks the number of units so the fuzzer can explore
 		// both heavy contention and many independent units.
-		runModel(t, &byteSource{b: ops[1:]}, 1+int(ops[0])%16)
+		runModel(t, modeltest.Bytes(ops[1:]), 1+int(ops[0])%16)
 	})
 }

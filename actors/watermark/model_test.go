@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+
+	"github.com/turbokafka/turbo/actors/internal/modeltest"
 )
 
 // model is the obviously correct, slow tracker the real one is checked
@@ -76,51 +78,23 @@ func (m *model) runs() []run {
 	return out
 }
 
-type opSource interface {
-	intn(n int) (int, bool)
-}
-
-type randSource struct {
-	r    *rand.Rand
-	left int
-}
-
-func (s *randSource) intn(n int) (int, bool) {
-	if s.left <= 0 {
-		return 0, false
-	}
-	s.left--
-	return s.r.Intn(n), true
-}
-
-type byteSource struct{ b []byte }
-
-func (s *byteSource) intn(n int) (int, bool) {
-	if len(s.b) == 0 {
-		return 0, false
-	}
-	v := int(s.b[0]) % n
-	s.b = s.b[1:]
-	return v, true
-}
-
 // runModel applies the operations chosen by src to a Tracker and to the
 // model, comparing everything observable after every operation.
 //
 // trackBias (0..3) shifts the mix from completions toward tracking, so that
 // some runs keep windows of a few entries and others of hundreds, which is
 // what exercises compaction.
-func runModel(t *testing.T, src opSource, start int64, trackBias int) {
+func runModel(t *testing.T, src modeltest.Source, start int64, trackBias int) {
 	t.Helper()
 	tr := New()
 	m := &model{done: map[int64]bool{}}
 	prev, prevOK := int64(0), false
 	for step := 0; ; step++ {
-		op, ok := src.intn(8)
+		op, ok := src.Intn(8)
 		if !ok {
 			break
 		}
-		arg, ok := src.intn(256)
+		arg, ok := src.Intn(256)
 		if !ok {
 			break
 		}
@@ -182,7 +156,7 @@ func TestModelRandom(t *testing.T) {
 	}
 	for seed := range seeds {
 		r := rand.New(rand.NewSource(int64(seed)))
-		runModel(t, &randSource{r: r, left: 2 * 2500}, int64(seed)*1000-5000, seed%4)
+		runModel(t, modeltest.Rand(r, 2*2500), int64(seed)*1000-5000, seed%4)
 	}
 }
 
@@ -197,6 +171,6 @@ func FuzzTracker(f *testing.F) {
 		// The model is quadratic; long inputs would only slow the fuzzer down
 		// without reaching states that short ones cannot.
 		ops = ops[:min(len(ops), 1024)]
-		runModel(t, &byteSource{b: ops[1:]}, int64(ops[0]>>2)-32, int(ops[0]&3))
+		runModel(t, modeltest.Bytes(ops[1:]), int64(ops[0]>>2)-32, int(ops[0]&3))
 	})
 }
