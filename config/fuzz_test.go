@@ -171,7 +171,7 @@ func withinLimits(c *Config) error {
 	if v, ok := parseVersion(k.Version); !ok || versionLess(v, [3]int{2, 4, 0}) {
 		return fmt.Errorf("kafka.version %q", k.Version)
 	}
-	if l := c.HTTP.Listen; l != "" && !validHostPort(l, true) {
+	if l := c.HTTP.Listen; l != "" && !validListen(l) {
 		return fmt.Errorf("http.listen %q", l)
 	}
 	if e := strings.ToLower(c.Tracing.OTLPEndpoint); len(e) > 4096 || (e != "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://")) {

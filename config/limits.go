@@ -129,8 +129,20 @@ func fmtDur(d time.Duration) string {
 // 65535 and, unless emptyHost, a non-empty host without spaces or control
 // characters.
 func validHostPort(s string, emptyHost bool) bool {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil || (host == "" && !emptyHost) || !validPort(port) {
+	return hostPort(s, emptyHost, validPort)
+}
+
+// validListen reports whether s is an address to listen on: host:port with
+// an optional host and a port from 0 to 65535. Port 0 lets the kernel pick
+// a free port (turbo logs the one it got); an address turbo connects to has
+// no such meaning for 0, so only listeners take it.
+func validListen(s string) bool {
+	return hostPort(s, true, func(p string) bool { return p == "0" || validPort(p) })
+}
+
+func hostPort(s string, emptyHost bool, port func(string) bool) bool {
+	host, p, err := net.SplitHostPort(s)
+	if err != nil || (host == "" && !emptyHost) || !port(p) {
 		return false
 	}
 	return !strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f })

@@ -132,7 +132,9 @@ func TestLoadRejectsHostile(t *testing.T) {
 		{name: "env for a section", content: top, env: map[string]string{"TURBO_LOG": "debug"},
 			want: "config: TURBO_LOG: the environment variable names no configuration key"},
 		{name: "http.listen", content: top + "http: {listen: not an address}\n",
-			want: `config: http.listen: must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:9100 or :9100 (got "not an address")`},
+			want: `config: http.listen: must be host:port with a port from 0 to 65535 (0: any free port, logged at start), e.g. 127.0.0.1:9100 or :9100 (got "not an address")`},
+		{name: "http.listen port 65536", content: top + "http: {listen: \"127.0.0.1:65536\"}\n",
+			want: `config: http.listen: must be host:port with a port from 0 to 65535 (0: any free port, logged at start), e.g. 127.0.0.1:9100 or :9100 (got "127.0.0.1:65536")`},
 		{name: "otlp endpoint not http", content: top + "tracing: {otlp_endpoint: \"grpc://collector:4317\"}\n",
 			want: `config: tracing.otlp_endpoint: must be an http:// or https:// URL with a host and, if given, a port from 1 to 65535, e.g. http://127.0.0.1:4318 (got "grpc://collector:4317")`},
 		{name: "otlp endpoint without host", content: top + "tracing: {otlp_endpoint: \"http://:4318\"}\n",
@@ -235,6 +237,7 @@ consumers:
 shutdown_timeout: 1s
 swarm: {max_restarts: 0, memory_limit: 16MiB, node_report_interval: 100ms, node_report_timeout: 300ms,
         node_restart_timeout: 0s, supervision_interval: 10ms, restart_window: 1s}
+http: {listen: "127.0.0.1:0"}
 `,
 		manyConsumers(MaxConsumers),
 		"consumers:\n  - {name: a, topics: [" + strings.Repeat("t,", MaxTopics-1) + "t]}\nkafka: {brokers: [" + strings.Repeat("k:1,", MaxBrokers-1) + "k:1]}\n",

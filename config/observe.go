@@ -11,7 +11,8 @@ import (
 // swarm`'s supervisor serves every node's.
 type HTTP struct {
 	// Listen is the address (host:port) to listen on; empty (the default)
-	// opens no port.
+	// opens no port. Port 0 takes any free port: the address bound is logged
+	// at start, in the line "http listening: ..." (field addr).
 	Listen string `mapstructure:"listen"`
 }
 
@@ -33,8 +34,8 @@ type Tracing struct {
 const maxServiceName = 255
 
 func (h *HTTP) validate() error {
-	if h.Listen != "" && !validHostPort(h.Listen, true) {
-		return fieldErr("http.listen", fmt.Sprintf("must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:9100 or :9100 (got %s)", quoteValue(h.Listen)))
+	if h.Listen != "" && !validListen(h.Listen) {
+		return fieldErr("http.listen", fmt.Sprintf("must be host:port with a port from 0 to 65535 (0: any free port, logged at start), e.g. 127.0.0.1:9100 or :9100 (got %s)", quoteValue(h.Listen)))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,7 +88,11 @@ func runPeer(b *testing.B, p peer, j job, lim limits) outcome {
 	logFile := peerLog(b, p.name)
 	defer logFile.Close()
 	errs := &stderrTail{w: logFile}
-	cmd.Stdout, cmd.Stderr = logFile, errs
+	var stderr io.Writer = errs
+	if cmd.Stderr != nil { // the peer reads its stderr too (turboObserved: where http.listen bound)
+		stderr = io.MultiWriter(errs, cmd.Stderr)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, stderr
 
 	w := watchGroup(b, j.brokers, group, j.topic, j.ends)
 	defer w.close()

@@ -63,19 +63,32 @@ func turbo(o config.Ordering) peer {
 // would.
 func turboObserved(o config.Ordering) peer {
 	return peer{name: "turbo " + string(o) + " + metrics", command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
-		addr := testkit.FreeAddr(b)
-		cfg := turboConfigWith(b, j, group, o, j.concurrency, fmt.Sprintf("http:\n  listen: %q\n", addr))
-		scrapeWhileUp(b, "http://"+addr+"/metrics")
-		return exec.Command(testkit.PerfBinary(b), "run", "--config", cfg), nil
+		// Port 0: turbo binds a free port itself and logs which (at info,
+		// in JSON: the environment overrides the config's log section).
+		cfg := turboConfigWith(b, j, group, o, j.concurrency, "http:\n  listen: \"127.0.0.1:0\"\n")
+		cmd := exec.Command(testkit.PerfBinary(b), "run", "--config", cfg)
+		cmd.Env = append(os.Environ(), "TURBO_LOG_LEVEL=info", "TURBO_LOG_FORMAT=json")
+		var said <-chan string
+		cmd.Stderr, said = testkit.WatchHTTPAddr(b, io.Discard) // measure passes stderr on to it
+		scrapeWhileUp(b, said)
+		return cmd, nil
 	}}
 }
 
-// scrapeWhileUp GETs url every second until the benchmark ends.
-func scrapeWhileUp(b *testing.B, url string) {
+// scrapeWhileUp GETs /metrics at the address said every second until the
+// benchmark ends.
+func scrapeWhileUp(b *testing.B, said <-chan string) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		var url string
+		select {
+		case <-stop:
+			return
+		case addr := <-said:
+			url = "http://" + addr + "/metrics"
+		}
 		client := &http.Client{Timeout: 2 * time.Second}
 		t := time.NewTicker(time.Second)
 		defer t.Stop()

@@ -25,10 +25,9 @@ func startLedgerSwarm(t *testing.T, records int, out *testkit.Buffer) (sw *testk
 	addr = testkit.Cluster(t, 8, topic)
 	testkit.ProduceWithBinary(t, addr, topic, records, 200)
 	ledger = testkit.NewLedger(20 * time.Millisecond) // 2 nodes × 8 × 50/s: ~4 s for 3,000
-	live := testkit.FreeAddr(t)
-	cfg := swarmConfig(t, addr, topic, ledger.Endpoint(t), live, "")
+	cfg := swarmConfig(t, addr, topic, ledger.Endpoint(t), "")
 	cfg = rewrite(t, cfg, "commit_interval: 200ms", "commit_interval: 30s") // only a graceful stop's final commit saves the work
-	sw = testkit.StartWith(t, out, out, "swarm", "--config", cfg)
+	sw, live := testkit.StartHTTP(t, out, out, "swarm", "--config", cfg)
 	testkit.Eventually(t, 60*time.Second, "both nodes running and 300 records handled", func() bool {
 		st := readStatus(t, live)
 		if len(st.Nodes) != 2 || st.Nodes[0].State != "running" || st.Nodes[1].State != "running" {
@@ -134,7 +133,7 @@ func TestSwarmSignalDuringStartUpIsACleanStop(t *testing.T) {
 	url := ledger.Endpoint(t)
 	for range 3 {
 		var out testkit.Buffer
-		sw := testkit.StartWith(t, &out, &out, "swarm", "--config", swarmConfig(t, addr, topic, url, testkit.FreeAddr(t), ""))
+		sw := testkit.StartWith(t, &out, &out, "swarm", "--config", swarmConfig(t, addr, topic, url, ""))
 		testkit.Eventually(t, 10*time.Second, "the supervisor to fork its two nodes", func() bool { return len(children(sw.Cmd.Process.Pid)) == 2 })
 		sw.Signal(t, syscall.SIGINT)
 		code, how := sw.WaitHow(t, 30*time.Second)

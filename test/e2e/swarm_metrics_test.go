@@ -82,8 +82,7 @@ func TestSwarmMetricsCarryEveryNode(t *testing.T) {
 	addr := testkit.Cluster(t, 4, topic)
 	testkit.ProduceWithBinary(t, addr, topic, 200, 20)
 	ledger := testkit.NewLedger(0)
-	live := testkit.FreeAddr(t)
-	testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), live, ""))
+	_, live := testkit.StartHTTP(t, nil, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), ""))
 
 	var fams map[string]*dto.MetricFamily
 	var raw string

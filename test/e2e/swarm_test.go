@@ -82,7 +82,7 @@ func rawStatus(t *testing.T, live string) string {
 
 // swarmConfig is a two-node swarm consuming topic (group: the topic's name)
 // with the http handler posting to url; extra goes into the kafka section.
-func swarmConfig(t *testing.T, addr, topic, url, live, extra string) string {
+func swarmConfig(t *testing.T, addr, topic, url, extra string) string {
 	return testkit.WriteConfig(t, fmt.Sprintf(`
 kafka:
   brokers: [%q]
@@ -96,14 +96,14 @@ consumers:
     handler: {type: http, url: %q, timeout: 5s}
 shutdown_timeout: 8s
 log: {level: info, format: json}
-http: {listen: %q}
+http: {listen: "127.0.0.1:0"}
 swarm:
   nodes: 2
   node_report_interval: 200ms
   node_report_timeout: 2s
   node_restart_timeout: 1s
   supervision_interval: 100ms
-`, addr, extra, topic, topic, url, live))
+`, addr, extra, topic, topic, url))
 }
 
 // staticSwarm is a running two-node swarm with static membership.
@@ -119,12 +119,12 @@ type staticSwarm struct {
 // holds 4 partitions.
 func startStaticSwarm(t *testing.T, records int) staticSwarm {
 	t.Helper()
-	sw := staticSwarm{topic: testkit.TopicName("orders"), ledger: testkit.NewLedger(0), live: testkit.FreeAddr(t)}
+	sw := staticSwarm{topic: testkit.TopicName("orders"), ledger: testkit.NewLedger(0)}
 	sw.addr = testkit.Cluster(t, 8, sw.topic)
 	if records > 0 {
 		testkit.ProduceWithBinary(t, sw.addr, sw.topic, records, 10)
 	}
-	testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, sw.addr, sw.topic, sw.ledger.Endpoint(t), sw.live, "  group_instance_id: orders-app"))
+	_, sw.live = testkit.StartHTTP(t, nil, nil, "swarm", "--config", swarmConfig(t, sw.addr, sw.topic, sw.ledger.Endpoint(t), "  group_instance_id: orders-app"))
 	testkit.Eventually(t, 60*time.Second, "both nodes holding 4 partitions", func() bool {
 		sw.before = readStatus(t, sw.live)
 		return len(sw.before.Nodes) == 2 && sw.before.Nodes[0].Assigned == 4 && sw.before.Nodes[1].Assigned == 4
@@ -147,8 +147,7 @@ func TestSwarmSharesPartitionsAndStopsCleanly(t *testing.T) {
 	addr := testkit.Cluster(t, 8, topic)
 	testkit.ProduceWithBinary(t, addr, topic, records, keys)
 	ledger := testkit.NewLedger(10 * time.Millisecond) // 7.5 s of work for one node: the second joins meanwhile
-	live := testkit.FreeAddr(t)
-	sw := testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), live, ""))
+	sw, live := testkit.StartHTTP(t, nil, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), ""))
 
 	testkit.Eventually(t, 90*time.Second, "every record handled", func() bool { return ledger.Report().Distinct == records })
 	st := readStatus(t, live)
@@ -255,8 +254,7 @@ func TestSwarmNodesDieWithTheirSupervisor(t *testing.T) {
 	addr := testkit.Cluster(t, 4, topic)
 	testkit.ProduceWithBinary(t, addr, topic, 100, 10)
 	ledger := testkit.NewLedger(0)
-	live := testkit.FreeAddr(t)
-	sw := testkit.Start(t, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), live, ""))
+	sw, live := testkit.StartHTTP(t, nil, nil, "swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), ""))
 	var st swarmStatus
 	testkit.Eventually(t, 60*time.Second, "both nodes running", func() bool {
 		st = readStatus(t, live)

@@ -66,7 +66,6 @@ func TestMetricsOfARunMatchTheLedger(t *testing.T) {
 	l := newLedger()
 	srv := httptest.NewServer(l)
 	defer srv.Close()
-	listen := testkit.FreeAddr(t)
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 kafka:
   brokers: [embedded]
@@ -77,11 +76,11 @@ consumers:
     concurrency: 16
     commit_interval: 200ms
     handler: {type: http, url: %q, timeout: 2m}
-http: {listen: %q}
+http: {listen: "127.0.0.1:0"}
 shutdown_timeout: 10s
 log: {level: info, format: json}
-`, records, srv.URL, listen))
-	run := testkit.Start(t, nil, "run", "--config", cfg)
+`, records, srv.URL))
+	run, listen := testkit.StartHTTP(t, nil, nil, "run", "--config", cfg)
 	base := "http://" + listen
 
 	select {

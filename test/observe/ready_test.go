@@ -24,7 +24,6 @@ func TestReadinessFollowsTheBroker(t *testing.T) {
 	}
 	topic := testkit.TopicName("ready")
 	testkit.ProduceWithBinary(t, addr, topic, 200, 20)
-	listen := testkit.FreeAddr(t)
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 kafka:
   brokers: [%q]
@@ -33,11 +32,11 @@ consumers:
     group: %s
     topics: [%s]
     commit_interval: 200ms
-http: {listen: %q}
+http: {listen: "127.0.0.1:0"}
 shutdown_timeout: 10s
 log: {level: info, format: json}
-`, addr, topic, topic, listen))
-	run := testkit.Start(t, nil, "run", "--config", cfg)
+`, addr, topic, topic))
+	run, listen := testkit.StartHTTP(t, nil, nil, "run", "--config", cfg)
 	readyz := "http://" + listen + "/readyz"
 	healthz := "http://" + listen + "/healthz"
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -95,21 +96,6 @@ func (b *binary) build(t testing.TB, name string, flags ...string) string {
 		t.Fatalf("building turbo: %v", b.err)
 	}
 	return b.path
-}
-
-// FreeAddr returns a loopback address that was free a moment ago. Between
-// that moment and a child's bind, another test (of another package, run in
-// parallel) may take the port: prefer a child that binds port 0 and says
-// where it listens (Dev). It remains for http.listen, which turbo's config
-// does not yet accept with port 0.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // Proc is a child process of the test, killed at cleanup.
@@ -246,30 +232,93 @@ func DevOn(t testing.TB, listen string, extra ...string) (string, *Proc) {
 	said := make(chan string, 1)
 	out := &lineWatch{t: t, prefix: "stdout", match: func(line string) {
 		if a, ok := strings.CutPrefix(line, devListening); ok {
-			select {
-			case said <- strings.Fields(a)[0]:
-			default:
-			}
+			say(said, strings.Fields(a)[0])
 		}
 	}}
 	p := Start(t, out, append([]string{"dev", "--listen", listen}, extra...)...)
-	select {
-	case addr := <-said:
-		return addr, p
-	case <-p.done:
-		t.Fatalf("turbo dev exited early: %v", p.err)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("turbo dev did not say where it listens (%q on stdout) within 20s", devListening)
-	}
-	return "", nil
+	return awaitSaid(t, p, said, fmt.Sprintf("turbo dev to say where it listens (%q on stdout)", devListening)), p
 }
 
-// lineWatch logs a child's output line by line, as Start does, and shows
-// match each complete line.
+// httpListening starts the message of turbo's log line that says where
+// http.listen bound (its field addr): how a test learns the port of a
+// child configured with http.listen on port 0.
+const httpListening = "http listening"
+
+// StartHTTP is StartWith for a turbo (run or swarm) whose config has
+// http.listen on port 0, e.g. 127.0.0.1:0: it returns the process and the
+// address the child bound, which it logs on stderr (log.format json). The
+// child binds the port itself: a port found free by the test and bound
+// later by the child could be taken in between by another package's test.
+// Nil writers mean the test log.
+func StartHTTP(t testing.TB, stdout, stderr io.Writer, args ...string) (*Proc, string) {
+	t.Helper()
+	w, said := WatchHTTPAddr(t, stderr)
+	p := StartWith(t, stdout, w, args...)
+	return p, awaitSaid(t, p, said, fmt.Sprintf("turbo %s to log where http.listen bound (%q, field addr, on stderr)", args[0], httpListening))
+}
+
+// WatchHTTPAddr returns a writer for a turbo's stderr that passes
+// everything on to next (the test log if nil) and sends the address of the
+// first "http listening" JSON log line on the channel. It is StartHTTP's
+// part for a process the test starts itself.
+func WatchHTTPAddr(t testing.TB, next io.Writer) (io.Writer, <-chan string) {
+	said := make(chan string, 1)
+	return &lineWatch{t: t, prefix: "stderr", next: next, match: func(line string) {
+		if a, ok := httpAddr(line); ok {
+			say(said, a)
+		}
+	}}, said
+}
+
+// httpAddr reads the bound address from a turbo JSON log line saying
+// where http.listen listens.
+func httpAddr(line string) (string, bool) {
+	if !strings.Contains(line, httpListening) { // most lines: no JSON decoding
+		return "", false
+	}
+	var l struct {
+		Message string `json:"message"`
+		Addr    string `json:"addr"`
+	}
+	if json.Unmarshal([]byte(line), &l) != nil || !strings.HasPrefix(l.Message, httpListening) || l.Addr == "" {
+		return "", false
+	}
+	return l.Addr, true
+}
+
+// say sends v unless a value was sent already: the first line counts.
+func say(said chan<- string, v string) {
+	select {
+	case said <- v:
+	default:
+	}
+}
+
+// saidWithin bounds how long a child may take to say where it listens.
+const saidWithin = 20 * time.Second
+
+// awaitSaid returns what p's output watch sends on said, failing the test
+// (with what, what it waited for) if p exits first or saidWithin passes.
+func awaitSaid(t testing.TB, p *Proc, said <-chan string, what string) string {
+	t.Helper()
+	select {
+	case v := <-said:
+		return v
+	case <-p.done:
+		t.Fatalf("waiting for %s: the process exited first: %v", what, p.err)
+	case <-time.After(saidWithin):
+		t.Fatalf("waited %s for %s", saidWithin, what)
+	}
+	return ""
+}
+
+// lineWatch shows match each complete line of a child's output, and logs
+// the lines as Start does, or passes the output on to next if set.
 type lineWatch struct {
 	t      testing.TB
 	prefix string
 	match  func(line string)
+	next   io.Writer
 
 	mu      sync.Mutex
 	partial []byte
@@ -278,6 +327,11 @@ type lineWatch struct {
 func (w *lineWatch) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.next != nil {
+		if _, err := w.next.Write(p); err != nil {
+			return 0, err
+		}
+	}
 	w.partial = append(w.partial, p...)
 	for {
 		i := bytes.IndexByte(w.partial, '\n')
@@ -286,11 +340,15 @@ func (w *lineWatch) Write(p []byte) (int, error) {
 		}
 		line := string(w.partial[:i])
 		w.partial = w.partial[i+1:]
-		w.t.Logf("%s: %s", w.prefix, line)
+		if w.next == nil {
+			w.t.Logf("%s: %s", w.prefix, line)
+		}
 		w.match(line)
 	}
-	if len(w.partial) > maxLine { // a line that never ends: log it in pieces
-		w.t.Logf("%s: %s", w.prefix, w.partial)
+	if len(w.partial) > maxLine { // a line that never ends: drop it (logged in pieces)
+		if w.next == nil {
+			w.t.Logf("%s: %s", w.prefix, w.partial)
+		}
 		w.partial = w.partial[:0]
 	}
 	return len(p), nil

@@ -514,7 +514,6 @@ func TestDashboardAndAlertsUseRunMetrics(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	addr := testkit.FreeAddr(t)
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 kafka:
   brokers: [embedded]
@@ -540,10 +539,10 @@ consumers:
     on_failure: skip
     handler: {type: http, url: %[1]q, timeout: 5s}
 shutdown_timeout: 10s
-http: {listen: %[2]q}
+http: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
-`, srv.URL, addr))
-	p := testkit.Start(t, io.Discard, "run", "--config", cfg)
+`, srv.URL))
+	p, addr := testkit.StartHTTP(t, io.Discard, nil, "run", "--config", cfg)
 	body := awaitNames(t, addr, want, p.Alive)
 	t.Logf("turbo run's /metrics exposes all %d names the examples use (%d bytes; %d handler calls so far)", len(want), len(body), handled.Load())
 	webtest.CheckMetrics(t, body)
@@ -562,7 +561,6 @@ func TestDashboardAndAlertsUseSwarmMetrics(t *testing.T) {
 	}
 	broker := testkit.Dev(t, "--partitions", "4")
 	testkit.ProduceWithBinary(t, broker, "orders", 200, 20)
-	addr := testkit.FreeAddr(t)
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 kafka:
   brokers: [%q]
@@ -572,14 +570,14 @@ consumers:
     topics: [orders]
     handler: {type: noop}
 shutdown_timeout: 10s
-http: {listen: %q}
+http: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
 swarm:
   nodes: 2
   node_report_interval: 200ms
   node_report_timeout: 2s
-`, broker, addr))
-	p := testkit.Start(t, io.Discard, "swarm", "--config", cfg)
+`, broker))
+	p, addr := testkit.StartHTTP(t, io.Discard, nil, "swarm", "--config", cfg)
 	body := awaitNames(t, addr, want, p.Alive)
 	// Every node's state is listed, for both nodes.
 	for _, node := range []int{0, 1} {

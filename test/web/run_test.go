@@ -51,7 +51,6 @@ func TestConsoleShowsARealRun(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	defer close(h.release)
-	listen := testkit.FreeAddr(t)
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 kafka:
   brokers: [embedded]
@@ -62,11 +61,11 @@ consumers:
     concurrency: 8
     handler: {type: http, url: %q, timeout: 2m}
     retry: {max_backoff: 1s}
-http: {listen: %q}
+http: {listen: "127.0.0.1:0"}
 shutdown_timeout: 5s
-log: {level: warn, format: json}
-`, srv.URL, listen))
-	run := testkit.Start(t, nil, "run", "--config", cfg)
+log: {level: info, format: json} # info: the line saying where http.listen bound
+`, srv.URL))
+	run, listen := testkit.StartHTTP(t, nil, nil, "run", "--config", cfg)
 	page := webtest.OpenConsole(t, "http://"+listen+"/")
 
 	page.Await("the console to show a processed count", `Number(document.querySelector("#processed").textContent) > 0`, 60*time.Second)
