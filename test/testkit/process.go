@@ -225,9 +225,23 @@ func Dev(t testing.TB, extra ...string) string {
 	return addr
 }
 
+// PerfDev is Dev on the build without the race detector (PerfBinary), for
+// the benchmarks: a race-instrumented broker would slow every peer down,
+// and some more than others.
+func PerfDev(t testing.TB, extra ...string) string {
+	t.Helper()
+	addr, _ := devOn(t, PerfBinary(t), "127.0.0.1:0", extra...)
+	return addr
+}
+
 // DevOn is Dev on the given address (to start a broker again on the address
 // a first one got), and returns the process too.
 func DevOn(t testing.TB, listen string, extra ...string) (string, *Proc) {
+	t.Helper()
+	return devOn(t, Binary(t), listen, extra...)
+}
+
+func devOn(t testing.TB, bin, listen string, extra ...string) (string, *Proc) {
 	t.Helper()
 	said := make(chan string, 1)
 	out := &lineWatch{t: t, prefix: "stdout", match: func(line string) {
@@ -235,7 +249,7 @@ func DevOn(t testing.TB, listen string, extra ...string) (string, *Proc) {
 			say(said, strings.Fields(a)[0])
 		}
 	}}
-	p := Start(t, out, append([]string{"dev", "--listen", listen}, extra...)...)
+	p := StartBinary(t, bin, out, nil, append([]string{"dev", "--listen", listen}, extra...)...)
 	return awaitSaid(t, p, said, fmt.Sprintf("turbo dev to say where it listens (%q on stdout)", devListening)), p
 }
 
