@@ -44,7 +44,7 @@ package actors
 //	    ├── offsetController     per partition: watermark.Tracker (lowest unfinished offset)
 //	    ├── coordinator          pipeline.Pipeline (over schedule.Scheduler: the buffer,
 //	    │                        the ordering, the runners' batches) + runners
-//	    │   └── runner × concurrency   runs the Handler on a copy of the Record, panics recovered
+//	    │   └── runner × concurrency   runs the Handler, panics recovered
 //	    └── clientProxy          the only actor that talks to Kafka, through its kafkaSide:
 //	                             kafkaGroup (sarama), or memGroup (in memory, for actors/harness);
 //	                             both run one claim per owned partition (claim.go)
@@ -198,6 +198,7 @@ package actors
 //   - the runBatch (pipeline.Batch), atomics: its runner claims and
 //     finishes records, the coordinator takes back what was not started.
 //   - consumerStats, atomics, read by anyone.
-//   - an envelope's Record, read-only once fetched: the handler gets a copy.
+//   - an envelope's Record, read-only once fetched (the handler's contract);
+//     what the pipeline keys on is private (envelope.key, copyKeys).
 
 // (This comment is not the package documentation: see doc.go.)

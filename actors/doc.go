@@ -19,9 +19,8 @@
 // group. The handler is called from up to Consumer.Concurrency goroutines at
 // a time, never twice at once for the same key (ordering "key"), partition
 // ("partition"), or without that constraint ("unordered"), and for each key
-// in offset order. Its record is its own copy: the handler may keep or
-// change the struct, but must not modify the bytes of Key, Value or Headers,
-// which it shares with the consumer (they may go to the dead-letter topic).
+// in offset order. The record is read-only, its fields and its bytes: the
+// consumer reads it too (for the commit, a retry, the dead-letter topic).
 //
 // A handler's error fails the record: it is retried with backoff (the
 // key's later records wait for it), then skipped, dead-lettered or

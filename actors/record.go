@@ -10,10 +10,11 @@ import (
 // Record is one Kafka record as turbo hands it to a Handler. It is turbo's own
 // type, so handlers do not depend on the Kafka client library.
 //
-// Each attempt gets a Record of its own: a handler may keep it, or change its
-// fields, without touching what turbo keeps of the record. The bytes of Key,
-// Value and Headers are shared, though (with a retry, and the dead-letter
-// topic): read them, do not modify them.
+// A handler must treat the record as read-only, its fields and its bytes:
+// the consumer reads the same Record (for the watermark, a retry, the
+// dead-letter topic) while and after the handler runs. A handler that keeps
+// it keeps it read-only. Ordering never depends on it: the scheduler keys
+// records by a private copy of the key's bytes.
 type Record struct {
 	Topic     string
 	Partition int32
@@ -25,8 +26,7 @@ type Record struct {
 }
 
 // envelope is a record as the pipeline carries it: the Record and what the
-// actors keep about it. Handlers never see it (runner.go hands them a copy
-// of the Record).
+// actors keep about it. A handler sees only the Record.
 type envelope struct {
 	Record
 	// epoch identifies the assignment of the partition this record was

@@ -41,27 +41,19 @@ func (r *runner) run(b *runBatch) *ranRecords {
 	// One clock read per record: a record's end is the next one's start.
 	first := time.Now()
 	start := first
-	// Each attempt's handler gets a Record of its own (one allocation per
-	// batch): what it does to it cannot reach the envelope, which the
-	// coordinator, the offset controller and the dead-letter topic read.
-	var views []Record
 	for {
 		i, ok := b.Claim()
 		if !ok {
 			break
 		}
 		rec := b.Item(i)
-		if views == nil {
-			views = make([]Record, b.Len())
-		}
 		ctx := r.ctx
 		if rec.ctx != nil {
 			ctx = rec.ctx
 		}
 		err := ctx.Err() // a cancelled generation (or lost partition) runs nothing more
 		if err == nil {
-			views[i] = rec.Record
-			start, err = r.handle(ctx, rec, &views[i], start)
+			start, err = r.handle(ctx, rec, start)
 		}
 		b.Finish(i, err)
 		if err != nil {
@@ -91,12 +83,12 @@ func (r *runner) finished(start time.Time, w *partWatch) time.Time {
 // max_handler_time (its context was cancelled).
 var ErrHandlerTimeout = errors.New("actors: handler exceeded max_handler_time")
 
-// handle runs one attempt of rec, which the handler sees as view, that
-// starts now (start is the clock's last reading), and returns when it ended.
+// handle runs one attempt of rec that starts now (start is the clock's last
+// reading), and returns when it ended. The handler sees rec.Record alone.
 // rec.attempts counts the failed runs before this one: the coordinator
 // writes it only between runs, and the runRecords message that brought the
 // record here orders that write before this read.
-func (r *runner) handle(parent context.Context, rec *envelope, view *Record, start time.Time) (end time.Time, err error) {
+func (r *runner) handle(parent context.Context, rec *envelope, start time.Time) (end time.Time, err error) {
 	r.since.Store(start.UnixNano())
 	var w *partWatch
 	if rec.gate != nil {
@@ -108,11 +100,11 @@ func (r *runner) handle(parent context.Context, rec *envelope, view *Record, sta
 		r.waitTime.Observe(float64(start.UnixNano()-rec.arrived) / 1e9)
 	}
 	if r.maxTime <= 0 {
-		return end, safeHandle(parent, r.handler, view, rec.attempts+1)
+		return end, safeHandle(parent, r.handler, &rec.Record, rec.attempts+1)
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, r.maxTime, ErrHandlerTimeout)
 	defer cancel()
-	err = safeHandle(ctx, r.handler, view, rec.attempts+1)
+	err = safeHandle(ctx, r.handler, &rec.Record, rec.attempts+1)
 	if err != nil && context.Cause(ctx) == ErrHandlerTimeout && parent.Err() == nil {
 		err = fmt.Errorf("%w (%s): %w", ErrHandlerTimeout, r.maxTime, err)
 	}
