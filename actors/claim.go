@@ -147,7 +147,8 @@ func assemble[M any](c *claim, feed claimFeed[M], first M, n int, room int64) (b
 	return batch, inherited, used
 }
 
-// copyKeys gives each record a private copy of its key (envelope.key), all
+// copyKeys gives each record a private copy of its key (in envelope.unit,
+// which the coordinator keeps under key ordering), all
 // in one allocation per batch: the scheduler keys its map by a record's key
 // bytes, which must not change while the record is in the pipeline, and a
 // handler sees the Key slice itself.
@@ -164,7 +165,7 @@ func copyKeys(batch []*envelope) {
 		if len(rec.Key) > 0 {
 			from := len(keys)
 			keys = append(keys, rec.Key...)
-			rec.key = unsafe.String(&keys[from], len(rec.Key))
+			rec.unit = unsafe.String(&keys[from], len(rec.Key))
 		}
 	}
 }

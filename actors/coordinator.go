@@ -22,7 +22,7 @@ import (
 type coordinator struct {
 	ordering config.Ordering
 	ctx      context.Context
-	handler  *tracer
+	handler  Handler
 	stats    *consumerStats
 	props    func(actor.Actor, ...actor.PropsOption) *actor.Props
 	log      zerolog.Logger
@@ -212,9 +212,9 @@ func (co *coordinator) handleSchedule(m *scheduleRecords) {
 
 // unit names what must not run twice at once under the ordering strategy.
 // It is computed once per record and must not allocate per record: a key's
-// unit is the record's private copy of its key (envelope.key, one
-// allocation per fetched batch, out of the handler's reach), a partition's unit string is made once per assignment. Two
-// different things sharing a unit by accident (a key equal to a partition's
+// unit is the record's private copy of its key (copyKeys put it there, one
+// allocation per fetched batch, out of the handler's reach), a partition's
+// unit string is made once per assignment. Two different things sharing a unit by accident (a key equal to a partition's
 // unit string) would only serialize more, never less.
 func (co *coordinator) unit(rec *envelope, a *assignment) string {
 	switch {
@@ -225,7 +225,7 @@ func (co *coordinator) unit(rec *envelope, a *assignment) string {
 	case len(rec.Key) == 0:
 		return emptyKeyUnit
 	default:
-		return rec.key
+		return rec.unit // the private copy of the key (copyKeys)
 	}
 }
 

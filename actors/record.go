@@ -34,11 +34,10 @@ type envelope struct {
 	// epoch, so completions of the old assignment can never move the new
 	// assignment's watermark.
 	epoch uint64
-	// key is a private copy of Key (copyKeys), which the coordinator's unit
-	// is made of; "" when the key is empty or null.
-	key string
 	// unit is what the ordering strategy serializes the record on (its key,
-	// its partition, or "" when unordered), set once by the coordinator.
+	// its partition, or "" when unordered), set once by the coordinator;
+	// the claim puts a private copy of the key's bytes there first
+	// (copyKeys), which is the unit under key ordering.
 	unit string
 	// gate is the fetch-credit gate of the record's partition assignment:
 	// the coordinator returns the record's credit to it the moment the

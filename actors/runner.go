@@ -20,7 +20,7 @@ import (
 type runner struct {
 	id      int
 	ctx     context.Context
-	handler *tracer       // the user's handler, traced
+	handler Handler       // the user's, traced (tracer)
 	maxTime time.Duration // max_handler_time; 0 = unlimited
 	since   *atomic.Int64 // when the current handler call began (unix ns), 0 when idle: see Stats
 	// The duration histograms, nil when off (Options.Metrics).
@@ -99,12 +99,15 @@ func (r *runner) handle(parent context.Context, rec *envelope, start time.Time) 
 	if r.handlerTime != nil && rec.attempts == 0 && rec.arrived != 0 {
 		r.waitTime.Observe(float64(start.UnixNano()-rec.arrived) / 1e9)
 	}
+	if rec.attempts > 0 { // a retry: its span says which attempt it is
+		parent = withAttempt(parent, rec.attempts+1)
+	}
 	if r.maxTime <= 0 {
-		return end, safeHandle(parent, r.handler, &rec.Record, rec.attempts+1)
+		return end, safeHandle(parent, r.handler, &rec.Record)
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, r.maxTime, ErrHandlerTimeout)
 	defer cancel()
-	err = safeHandle(ctx, r.handler, &rec.Record, rec.attempts+1)
+	err = safeHandle(ctx, r.handler, &rec.Record)
 	if err != nil && context.Cause(ctx) == ErrHandlerTimeout && parent.Err() == nil {
 		err = fmt.Errorf("%w (%s): %w", ErrHandlerTimeout, r.maxTime, err)
 	}
@@ -121,11 +124,11 @@ func (e *PanicError) Error() string { return fmt.Sprintf("actors: handler panick
 
 // safeHandle calls the handler and turns a panic into an error, so a broken
 // record fails like any other instead of taking the process down.
-func safeHandle(ctx context.Context, h *tracer, rec *Record, attempt int) (err error) {
+func safeHandle(ctx context.Context, h Handler, rec *Record) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return h.handle(ctx, rec, attempt)
+	return h.Handle(ctx, rec)
 }

@@ -98,7 +98,7 @@ func TestTracerPutsTheRecordTraceInTheContext(t *testing.T) {
 				got = trace.SpanContextFromContext(ctx)
 				return nil
 			}), "c", nil)
-			if err := h.handle(context.Background(), &Record{Topic: "t", Headers: tt.headers}, 1); err != nil {
+			if err := h.Handle(context.Background(), &Record{Topic: "t", Headers: tt.headers}); err != nil {
 				t.Fatal(err)
 			}
 			if tt.want == "" {
@@ -141,7 +141,7 @@ func TestTracerSpans(t *testing.T) {
 	}), "orders-consumer", tp)
 
 	withParent := &Record{Topic: "orders", Partition: 3, Offset: 0, Headers: []Header{{Key: "traceparent", Value: []byte(testParent)}}}
-	if err := h.handle(context.Background(), withParent, 1); err != nil {
+	if err := h.Handle(context.Background(), withParent); err != nil {
 		t.Fatal(err)
 	}
 	spans := rec.Ended()
@@ -168,7 +168,7 @@ func TestTracerSpans(t *testing.T) {
 	// A failure on the third attempt (two failed before), without a trace
 	// header: a root span.
 	failing := &Record{Topic: "orders", Partition: 3, Offset: 1}
-	if err := h.handle(context.Background(), failing, 3); !errors.Is(err, boom) {
+	if err := h.Handle(withAttempt(context.Background(), 3), failing); !errors.Is(err, boom) {
 		t.Fatalf("Handle = %v, want boom", err)
 	}
 	s = rec.Ended()[1]
@@ -181,7 +181,7 @@ func TestTracerSpans(t *testing.T) {
 	}
 
 	// A panic goes through safeHandle as in the runner.
-	err := safeHandle(context.Background(), h, &Record{Topic: "orders", Offset: 2}, 1)
+	err := safeHandle(context.Background(), h, &Record{Topic: "orders", Offset: 2})
 	var pe *PanicError
 	if !errors.As(err, &pe) || pe.Value != "kaputt" {
 		t.Fatalf("safeHandle = %v, want the handler's panic", err)
@@ -219,7 +219,7 @@ func TestTracerNoTraceAllocatesNothing(t *testing.T) {
 	h := traced(HandlerFunc(func(context.Context, *Record) error { return nil }), "c", nil)
 	rec := benchRecord(false)
 	ctx := context.Background()
-	if n := testing.AllocsPerRun(1000, func() { _ = h.handle(ctx, rec, 1) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { _ = h.Handle(ctx, rec) }); n != 0 {
 		t.Fatalf("%v allocations per record without trace context or spans, want 0", n)
 	}
 }
@@ -243,7 +243,7 @@ func benchTracer(b *testing.B, rec *Record, tp trace.TracerProvider) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = h.handle(ctx, rec, 1)
+		_ = h.Handle(ctx, rec)
 	}
 }
 

@@ -24,7 +24,7 @@ type treeSpec struct {
 	net             *kafkanet.Net // TLS and SASL, shared by every generation (one OAuth token)
 	brokers         []string
 	shutdownTimeout time.Duration
-	handler         *tracer
+	handler         Handler
 	stats           *consumerStats
 	log             zerolog.Logger
 	retry           backoff.Policy // for reconnecting to Kafka
