@@ -461,7 +461,8 @@ func (f *saramaFeed) lost() <-chan struct{} {
 // once paused keeps reading sarama's channel into flow's read-ahead records (a
 // cooperative revocation is announced only by the channel closing).
 func (f *saramaFeed) idle(gt *gate) claimEnd {
-	if !f.flow.isPaused() && gt.outOfBytes() {
+	paused := f.flow.isPaused()
+	if !paused && gt.outOfBytes() {
 		// Out of bytes, pause at once: each record sarama reads ahead
 		// meanwhile costs a record's size, and pauseAfter is ample time to
 		// fill its channel with large records.
@@ -469,27 +470,25 @@ func (f *saramaFeed) idle(gt *gate) claimEnd {
 		f.pause()
 		return readOn
 	}
-	if !f.flow.isPaused() {
+	// Not paused: wait for credits, and pause after pauseAfter without.
+	// Paused: read sarama's channel meanwhile. (A nil channel is never
+	// ready, so one select serves both.)
+	var starved <-chan time.Time
+	var msgs <-chan *sarama.ConsumerMessage
+	if paused {
+		msgs = f.msgs
+	} else {
 		f.starved.Reset(pauseAfter)
-		select {
-		case <-gt.wake:
-			f.starved.Stop()
-		case <-f.starved.C:
-			if f.flow.starved() {
-				f.pause()
-			}
-		case <-f.sess.Context().Done():
-			return f.end()
-		case <-f.lost():
-			return endLost
-		case <-f.g.abort:
-			return endAborted
-		}
-		return readOn
+		defer f.starved.Stop()
+		starved = f.starved.C
 	}
 	select {
 	case <-gt.wake:
-	case m, ok := <-f.msgs:
+	case <-starved:
+		if f.flow.starved() {
+			f.pause()
+		}
+	case m, ok := <-msgs:
 		if !ok {
 			return f.end()
 		}
