@@ -22,9 +22,8 @@ func (benchItem) Judge(*benchRec, error) Verdict { return Finished }
 // records of 1,000 keys added 500 at a time, dispatched in batches of 64 to
 // 16 runners that finish them all, accounted for, flushed. Reported per
 // record, the records themselves reused. What allocates is per batch (its
-// two slices) and, with more distinct keys waiting than the scheduler keeps
-// spare unit records (256), one unit record per key: with 100 keys the run
-// makes 0 allocations per record, with 1,000 one.
+// two slices); a unit record per key only with more distinct keys coming and
+// going than the scheduler keeps spare (4,096).
 func BenchmarkKeyMode(b *testing.B) {
 	const fetch, keys, runners = 500, 1000, 16
 	recs := make([]*benchRec, fetch)
