@@ -106,8 +106,7 @@ func (co *coordinator) receive(c actor.Context) {
 	case *scheduleRecords:
 		co.handleSchedule(m)
 	case *ranRecords:
-		co.p.Ran(m.runner)
-		co.observe(m.elapsed, co.p.Seen(m.batch))
+		co.observe(m.elapsed, co.p.Ran(m.runner))
 		co.dispatch()
 	case *flushFinished:
 		co.flush(c)
@@ -212,10 +211,10 @@ func (co *coordinator) handleSchedule(m *scheduleRecords) {
 
 // unit names what must not run twice at once under the ordering strategy.
 // It is computed once per record and must not allocate per record: a key's
-// unit is the record's private copy of its key (copyKeys put it there, one
-// allocation per fetched batch, out of the handler's reach), a partition's
-// unit string is made once per assignment. Two different things sharing a unit by accident (a key equal to a partition's
-// unit string) would only serialize more, never less.
+// unit is the record's private copy of its key (the claim's keyArena put it
+// there, out of the handler's reach), a partition's unit string is made once
+// per assignment. Two different things sharing a unit by accident (a key
+// equal to a partition's unit string) would only serialize more, never less.
 func (co *coordinator) unit(rec *envelope, a *assignment) string {
 	switch {
 	case co.ordering == config.OrderingUnordered:
@@ -225,7 +224,7 @@ func (co *coordinator) unit(rec *envelope, a *assignment) string {
 	case len(rec.Key) == 0:
 		return emptyKeyUnit
 	default:
-		return rec.unit // the private copy of the key (copyKeys)
+		return rec.unit // the private copy of the key (keyArena)
 	}
 }
 

@@ -43,11 +43,11 @@ type dropPartition struct {
 	epoch uint64
 }
 
-// ranRecords (runner → coordinator): the runner is done with a batch; the
-// outcomes are in the batch. elapsed is the handlers' total running time.
+// ranRecords (runner → coordinator): the runner is done with its batch; the
+// outcomes are in the batch, which it no longer touches (the coordinator's
+// pipeline reuses it). elapsed is the handlers' total running time.
 type ranRecords struct {
 	runner  int
-	batch   *runBatch
 	elapsed time.Duration
 }
 

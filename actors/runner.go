@@ -62,7 +62,7 @@ func (r *runner) run(b *runBatch) *ranRecords {
 			break
 		}
 	}
-	return &ranRecords{runner: r.id, batch: b, elapsed: start.Sub(first)}
+	return &ranRecords{runner: r.id, elapsed: start.Sub(first)}
 }
 
 // finished accounts for the end of a handler call that began at start, and

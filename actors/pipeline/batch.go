@@ -12,7 +12,8 @@ import "sync/atomic"
 //     the batch ends (their units become free again); the runner publishes
 //     each outcome in errs before it moves done past it.
 //
-// The runner uses only Len, Item, Claim and Finish; every other field is the
+// The runner uses only Len, Item, Claim and Finish, and nothing once it has
+// reported the batch done (Pipeline.Ran reuses it); every other field is the
 // Pipeline's, read and written on its owner's goroutine.
 type Batch[T any] struct {
 	records []T
@@ -26,7 +27,32 @@ type Batch[T any] struct {
 
 // NewBatch returns a batch of records, none claimed yet.
 func NewBatch[T any](records []T) *Batch[T] {
-	return &Batch[T]{records: records, errs: make([]error, len(records)), limit: len(records)}
+	b := new(Batch[T])
+	b.reset(records)
+	return b
+}
+
+// reset makes b a batch of records, none claimed yet, reusing its outcome
+// array when it is large enough. Only an idle batch, one its runner has
+// reported done, may be reset.
+func (b *Batch[T]) reset(records []T) {
+	b.records = records
+	if cap(b.errs) < len(records) {
+		b.errs = make([]error, len(records), cap(records))
+	}
+	b.errs = b.errs[:len(records)]
+	b.next.Store(0)
+	b.done.Store(0)
+	b.seen, b.limit, b.aged = 0, len(records), false
+}
+
+// idle empties a batch its runner reported done, keeping its arrays for the
+// next batch: a record left in one would pin its memory (and the fetch
+// buffer its key and value point into) until overwritten.
+func (b *Batch[T]) idle() {
+	clear(b.records)
+	clear(b.errs)
+	b.records = b.records[:0]
 }
 
 // Len is the number of records the batch was made with.

@@ -45,3 +45,71 @@ func TestBatchEachRecordRunOrStolenOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRanReusesTheBatch: a batch its runner reported done holds no record
+// any more (it would pin the record's memory), and the next Dispatch reuses
+// it: a steady stream of records through one runner allocates only the
+// report's list of finished records, which the caller keeps.
+func TestRanReusesTheBatch(t *testing.T) {
+	p := New[*benchRec](benchItem{}, 1, 256)
+	var off int64
+	cycle := func(n int) *Batch[*benchRec] {
+		recs := make([]*benchRec, n)
+		for i := range recs {
+			recs[i] = &benchRec{unit: "k", epoch: 1, offset: off}
+			off++
+		}
+		p.Add(1, recs)
+		p.Dispatch()
+		if len(p.Out().Runs) != 1 {
+			t.Fatalf("%d runs dispatched, want 1", len(p.Out().Runs))
+		}
+		b := p.Out().Runs[0].Batch
+		p.Reset()
+		for {
+			i, ok := b.Claim()
+			if !ok {
+				break
+			}
+			b.Finish(i, nil)
+		}
+		if got := p.Ran(0); got != n {
+			t.Fatalf("Ran = %d finished, want %d", got, n)
+		}
+		p.Reset()
+		p.Flush()
+		return b
+	}
+	first := cycle(3)
+	for i, r := range first.records[:cap(first.records)] {
+		if r != nil {
+			t.Fatalf("a batch reported done still holds record %d (offset %d)", i, r.offset)
+		}
+	}
+	if again := cycle(2); again != first {
+		t.Fatal("the next dispatch made a new batch rather than reuse the idle one")
+	}
+	recs := make([]*benchRec, 2)
+	for i := range recs {
+		recs[i] = &benchRec{unit: "k", epoch: 1}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		for _, r := range recs {
+			r.offset = off
+			off++
+		}
+		p.Add(1, recs)
+		p.Dispatch()
+		b := p.Out().Runs[0].Batch
+		p.Reset()
+		for i, ok := b.Claim(); ok; i, ok = b.Claim() {
+			b.Finish(i, nil)
+		}
+		p.Ran(0)
+		p.Reset()
+		p.Flush()
+	})
+	if allocs != 1 {
+		t.Fatalf("two records' trip through one runner allocated %.1f times, want 1 (Report.Done)", allocs)
+	}
+}

@@ -381,11 +381,18 @@ func (h *harness) step(id int, outcome int) {
 		rs.b.Finish(r.index, err)
 	case rs.stop:
 		delete(h.runners, id)
-		h.p.Ran(id)
+		// The tail it left goes back; read before Ran, which reuses the batch.
+		var tail []*rec
 		for _, r := range rs.b.records[rs.claimed:] {
-			if r.st == queued && r.batch == rs.b { // the tail it left goes back
-				r.st = waiting
+			if r.st == queued && r.batch == rs.b {
+				tail = append(tail, r)
 			}
+		}
+		if n := h.p.Ran(id); n != rs.claimed { // it finished every record it claimed
+			h.fatalf("Ran(%d) = %d finished, want %d", id, n, rs.claimed)
+		}
+		for _, r := range tail {
+			r.st = waiting
 		}
 		h.apply()
 		return

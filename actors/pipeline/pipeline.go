@@ -24,11 +24,13 @@
 //
 // Cost: per record, one Scheduler Add and its share of a NextRun, and when
 // it is accounted for one map lookup per run end (pinned) and one per change
-// of partition along the batch; nothing allocates per record.
+// of partition along the batch; nothing allocates per record, and a batch
+// reuses the arrays of one its runner reported done.
 package pipeline
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/turbokafka/turbo/actors/schedule"
 )
@@ -113,6 +115,7 @@ type Pipeline[T comparable] struct {
 	parts   map[uint64]*assignment // by epoch
 	batches []*Batch[T]            // by runner id; nil when idle
 	idle    []int                  // runner ids
+	spare   []*Batch[T]            // batches runners reported done, to reuse
 	// Failed records waiting for a retry (parked, then ready) or for the
 	// dead-letter topic pin their unit: pinned counts them per unit, so that
 	// nothing frees the unit before they are through.
@@ -214,10 +217,11 @@ func (p *Pipeline[T]) Dispatch() {
 		} else {
 			p.batches = append(p.batches, nil)
 		}
-		var recs []T
+		b := p.spareBatch()
+		recs := b.records[:0]
 		if len(p.ready) > 0 {
 			// A retry runs alone: its unit is already pinned for it.
-			recs = []T{p.ready[0]}
+			recs = append(recs, p.ready[0])
 			var zero T
 			p.ready[0] = zero // the array outlives the slice's head
 			p.ready = p.ready[1:]
@@ -234,8 +238,9 @@ func (p *Pipeline[T]) Dispatch() {
 			}
 		}
 		p.inFlight += len(recs)
-		r.Batch = NewBatch(recs)
-		p.batches[r.Runner] = r.Batch
+		b.reset(recs)
+		r.Batch = b
+		p.batches[r.Runner] = b
 		p.out.Runs = append(p.out.Runs, r)
 	}
 }
@@ -264,10 +269,12 @@ func (p *Pipeline[T]) Age() {
 	}
 }
 
-// Ran accounts for a batch its runner reported done, and makes the runner
-// idle. A runner stops at a failed record: the records it left go back (and
-// are dropped at once after Halt). The caller dispatches afterwards.
-func (p *Pipeline[T]) Ran(runner int) {
+// Ran accounts for a batch its runner reported done, makes the runner idle,
+// and returns how many records of the batch the runner finished. A runner
+// stops at a failed record: the records it left go back (and are dropped at
+// once after Halt). The batch is reused: neither the runner nor the caller
+// may touch it any more. The caller dispatches afterwards.
+func (p *Pipeline[T]) Ran(runner int) (finished int) {
 	b := p.batches[runner]
 	if b == nil {
 		panic(fmt.Errorf("pipeline: runner %d reported no batch", runner))
@@ -280,10 +287,23 @@ func (p *Pipeline[T]) Ran(runner int) {
 	}
 	p.batches[runner] = nil
 	p.idle = append(p.idle, runner)
+	finished = b.seen
+	b.idle()
+	p.spare = append(p.spare, b)
+	return finished
 }
 
-// Seen is how many records of a batch were accounted for.
-func (p *Pipeline[T]) Seen(b *Batch[T]) int { return b.seen }
+// spareBatch returns a batch to fill: one a runner reported done, or a new
+// one. There are never more batches than runners.
+func (p *Pipeline[T]) spareBatch() *Batch[T] {
+	if n := len(p.spare); n > 0 {
+		b := p.spare[n-1]
+		p.spare[n-1] = nil
+		p.spare = p.spare[:n-1]
+		return b
+	}
+	return new(Batch[T])
+}
 
 // harvest accounts for the records of a batch finished since the last look:
 // a unit becomes free when the last record of its run finished (unless a
@@ -299,6 +319,7 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 	}
 	var a *assignment // the last record's, looked up once per run of one epoch
 	var epoch uint64
+	p.fin.Done = slices.Grow(p.fin.Done, done-b.seen) // one allocation, not one per doubling
 	for i := b.seen; i < done; i++ {
 		rec, err := b.records[i], b.errs[i]
 		unit := next
