@@ -34,14 +34,17 @@ type claimFeed[M any] interface {
 	// next returns the batch's next record if one is ready now; it never
 	// waits.
 	next() (M, bool)
+	// ready is how many records next would return now (more may arrive
+	// meanwhile): it sizes the batch's allocation.
+	ready() int
 	// hwm is the partition's high-water mark as last seen, sent with each
 	// batch.
 	hwm() int64
 	// batched is called once a batch went to the proxy: it returns whether
 	// the feed ended while the batch was assembled (readOn if not).
 	batched() claimEnd
-	// fill sets rec's Kafka fields (topic, partition, offset, key, value,
-	// timestamp, headers) from m; the claim sets the rest.
+	// fill sets the Kafka fields (topic, partition, offset, key, value,
+	// timestamp, headers) of a zeroed rec from m; the claim sets the rest.
 	fill(rec *Record, m M)
 	// ended learns how the claim ended (revoked or lost) and the final
 	// watermark the handover or the loss returned. It is not called for a
@@ -68,6 +71,7 @@ type claim struct {
 	side  *sideLife
 	epoch uint64
 	gate  *gate
+	keys  keyArena
 }
 
 // newClaim takes the claim's epoch and makes its gate, which the proxy
@@ -123,14 +127,24 @@ func runClaim[M any](c *claim, feed claimFeed[M]) {
 // assemble makes the batch from first and whatever else the feed has ready,
 // up to n records and room bytes of records that will run. Records an
 // earlier owner finished are marked inherited: they never run, and cost no
-// bytes. The records share one allocation rather than one each.
+// bytes. The records share one allocation rather than one each, sized by
+// what the feed has ready rather than by the credits taken: a batch is often
+// a small part of them, and the rest of a slab of n would be garbage to
+// clear and collect (in the no-op benchmark, 287 bytes per record against
+// 218 sized). Records that arrive while it is assembled get a second slab.
 func assemble[M any](c *claim, feed claimFeed[M], first M, n int, room int64) (batch []*envelope, inherited int, used int64) {
-	slab := make([]envelope, n)
-	batch = make([]*envelope, 0, n)
+	size := min(n, 1+feed.ready())
+	slab := make([]envelope, size)
+	batch = make([]*envelope, 0, size)
 	for m, ok := first, true; ok; m, ok = feed.next() {
-		rec := &slab[len(batch)]
+		if len(slab) == 0 {
+			slab = make([]envelope, min(n-len(batch), max(len(batch), 1+feed.ready())))
+		}
+		rec := &slab[0]
+		slab = slab[1:]
 		feed.fill(&rec.Record, m)
 		rec.epoch, rec.gate = c.epoch, c.gate
+		rec.unit = c.keys.copy(rec.Key)
 		rec.size = recordSize(&rec.Record)
 		if c.finished = skipBelow(c.finished, rec.Offset); len(c.finished) > 0 && rec.Offset >= c.finished[0].From {
 			rec.inherited = true
@@ -143,31 +157,37 @@ func assemble[M any](c *claim, feed claimFeed[M], first M, n int, room int64) (b
 			break // out of bytes or credits: the rest is read later
 		}
 	}
-	copyKeys(batch)
 	return batch, inherited, used
 }
 
-// copyKeys gives each record a private copy of its key (in envelope.unit,
-// which the coordinator keeps under key ordering), all
-// in one allocation per batch: the scheduler keys its map by a record's key
-// bytes, which must not change while the record is in the pipeline, and a
-// handler sees the Key slice itself.
-func copyKeys(batch []*envelope) {
-	n := 0
-	for _, rec := range batch {
-		n += len(rec.Key)
+// keyArena gives each record a private copy of its key (in envelope.unit,
+// which the coordinator keeps under key ordering): the scheduler keys its
+// map by a record's key bytes, which must not change while the record is in
+// the pipeline, and a handler sees the Key slice itself. The copies are
+// carved out of shared chunks, one allocation per keyChunk bytes of keys
+// rather than one per key; a chunk lives as long as a record's unit points
+// into it (as the fetch buffer does that the record's Key and Value point
+// into). A claim's arena is used by its goroutine alone.
+type keyArena struct{ chunk []byte }
+
+// keyChunk is the size of an arena's chunks; keys above a quarter of it get
+// an allocation of their own, so a chunk wastes at most a quarter.
+const keyChunk = 4 << 10
+
+// copy returns a private copy of key as a string.
+func (a *keyArena) copy(key []byte) string {
+	n := len(key)
+	switch {
+	case n == 0:
+		return ""
+	case n > keyChunk/4:
+		return string(key)
+	case n > cap(a.chunk)-len(a.chunk):
+		a.chunk = make([]byte, 0, keyChunk)
 	}
-	if n == 0 {
-		return
-	}
-	keys := make([]byte, 0, n) // exact: appending never moves it
-	for _, rec := range batch {
-		if len(rec.Key) > 0 {
-			from := len(keys)
-			keys = append(keys, rec.Key...)
-			rec.unit = unsafe.String(&keys[from], len(rec.Key))
-		}
-	}
+	from := len(a.chunk)
+	a.chunk = append(a.chunk, key...) // within capacity: never moves
+	return unsafe.String(&a.chunk[from], n)
 }
 
 // skipBelow drops the ranges that end before offset (offsets only grow).

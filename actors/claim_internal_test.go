@@ -18,6 +18,7 @@ import (
 // sliceFeed is a claimFeed over a slice, for the claim's own rules.
 type sliceFeed struct {
 	recs      []Record
+	hidden    bool   // ready says 0: records arrive while the batch is assembled
 	afterNext func() // called after every record next returns
 	end       claimEnd
 	endedWith claimEnd
@@ -42,6 +43,12 @@ func (f *sliceFeed) next() (Record, bool) {
 		f.afterNext()
 	}
 	return m, true
+}
+func (f *sliceFeed) ready() int {
+	if f.hidden {
+		return 0
+	}
+	return len(f.recs)
 }
 func (f *sliceFeed) hwm() int64                        { return 100 }
 func (f *sliceFeed) batched() claimEnd                 { return readOn }
@@ -77,6 +84,65 @@ func TestAssembleBatch(t *testing.T) {
 	f = &sliceFeed{recs: recs[7:]}
 	if batch, _, used = assemble(c, claimFeed[Record](f), recs[6], 2, 1000); len(batch) != 2 || used != 200 {
 		t.Fatalf("batch of %d (%d bytes); want 2 (the credits taken), 200", len(batch), used)
+	}
+	// Records the feed did not count as ready get more slabs: each its own
+	// envelope, in order.
+	recs = tenRecords()
+	f = &sliceFeed{recs: recs[1:], hidden: true}
+	batch, _, _ = assemble(c, claimFeed[Record](f), recs[0], 10, 1<<20)
+	seen := map[*envelope]bool{}
+	for i, r := range batch {
+		if r.Offset != int64(i) || seen[r] {
+			t.Fatalf("record %d: offset %d, shared with an earlier one: %v", i, r.Offset, seen[r])
+		}
+		seen[r] = true
+	}
+	if len(batch) != 10 {
+		t.Fatalf("batch of %d, want all 10", len(batch))
+	}
+}
+
+// TestKeyArena: each key's copy equals it and stays put when the key's bytes
+// change or later keys are copied; keys share chunks (a thousand 8-byte
+// keys cost two allocations, not a thousand) and a key too large for a
+// chunk gets its own copy.
+func TestKeyArena(t *testing.T) {
+	var a keyArena
+	keys := make([][]byte, 1000)
+	copies := make([]string, len(keys))
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key-%04d", i)
+	}
+	// AllocsPerRun runs it twice and counts the second: 8,000 bytes of keys,
+	// at most two new chunks whatever the first run left.
+	allocs := testing.AllocsPerRun(1, func() {
+		for i, k := range keys {
+			copies[i] = a.copy(k)
+		}
+	})
+	if allocs > 2 {
+		t.Fatalf("1,000 keys of 8 bytes took %.0f allocations, want at most 2 (4 KiB chunks)", allocs)
+	}
+	for i := range keys {
+		keys[i][0] = 'X' // the handler's slice changes; the copy must not
+	}
+	for i, c := range copies {
+		if want := fmt.Sprintf("key-%04d", i); c != want {
+			t.Fatalf("copy %d = %q, want %q", i, c, want)
+		}
+	}
+	big := make([]byte, keyChunk)
+	big[0] = 'b'
+	c := a.copy(big)
+	if len(c) != keyChunk || c[0] != 'b' {
+		t.Fatalf("large key copied as %d bytes starting %q", len(c), c[:1])
+	}
+	big[0] = 'X'
+	if c[0] != 'b' {
+		t.Fatal("a large key's copy changed with the key")
+	}
+	if got := a.copy(nil); got != "" {
+		t.Fatalf("nil key copied as %q", got)
 	}
 }
 

@@ -199,6 +199,6 @@ package actors
 //     finishes records, the coordinator takes back what was not started.
 //   - consumerStats, atomics, read by anyone.
 //   - an envelope's Record, read-only once fetched (the handler's contract);
-//     what the pipeline keys on is private (copyKeys).
+//     what the pipeline keys on is private (keyArena).
 
 // (This comment is not the package documentation: see doc.go.)

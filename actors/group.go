@@ -558,6 +558,15 @@ func (f *saramaFeed) next() (*sarama.ConsumerMessage, bool) {
 	}
 }
 
+// ready implements claimFeed: the records read ahead, and those in sarama's
+// channel.
+func (f *saramaFeed) ready() int {
+	if f.closed {
+		return f.flow.readAheadLen()
+	}
+	return f.flow.readAheadLen() + len(f.msgs)
+}
+
 // hwm implements claimFeed.
 func (f *saramaFeed) hwm() int64 { return f.claim.HighWaterMarkOffset() }
 
@@ -571,7 +580,11 @@ func (f *saramaFeed) batched() claimEnd {
 
 // fill implements claimFeed.
 func (f *saramaFeed) fill(rec *Record, m *sarama.ConsumerMessage) {
-	*rec = Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp}
+	// Field by field into the zeroed record: a composite literal assigned
+	// through the pointer is built aside and copied over with a bulk write
+	// barrier (runtime.wbMove), once per record.
+	rec.Topic, rec.Partition, rec.Offset = m.Topic, m.Partition, m.Offset
+	rec.Key, rec.Value, rec.Timestamp = m.Key, m.Value, m.Timestamp
 	if len(m.Headers) > 0 {
 		rec.Headers = make([]Header, len(m.Headers))
 		for i, h := range m.Headers {

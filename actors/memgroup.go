@@ -226,6 +226,9 @@ func (f *memFeed) next() (memkafka.Record, bool) {
 	return m, true
 }
 
+// ready implements claimFeed: the rest of the last fetch.
+func (f *memFeed) ready() int { return len(f.recs) }
+
 // hwm implements claimFeed.
 func (f *memFeed) hwm() int64 { return f.end }
 
@@ -239,7 +242,8 @@ func (f *memFeed) batched() claimEnd {
 
 // fill implements claimFeed.
 func (f *memFeed) fill(rec *Record, m memkafka.Record) {
-	*rec = Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp}
+	rec.Topic, rec.Partition, rec.Offset = m.Topic, m.Partition, m.Offset
+	rec.Key, rec.Value, rec.Timestamp = m.Key, m.Value, m.Timestamp
 	if len(m.Headers) > 0 {
 		rec.Headers = make([]Header, len(m.Headers))
 		for i, h := range m.Headers {

@@ -37,7 +37,7 @@ type envelope struct {
 	// unit is what the ordering strategy serializes the record on (its key,
 	// its partition, or "" when unordered), set once by the coordinator;
 	// the claim puts a private copy of the key's bytes there first
-	// (copyKeys), which is the unit under key ordering.
+	// (keyArena), which is the unit under key ordering.
 	unit string
 	// gate is the fetch-credit gate of the record's partition assignment:
 	// the coordinator returns the record's credit to it the moment the
