@@ -118,6 +118,46 @@ type Consumer struct {
 	// so a restart need not redo them. 0 turns it off; otherwise it is
 	// 64 to 4096.
 	CommitMetadataBytes int `mapstructure:"commit_metadata_bytes"`
+	// Rate bounds how fast the consumer's handlers start attempts.
+	Rate Rate `mapstructure:"rate"`
+}
+
+// Rate is a token bucket in front of the handler, for a downstream that
+// must not be sent more than it takes: every attempt (a retry too) takes a
+// token; tokens come at Limit per second, and at most Burst wait unused.
+type Rate struct {
+	// Limit is the attempts per second the consumer may start; 0, the
+	// default, is no limit. In a swarm it is the whole consumer's: each
+	// node takes an equal share (PerNode).
+	Limit float64 `mapstructure:"limit"`
+	// Burst is how many attempts may start at once after a quiet spell;
+	// 0 means a tenth of a second's worth (at least 1).
+	Burst int `mapstructure:"burst"`
+}
+
+// Bucket returns the token rate and bucket size to run; ok is false when
+// there is no limit.
+func (r Rate) Bucket() (perSecond float64, burst int, ok bool) {
+	if r.Limit == 0 {
+		return 0, 0, false
+	}
+	if burst = r.Burst; burst == 0 {
+		burst = max(1, int(r.Limit/10))
+	}
+	return r.Limit, burst, true
+}
+
+// PerNode is one node's share of the limit when nodes processes run the
+// consumer (turbo swarm); the burst is shared the same way, at least 1.
+func (r Rate) PerNode(nodes int) Rate {
+	if r.Limit == 0 || nodes <= 1 {
+		return r
+	}
+	share := Rate{Limit: r.Limit / float64(nodes)}
+	if r.Burst > 0 {
+		share.Burst = max(1, r.Burst/nodes)
+	}
+	return share
 }
 
 // Retry says how a failed record is tried again.

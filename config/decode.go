@@ -45,8 +45,8 @@ func decode(raw map[string]any, c *Config) error {
 
 func decodeValue(key string, raw any, dst reflect.Value) error {
 	t := dst.Type()
-	if es, ok := raw.(envString); ok && t.Kind() != reflect.Int && t.Kind() != reflect.Bool {
-		raw = string(es) // only integers treat env values apart
+	if es, ok := raw.(envString); ok && t.Kind() != reflect.Int && t.Kind() != reflect.Float64 && t.Kind() != reflect.Bool {
+		raw = string(es) // only numbers and booleans treat env values apart
 	}
 	if t == byteSizeType {
 		b, err := toByteSize(raw)
@@ -96,6 +96,13 @@ func decodeValue(key string, raw any, dst reflect.Value) error {
 			return fieldErr(key, err.Error())
 		}
 		dst.SetInt(n)
+		return nil
+	case reflect.Float64:
+		f, err := toFloat(raw)
+		if err != nil {
+			return fieldErr(key, err.Error())
+		}
+		dst.SetFloat(f)
 		return nil
 	case reflect.Bool:
 		b, err := toBool(raw)
@@ -333,6 +340,34 @@ func toInt(raw any) (int64, error) {
 		return 0, fmt.Errorf("cannot parse %s as an integer", quoteValue(v))
 	default:
 		return 0, fmt.Errorf("expected an integer, got %s", describe(raw))
+	}
+}
+
+// toFloat accepts numbers, and a number from the environment; a quoted
+// number in the file is a string, as for integers.
+func toFloat(raw any) (float64, error) {
+	switch v := raw.(type) {
+	case int:
+		return float64(v), nil
+	case int64:
+		return float64(v), nil
+	case uint64:
+		return float64(v), nil
+	case float64:
+		return v, nil
+	case envString:
+		f, err := strconv.ParseFloat(strings.TrimSpace(string(v)), 64)
+		if err != nil {
+			return 0, fmt.Errorf("cannot parse %s as a number", quoteValue(string(v)))
+		}
+		return f, nil
+	case string:
+		if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			return 0, fmt.Errorf("expected a number, got %s (a string: remove the quotes)", quoteValue(v))
+		}
+		return 0, fmt.Errorf("cannot parse %s as a number", quoteValue(v))
+	default:
+		return 0, fmt.Errorf("expected a number, got %s", describe(raw))
 	}
 }
 

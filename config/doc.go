@@ -44,6 +44,9 @@
 //	                                # cancelled and counts as failed
 //	    commit_metadata_bytes: 4000 # budget for the finished offsets recorded in
 //	                                # the commit metadata; 0 = off, else 64..4096
+//	    rate:
+//	      limit: 0                  # attempts started per second; 0 = no limit, else 0.01..10000000
+//	      burst: 0                  # attempts at once after a quiet spell; 0 = limit/10 (at least 1), ..100000
 //	shutdown_timeout: 30s           # 100ms..1h
 //	log:
 //	  level: info                   # debug | info | warn | error

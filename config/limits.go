@@ -42,6 +42,9 @@ const (
 	// MaxAttempts bounds Retry.MaxAttempts: at the default max_backoff of
 	// 10s, a million attempts is four months of retrying one record.
 	MaxAttempts = 1_000_000
+	// MaxRateBurst bounds Rate.Burst: attempts started at once, of which
+	// max_buffered's bound is the most that can be waiting.
+	MaxRateBurst = 100_000
 	// MaxRestarts bounds Swarm.MaxRestarts (the supervisor remembers each
 	// restart of the window).
 	MaxRestarts = 10_000
@@ -59,6 +62,15 @@ const (
 	// MaxFileSize bounds the configuration file: a path to /dev/zero or to
 	// a 300 MB log file was read whole (1.5 GB resident in 1.8 s).
 	MaxFileSize = 16 * MiB
+)
+
+// Bounds of Rate.Limit, attempts per second: the minimum is one attempt
+// per 100 s (a longer gap is an interval, not a rate); the maximum is above
+// what one process runs even with a handler that does nothing (~1,000,000
+// records/s, make bench), so a larger value is a mistake.
+const (
+	MinRateLimit = 0.01
+	MaxRateLimit = 10_000_000
 )
 
 // Duration bounds. A day is longer than any of these settings sensibly is,

@@ -198,6 +198,8 @@ func toRaw(v reflect.Value) any {
 		return v.String()
 	case reflect.Int:
 		return int(v.Int())
+	case reflect.Float64:
+		return v.Float()
 	case reflect.Bool:
 		return v.Bool()
 	case reflect.Map:

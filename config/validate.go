@@ -199,6 +199,20 @@ func (c *Consumer) validate(key string) error {
 	if n := c.CommitMetadataBytes; n != 0 && (n < minCommitMetadataBytes || n > maxCommitMetadataBytes) {
 		return fieldErr(key+".commit_metadata_bytes", fmt.Sprintf("must be 0 (off) or %d to %d (got %d)", minCommitMetadataBytes, maxCommitMetadataBytes, n))
 	}
+	return c.Rate.validate(key + ".rate")
+}
+
+func (r *Rate) validate(key string) error {
+	// NaN fails every comparison: it is caught by asking for the valid range.
+	if l := r.Limit; l != 0 && !(l >= MinRateLimit && l <= MaxRateLimit) {
+		return fieldErr(key+".limit", fmt.Sprintf("must be 0 (no limit) or between %g and %d attempts per second (got %g)", MinRateLimit, MaxRateLimit, l))
+	}
+	if err := intRange(key+".burst", r.Burst, 0, MaxRateBurst); err != nil {
+		return err
+	}
+	if r.Burst != 0 && r.Limit == 0 {
+		return fieldErr(key+".burst", fmt.Sprintf("needs %s.limit: a burst of a rate without a limit bounds nothing", key))
+	}
 	return nil
 }
 
