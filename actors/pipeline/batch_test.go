@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -111,5 +112,49 @@ func TestRanReusesTheBatch(t *testing.T) {
 	})
 	if allocs != 1 {
 		t.Fatalf("two records' trip through one runner allocated %.1f times, want 1 (Report.Done)", allocs)
+	}
+}
+
+// TestQuotaBoundsDispatch: Dispatch gives out no more records than the
+// quota (a run is cut short rather than passed over), Starved says when the
+// quota alone holds work back, and -1 lifts the bound.
+func TestQuotaBoundsDispatch(t *testing.T) {
+	p := New[*benchRec](benchItem{}, 4, 256)
+	p.SetBatchSize(64)
+	recs := make([]*benchRec, 10)
+	for i := range recs {
+		recs[i] = &benchRec{unit: "k" + strconv.Itoa(i%2), epoch: 1, offset: int64(i)}
+	}
+	p.Add(1, recs)
+	given := func() int {
+		n := 0
+		for _, r := range p.Out().Runs {
+			n += r.Batch.Len()
+		}
+		return n
+	}
+	p.SetQuota(3)
+	p.Dispatch()
+	if n := given(); n != 3 || p.Quota() != 0 {
+		t.Fatalf("quota 3: gave out %d records, %d left of the quota; want 3 and 0", n, p.Quota())
+	}
+	if !p.Starved() {
+		t.Fatal("runnable records and free runners with no quota left: Starved = false")
+	}
+	p.Reset()
+	p.SetQuota(0)
+	p.Dispatch()
+	if n := given(); n != 0 {
+		t.Fatalf("quota 0: gave out %d records", n)
+	}
+	p.SetQuota(-1)
+	p.Dispatch()
+	if n := given(); n != 5 {
+		// The first three were k0's (one run, cut at the quota); k1's five
+		// may run now, k0's last two not while k0 runs.
+		t.Fatalf("no bound: gave out %d records, want k1's 5", n)
+	}
+	if p.Starved() {
+		t.Fatal("no bound: Starved = true")
 	}
 }

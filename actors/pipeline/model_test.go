@@ -88,6 +88,7 @@ type harness struct {
 	nextEp     uint64
 	spawnedMax int // runners made so far (as the adapter would have)
 	offsets    map[uint64]int64
+	quota      int // what is left of the last SetQuota (-1: none)
 }
 
 type epochState struct {
@@ -121,7 +122,7 @@ var errFailed = errors.New("handler failed")
 
 func newHarness(t testing.TB, runners, maxRun int) *harness {
 	h := &harness{t: t, epochs: map[uint64]*epochState{}, runners: map[int]*runnerState{},
-		armed: map[*rec]bool{}, offsets: map[uint64]int64{}}
+		armed: map[*rec]bool{}, offsets: map[uint64]int64{}, quota: -1}
 	h.p = New[*rec](hooks{h}, runners, maxRun)
 	return h
 }
@@ -172,6 +173,19 @@ func (h *harness) apply() {
 		delete(h.armed, r)
 	}
 	h.sync()
+	given := 0
+	for _, run := range out.Runs {
+		given += run.Batch.Len()
+	}
+	if h.quota >= 0 {
+		if given > h.quota {
+			h.fatalf("%d records given out with a quota of %d", given, h.quota)
+		}
+		h.quota -= given
+		if p := h.p.Quota(); p != h.quota {
+			h.fatalf("Quota() = %d after %d given out, want %d", p, given, h.quota)
+		}
+	}
 	for _, run := range out.Runs {
 		if rs := h.runners[run.Runner]; rs != nil {
 			h.fatalf("runner %d got a batch while busy", run.Runner)
@@ -615,6 +629,9 @@ func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int) m
 			h.halt()
 		case op == 30:
 			h.p.SetBatchSize(1 + arg%8)
+		case op == 31: // a rate limit's tokens: -1 (none) to 6
+			h.quota = arg%8 - 1
+			h.p.SetQuota(h.quota)
 		}
 		h.apply()
 	}
@@ -636,6 +653,8 @@ func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int) m
 // retries fired, dead letters acknowledged; then every record must have
 // left exactly once and every partition drained exactly once.
 func (h *harness) finish(epochs []uint64, reported map[*rec]bool) {
+	h.quota = -1
+	h.p.SetQuota(-1) // tokens come, in the end
 	h.haltIfStuck()
 	for _, epoch := range epochs {
 		if e := h.epochs[epoch]; e != nil && !e.revoked && !e.dropped {

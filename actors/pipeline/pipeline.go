@@ -126,6 +126,7 @@ type Pipeline[T comparable] struct {
 	halted   bool
 	batch    int // records per batch beyond the first run (SetBatchSize)
 	maxRun   int
+	quota    int // records Dispatch may still give out; -1: no bound (SetQuota)
 	out      Out[T]
 	fin      Report[T]
 }
@@ -138,6 +139,7 @@ func New[T comparable](it Item[T], runners, maxRun int) *Pipeline[T] {
 		max:    runners,
 		maxRun: maxRun,
 		batch:  1,
+		quota:  -1,
 		sched:  schedule.New[T](),
 		parts:  make(map[uint64]*assignment),
 		pinned: make(map[string]int),
@@ -163,6 +165,21 @@ func (p *Pipeline[T]) Reset() {
 // joins it (the first run may be up to maxRun long: its records could only
 // run one after the other anyway).
 func (p *Pipeline[T]) SetBatchSize(n int) { p.batch = max(1, n) }
+
+// SetQuota bounds the records the following Dispatches give out in all (a
+// rate limit's tokens): each record given out, a retry too, uses one. -1
+// lifts the bound.
+func (p *Pipeline[T]) SetQuota(n int) { p.quota = max(n, -1) }
+
+// Quota is what is left of the bound SetQuota set (-1: none).
+func (p *Pipeline[T]) Quota() int { return p.quota }
+
+// Starved reports whether Dispatch would give records to a runner now but
+// for the quota: some are runnable, and a runner is free.
+func (p *Pipeline[T]) Starved() bool {
+	return p.quota == 0 && !p.halted && (len(p.idle) > 0 || len(p.batches) < p.max) &&
+		(len(p.ready) > 0 || p.sched.Runnable())
+}
 
 // Waiting is the number of records waiting in the scheduler (not counting
 // retries that are due).
@@ -206,7 +223,7 @@ func (p *Pipeline[T]) Add(epoch uint64, recs []T) {
 // run, it takes back the records queued behind the current one in batches
 // out since before the last Age: a slow record must not hold them.
 func (p *Pipeline[T]) Dispatch() {
-	for (len(p.idle) > 0 || len(p.batches) < p.max) && !p.halted {
+	for (len(p.idle) > 0 || len(p.batches) < p.max) && !p.halted && p.quota != 0 {
 		if len(p.ready) == 0 && !p.sched.Runnable() && !p.stealAged() {
 			break
 		}
@@ -229,13 +246,19 @@ func (p *Pipeline[T]) Dispatch() {
 			// The first run may be long: its records could only run one
 			// after the other anyway. More runs join the batch only when
 			// handlers are fast enough for batching to pay (SetBatchSize).
-			n := p.batch
-			for lim := p.maxRun; len(recs) < n || lim == p.maxRun; lim = n - len(recs) {
+			n, first := p.batch, p.maxRun
+			if p.quota > 0 {
+				n, first = min(n, p.quota), min(first, p.quota)
+			}
+			for lim := first; ; lim = n - len(recs) {
 				var ok bool
-				if _, recs, ok = p.sched.NextRunAppend(recs, lim); !ok {
+				if _, recs, ok = p.sched.NextRunAppend(recs, lim); !ok || len(recs) >= n {
 					break
 				}
 			}
+		}
+		if p.quota > 0 {
+			p.quota -= len(recs)
 		}
 		p.inFlight += len(recs)
 		b.reset(recs)
