@@ -15,6 +15,7 @@ import (
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 )
 
 // Options configure one consumer: one actor tree under a restarter.
@@ -132,6 +133,9 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 		dispatcher:      c.pool,
 		inMemory:        cluster,
 		released:        &releasedAt{},
+	}
+	if perSecond, burst, ok := cc.Rate.Bucket(); ok {
+		spec.limit = rate.NewLimiter(rate.Limit(perSecond), burst)
 	}
 	sup := &restarter{spec: spec, policy: policy, stopped: c.stopped}
 	props := actor.PropsFromProducer(func() actor.Actor { return sup }, actor.WithSupervisor(sup), actor.WithDispatcher(c.pool))

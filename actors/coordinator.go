@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/actors/pipeline"
 	"github.com/turbokafka/turbo/config"
+	"golang.org/x/time/rate"
 )
 
 // coordinator is the parallelism coordinator: it owns the buffer of fetched
@@ -28,12 +29,14 @@ type coordinator struct {
 	log      zerolog.Logger
 	maxTime  time.Duration // max_handler_time
 	runners  int           // concurrency
+	limit    *rate.Limiter // rate.limit; nil: none
 
 	p      *pipeline.Pipeline[*envelope]
 	pids   []*actor.PID           // by runner id
 	parts  map[uint64]*assignment // by epoch
 	timers *scheduler.TimerScheduler
 	check  scheduler.CancelFunc // the armed stealCheck, nil if none
+	turn   scheduler.CancelFunc // the armed rateTurn, nil if none
 
 	policy failurePolicy
 	parked map[*envelope]scheduler.CancelFunc // the retry timers of parked records
@@ -50,6 +53,7 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 		runners:  spec.consumer.Concurrency,
 		ctx:      ctx,
 		maxTime:  spec.consumer.MaxHandlerTime,
+		limit:    spec.limit,
 		handler:  spec.handler,
 		stats:    spec.stats,
 		props:    spec.props,
@@ -114,6 +118,9 @@ func (co *coordinator) receive(c actor.Context) {
 		co.check = nil
 		co.p.Age()
 		co.dispatch()
+	case *rateTurn:
+		co.turn = nil
+		co.dispatch()
 	case *revokePartition:
 		co.handleRevoke(c, m)
 	case *retryDue:
@@ -134,6 +141,9 @@ func (co *coordinator) receive(c actor.Context) {
 		co.stopped = true
 		if co.check != nil {
 			co.check()
+		}
+		if co.turn != nil {
+			co.turn()
 		}
 		for _, cancel := range co.parked {
 			cancel()
@@ -175,15 +185,46 @@ func (co *coordinator) apply(c actor.Context) {
 	if co.dispatched {
 		co.dispatched = false
 		co.armStealCheck(c)
+		co.armRateTurn(c)
 	}
 }
 
-// dispatch gives runnable records to idle runners (pipeline.Dispatch); apply
-// sends the batches and arms the stealCheck.
+// dispatch gives runnable records to idle runners (pipeline.Dispatch),
+// within the rate limit's tokens; apply sends the batches and arms the
+// stealCheck, and the rateTurn when the limit held records back.
 func (co *coordinator) dispatch() {
-	co.p.Dispatch()
 	co.dispatched = true
+	if co.limit == nil {
+		co.p.Dispatch()
+		return
+	}
+	// A token per record given out, a retry too: a record given out
+	// starts at once unless a slow record ahead of it in its batch holds
+	// it (then it may be taken back, its token spent).
+	now := time.Now()
+	tokens := int(co.limit.TokensAt(now))
+	co.p.SetQuota(tokens)
+	co.p.Dispatch()
+	if used := tokens - co.p.Quota(); used > 0 {
+		co.limit.AllowN(now, used)
+	}
 }
+
+// armRateTurn starts the rateTurn timer when the rate limit alone holds
+// records back: it fires when the next token is due.
+func (co *coordinator) armRateTurn(c actor.Context) {
+	if co.limit == nil || co.turn != nil || co.stopped || !co.p.Starved() {
+		return
+	}
+	now := time.Now()
+	wait := max(time.Duration((1-co.limit.TokensAt(now))/float64(co.limit.Limit())*float64(time.Second)), minRateTurn)
+	co.stats.rateWait.Add(int64(wait))
+	co.turn = co.timers.SendOnce(wait, c.Self(), &rateTurn{})
+}
+
+// minRateTurn bounds how often the rateTurn fires: at a high limit a token
+// is due every few microseconds, and a turn gives out what came meanwhile.
+const minRateTurn = time.Millisecond
 
 // spawn makes runner id. Runners are made as work needs them rather than all
 // at start: concurrency is a maximum, and 10,000,000 runners made up front

@@ -62,3 +62,7 @@ type flushFinished struct{}
 // the records behind it while other runners sit idle, and nothing else would
 // wake the coordinator to take them back.
 type stealCheck struct{}
+
+// rateTurn is the coordinator's timer while the rate limit (rate.limit)
+// holds runnable records back: it fires when the next token is due.
+type rateTurn struct{}

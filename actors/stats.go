@@ -29,6 +29,7 @@ type consumerStats struct {
 	dead      atomic.Int64
 	inherited atomic.Int64
 	noFiles   atomic.Int64 // failed attempts: the process ran out of file descriptors
+	rateWait  atomic.Int64 // nanoseconds dispatching waited for the rate limit
 	moves     atomic.Int64
 	inSession atomic.Bool
 	reached   atomic.Bool  // Kafka answered once: the client and its consumer group were made
@@ -173,6 +174,9 @@ type Snapshot struct {
 	Gained     int64 // partitions assigned
 	Released   int64 // partitions revoked or lost
 	CommitErrs int64 // errors Kafka returned for commits
+	// RateWait is the time the rate limit (rate.limit) held runnable
+	// records back from free runners.
+	RateWait time.Duration
 }
 
 // Snapshot returns the current values.
@@ -191,6 +195,7 @@ func (s *consumerStats) Snapshot() Snapshot {
 		Processed:  s.processed.Load(),
 		Failed:     s.failed.Load(),
 		Retries:    s.retries.Load(),
+		RateWait:   time.Duration(s.rateWait.Load()),
 		Skipped:    s.skipped.Load(),
 		Dead:       s.dead.Load(),
 		Inherited:  s.inherited.Load(),

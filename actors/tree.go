@@ -15,6 +15,7 @@ import (
 	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/config"
+	"golang.org/x/time/rate"
 )
 
 // treeSpec is everything needed to build one generation of a consumer's tree.
@@ -34,6 +35,9 @@ type treeSpec struct {
 	// partition stays known across a tree restart, whose commits may not
 	// have landed.
 	released *releasedAt
+	// limit is the consumer's rate.limit, shared by its runners and by the
+	// generations (a restart does not refill the bucket); nil: no limit.
+	limit *rate.Limiter
 }
 
 // props builds the props of one of the tree's actors.
