@@ -18,11 +18,13 @@ import (
 const (
 	EnvSocket = "TURBO_SWARM_SOCKET"     // the health socket's path
 	EnvIndex  = "TURBO_SWARM_NODE_INDEX" // the node's slot, 0..nodes-1
+	EnvNodes  = "TURBO_SWARM_NODE_COUNT" // how many nodes the swarm runs
 )
 
 // Node is a node's identity, given by its supervisor.
 type Node struct {
 	Index  int
+	Nodes  int // the swarm's size: a node's share of a consumer-wide limit
 	Socket string
 }
 
@@ -38,7 +40,12 @@ func NodeFromEnv(lookup func(string) (string, bool)) (n Node, ok bool, err error
 	if err != nil || i < 0 {
 		return Node{}, false, fmt.Errorf("%s=%q is not a node index", EnvIndex, idx)
 	}
-	return Node{Index: i, Socket: sock}, true, nil
+	count, _ := lookup(EnvNodes)
+	nodes, err := strconv.Atoi(count)
+	if err != nil || nodes <= i {
+		return Node{}, false, fmt.Errorf("%s=%q is not a swarm size above node index %d", EnvNodes, count, i)
+	}
+	return Node{Index: i, Nodes: nodes, Socket: sock}, true, nil
 }
 
 // NodeOptions configure a node's link to its supervisor.

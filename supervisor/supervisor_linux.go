@@ -212,6 +212,7 @@ func (r *run) start(now time.Time, sl *slot) {
 	env := append(slices.Clone(r.o.Env),
 		EnvSocket+"="+r.health.path,
 		EnvIndex+"="+strconv.Itoa(sl.index),
+		EnvNodes+"="+strconv.Itoa(r.cfg.Nodes),
 	)
 	if r.o.HTTP.Listen != "" {
 		// Metrics and status make a report up to maxFrame instead of 200

@@ -305,13 +305,14 @@ func TestSwarmRejectsBadConfigAndFlags(t *testing.T) {
 	}
 }
 
-// The swarm supervisor sets TURBO_SWARM_SOCKET, TURBO_SWARM_NODE_INDEX and
-// (with http.listen) TURBO_SWARM_OBSERVE for its nodes; they are in the configuration's namespace but are not
-// keys, and must not make a node's configuration invalid.
+// The swarm supervisor sets TURBO_SWARM_SOCKET, TURBO_SWARM_NODE_INDEX,
+// TURBO_SWARM_NODE_COUNT and (with http.listen) TURBO_SWARM_OBSERVE for its
+// nodes; they are in the configuration's namespace but are not keys, and
+// must not make a node's configuration invalid.
 func TestConfigEnvironDropsSwarmVariables(t *testing.T) {
 	path := writeConfig(t, "config.yaml", validYAML)
-	env := []string{"TURBO_SWARM_SOCKET=/tmp/s", "TURBO_SWARM_NODE_INDEX=1", supervisor.ObserveEnv + "=1", "TURBO_LOG_LEVEL=debug"}
-	for _, kv := range env[:3] {
+	env := []string{"TURBO_SWARM_SOCKET=/tmp/s", "TURBO_SWARM_NODE_INDEX=1", "TURBO_SWARM_NODE_COUNT=2", supervisor.ObserveEnv + "=1", "TURBO_LOG_LEVEL=debug"}
+	for _, kv := range env[:4] {
 		if _, err := config.Load(path, []string{kv}); err == nil {
 			t.Fatalf("config.Load accepted %s: the test no longer shows anything", kv)
 		}

@@ -44,6 +44,10 @@ func nodeFromEnv(cfg *config.Config) (*nodeRun, error) {
 		// back within the session timeout keeps its partitions.
 		cfg.Kafka.GroupInstanceID += "-" + strconv.Itoa(n.Index)
 	}
+	for i := range cfg.Consumers {
+		// rate.limit is the consumer's, whichever nodes hold its partitions.
+		cfg.Consumers[i].Rate = cfg.Consumers[i].Rate.PerNode(n.Nodes)
+	}
 	return &nodeRun{node: n, cfg: cfg, started: time.Now()}, nil
 }
 

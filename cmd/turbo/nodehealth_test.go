@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/proto/swarmpb"
+	"github.com/turbokafka/turbo/supervisor"
 )
 
 func TestBuildReport(t *testing.T) {
@@ -43,5 +45,27 @@ func TestBuildReport(t *testing.T) {
 	}
 	if r := buildReport(t0, t0, nil, lim); r.Status != swarmpb.Status_STATUS_OK || r.LastPollUnixNano != 0 || strings.TrimSpace(r.Detail) != "" {
 		t.Errorf("no consumers: %v, want an OK, empty report", r)
+	}
+}
+
+// TestNodeTakesItsShareOfTheRate: rate.limit is the whole consumer's; each
+// of a swarm's nodes runs an equal share of it (and of its burst).
+func TestNodeTakesItsShareOfTheRate(t *testing.T) {
+	t.Setenv(supervisor.EnvSocket, "/tmp/none")
+	t.Setenv(supervisor.EnvIndex, "1")
+	t.Setenv(supervisor.EnvNodes, "4")
+	cfg := config.Default()
+	a, b := config.DefaultConsumer("a"), config.DefaultConsumer("b")
+	a.Rate = config.Rate{Limit: 200, Burst: 40}
+	cfg.Consumers = []config.Consumer{a, b}
+	n, err := nodeFromEnv(&cfg)
+	if err != nil || n == nil {
+		t.Fatalf("nodeFromEnv = %v, %v", n, err)
+	}
+	if got := cfg.Consumers[0].Rate; got != (config.Rate{Limit: 50, Burst: 10}) {
+		t.Errorf("node's rate = %+v, want limit 50 burst 10 (a quarter)", got)
+	}
+	if got := cfg.Consumers[1].Rate; got != (config.Rate{}) {
+		t.Errorf("a consumer without a limit got %+v", got)
 	}
 }

@@ -328,7 +328,9 @@ func configEnviron(environ []string) []string {
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != supervisor.EnvSocket && name != supervisor.EnvIndex && name != supervisor.ObserveEnv {
+		switch name {
+		case supervisor.EnvSocket, supervisor.EnvIndex, supervisor.EnvNodes, supervisor.ObserveEnv:
+		default:
 			out = append(out, kv)
 		}
 	}
