@@ -90,6 +90,7 @@ type Ledger struct {
 	overlaps, duplicates     int
 	order                    int // order violations of records known by offset (produced ones: suspects)
 	inFlight, peak           int
+	firstBegin, lastBegin    time.Time // of the deliveries of its own records
 	own                      ownership
 	members                  map[string]bool // every member judged for ownership
 	produceDisorder          int
@@ -313,6 +314,10 @@ func (l *Ledger) Begin(value []byte, label string) *Delivery {
 }
 
 func (l *Ledger) beginLocked(r *lrecord, label string) *Delivery {
+	l.lastBegin = time.Now()
+	if l.firstBegin.IsZero() {
+		l.firstBegin = l.lastBegin
+	}
 	l.deliveries++
 	l.running[label]++
 	l.inFlight++
@@ -488,8 +493,11 @@ type Report struct {
 	// offset than an earlier record of their key: a premise of the order
 	// verdict (it would blame the consumer for the producer's reordering).
 	ProduceDisorder int
-	ByLabel         map[string]int // successful deliveries per label
-	Examples        []string       // the first few violations and lost records
+	// FirstBegin and LastBegin are when the first and the last delivery of
+	// the ledger's records began (zero: none did).
+	FirstBegin, LastBegin time.Time
+	ByLabel               map[string]int // successful deliveries per label
+	Examples              []string       // the first few violations and lost records
 }
 
 // Progress is the cheap part of the report, for waiting on.
@@ -561,6 +569,7 @@ func (l *Ledger) Report() Report {
 		Deliveries: l.deliveries, FailedAttempts: l.failed, Injected: l.injected, Unknown: l.unknown,
 		Overlaps: l.overlaps, OwnershipOverlaps: l.own.overlaps, OwnershipExamples: append([]string(nil), l.own.examples...),
 		Members: len(l.members), OrderViolations: l.order, Duplicates: l.duplicates, ProduceDisorder: l.produceDisorder,
+		FirstBegin: l.firstBegin, LastBegin: l.lastBegin,
 		ByLabel: map[string]int{}, Examples: append(append([]string(nil), l.examples...), l.own.examples...),
 	}
 	for k, v := range l.byLabel {
