@@ -37,6 +37,9 @@ type claimFeed[M any] interface {
 	// ready is how many records next would return now (more may arrive
 	// meanwhile): it sizes the batch's allocation.
 	ready() int
+	// unread gives back the record first returned, to be returned first
+	// again: the consumer was paused while the claim waited for it.
+	unread(m M)
 	// hwm is the partition's high-water mark as last seen, sent with each
 	// batch.
 	hwm() int64
@@ -77,7 +80,9 @@ type claim struct {
 // newClaim takes the claim's epoch and makes its gate, which the proxy
 // sizes when it gets claimStarted (start).
 func (l *sideLife) newClaim(s claimSpec) *claim {
-	return &claim{claimSpec: s, side: l, epoch: l.epochs.Add(1), gate: newGate(0, 0)}
+	c := &claim{claimSpec: s, side: l, epoch: l.epochs.Add(1), gate: newGate(0, 0)}
+	c.gate.held = l.held
+	return c
 }
 
 // start tells the proxy of the claim.
@@ -104,6 +109,14 @@ func runClaim[M any](c *claim, feed claimFeed[M]) {
 		if end != readOn {
 			c.finish(feed, end)
 			return
+		}
+		if c.gate.isHeld() {
+			// Paused while it waited (Consumer.Pause): nothing is fetched
+			// until Resume. The gate gives no credits now, so the claim
+			// idles, and the side stops fetching the partition.
+			feed.unread(m)
+			c.gate.give(n, 0)
+			continue
 		}
 		batch, inherited, used := assemble(c, feed, m, n, room)
 		select {

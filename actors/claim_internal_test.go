@@ -50,6 +50,7 @@ func (f *sliceFeed) ready() int {
 	}
 	return len(f.recs)
 }
+func (f *sliceFeed) unread(m Record)                   { f.recs = append([]Record{m}, f.recs...) }
 func (f *sliceFeed) hwm() int64                        { return 100 }
 func (f *sliceFeed) batched() claimEnd                 { return readOn }
 func (f *sliceFeed) fill(rec *Record, m Record)        { *rec = m }

@@ -35,6 +35,10 @@ func (f *claimFlow[M]) starved() bool {
 // hold keeps a record delivered while the claim had no credits.
 func (f *claimFlow[M]) hold(m M) { f.readAhead = append(f.readAhead, m) }
 
+// unread puts m back in front of the read-ahead records: the claim read it
+// and then found the consumer paused.
+func (f *claimFlow[M]) unread(m M) { f.readAhead = append([]M{m}, f.readAhead...) }
+
 // next returns the oldest read-ahead record, if any. They come before
 // anything still in sarama's channel.
 func (f *claimFlow[M]) next() (M, bool) {

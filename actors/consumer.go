@@ -61,6 +61,7 @@ type Consumer struct {
 	stopErr    error
 	shutdown   time.Duration // shutdown_timeout: Stop's hard bound
 	maxHandler time.Duration // max_handler_time, for Live
+	log        zerolog.Logger
 }
 
 // ErrStopTimeout is returned by Stop when the context ended before the tree
@@ -116,7 +117,7 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 	}
 	sys := newSystem(log)
 	c := &Consumer{name: cc.Name, group: cc.Group, sys: sys, stats: &consumerStats{}, stopped: make(chan struct{}), pool: newWorkerPool(300),
-		shutdown: cfg.ShutdownTimeout, maxHandler: cc.MaxHandlerTime}
+		shutdown: cfg.ShutdownTimeout, maxHandler: cc.MaxHandlerTime, log: log}
 	if opts.Metrics {
 		c.stats.enableHistograms(cc.Name)
 	}
@@ -175,6 +176,38 @@ func (c *Consumer) Failed() <-chan struct{} {
 func (c *Consumer) Err() error {
 	_, err := c.stats.gaveUpWith()
 	return err
+}
+
+// Pause stops the consumer from starting records and from fetching, until
+// Resume: it keeps its group membership and its partitions (no rebalance),
+// the records running finish and are committed, and lag grows. Records
+// already fetched wait, and so does what sarama read ahead (at most a fetch
+// per partition). Liveness and readiness are unchanged: a paused consumer
+// is healthy. Pause and Resume are idempotent, safe from any goroutine, and
+// hold across tree restarts.
+func (c *Consumer) Pause() { c.setSuspended(true) }
+
+// Resume undoes Pause: records start again, and partitions are fetched.
+func (c *Consumer) Resume() { c.setSuspended(false) }
+
+// Paused reports whether Pause was called and Resume not since.
+func (c *Consumer) Paused() bool { return c.stats.suspended.Load() }
+
+func (c *Consumer) setSuspended(on bool) {
+	if c.stats.suspended.Swap(on) == on {
+		return
+	}
+	if on {
+		c.log.Info().Msg("consumer paused: no record starts and nothing is fetched until it is resumed")
+	} else {
+		c.stats.resumeGates()
+		c.log.Info().Msg("consumer resumed")
+	}
+	select {
+	case <-c.stopped: // its actor system is gone
+	default:
+		c.sys.Root.Send(c.pid, &pauseChanged{})
+	}
 }
 
 // Done is closed once the consumer has stopped.

@@ -121,6 +121,8 @@ func (co *coordinator) receive(c actor.Context) {
 	case *rateTurn:
 		co.turn = nil
 		co.dispatch()
+	case *pauseChanged:
+		co.dispatch()
 	case *revokePartition:
 		co.handleRevoke(c, m)
 	case *retryDue:
@@ -190,11 +192,17 @@ func (co *coordinator) apply(c actor.Context) {
 }
 
 // dispatch gives runnable records to idle runners (pipeline.Dispatch),
-// within the rate limit's tokens; apply sends the batches and arms the
-// stealCheck, and the rateTurn when the limit held records back.
+// within the rate limit's tokens, and none while the consumer is paused;
+// apply sends the batches and arms the stealCheck, and the rateTurn when
+// the limit held records back.
 func (co *coordinator) dispatch() {
 	co.dispatched = true
-	if co.limit == nil {
+	switch {
+	case co.stats.suspended.Load():
+		co.p.SetQuota(0) // Resume sends pauseChanged: dispatch again then
+		return
+	case co.limit == nil:
+		co.p.SetQuota(-1)
 		co.p.Dispatch()
 		return
 	}
@@ -213,7 +221,7 @@ func (co *coordinator) dispatch() {
 // armRateTurn starts the rateTurn timer when the rate limit alone holds
 // records back: it fires when the next token is due.
 func (co *coordinator) armRateTurn(c actor.Context) {
-	if co.limit == nil || co.turn != nil || co.stopped || !co.p.Starved() {
+	if co.limit == nil || co.turn != nil || co.stopped || co.stats.suspended.Load() || !co.p.Starved() {
 		return
 	}
 	now := time.Now()
@@ -230,7 +238,8 @@ const minRateTurn = time.Millisecond
 // at start: concurrency is a maximum, and 10,000,000 runners made up front
 // took 2.8 GB before the first record.
 func (co *coordinator) spawn(c actor.Context, id int) {
-	r := &runner{id: id, ctx: co.ctx, handler: co.handler, maxTime: co.maxTime, since: co.stats.handlerClock(id)}
+	r := &runner{id: id, ctx: co.ctx, handler: co.handler, maxTime: co.maxTime, since: co.stats.handlerClock(id),
+		held: &co.stats.suspended}
 	if co.stats.handlerTime != nil {
 		r.handlerTime, r.waitTime = co.stats.handlerTime.shard(id), co.stats.waitTime.shard(id)
 	}

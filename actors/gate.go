@@ -3,6 +3,7 @@ package actors
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // gate holds a partition's fetch credits: how many more of its records, and
@@ -36,6 +37,7 @@ type gate struct {
 	slack      int64         // how far below limit next must be before a claim stopped by it is woken
 	wake       chan struct{} // 1-buffered: "enough credits to be worth reading again"
 	watch      *partWatch    // what observers see of the partition (not guarded by mu)
+	held       *atomic.Bool  // the consumer is paused (Consumer.Pause): no credits; nil: never
 }
 
 func newGate(capacity int, capBytes int64) *gate {
@@ -52,7 +54,7 @@ func (g *gate) take(max int) (n int, room int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n = min(g.avail, max)
-	if n <= 0 || g.availBytes <= 0 || g.next > g.limit {
+	if n <= 0 || g.availBytes <= 0 || g.next > g.limit || g.isHeld() {
 		return 0, 0
 	}
 	g.avail -= n
@@ -126,6 +128,17 @@ func (g *gate) setLimit(limit, slack int64) {
 // is free again: resuming for a single credit would pause and resume the
 // partition on every record. Once everything has finished both are whole,
 // so a claim waiting for a quarter is always woken eventually.
+// isHeld reports whether the consumer is paused (Consumer.Pause).
+func (g *gate) isHeld() bool { return g.held != nil && g.held.Load() }
+
+// wakeUp wakes the claim whatever its credits (Resume).
+func (g *gate) wakeUp() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
 func (g *gate) signalLocked() {
 	if g.avail >= max(1, g.cap/4) && g.availBytes >= max(1, g.capBytes/4) {
 		select {

@@ -63,6 +63,7 @@ const stuckJoinGrace = 500 * time.Millisecond
 
 func (g *kafkaGroup) start(send func(msg any)) {
 	g.begin(send)
+	g.held = &g.stats.suspended
 	g.commitReq = make(chan groupSession, 1)
 	g.commitStop = make(chan struct{})
 	g.claimEnded = make(chan struct{}, 1)
@@ -556,6 +557,12 @@ func (f *saramaFeed) next() (*sarama.ConsumerMessage, bool) {
 	default:
 		return nil, false
 	}
+}
+
+// unread implements claimFeed: m becomes a read-ahead record again.
+func (f *saramaFeed) unread(m *sarama.ConsumerMessage) {
+	f.flow.unread(m)
+	f.g.stats.readAhead.Add(1)
 }
 
 // ready implements claimFeed: the records read ahead, and those in sarama's

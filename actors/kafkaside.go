@@ -78,6 +78,7 @@ type sideLife struct {
 	done      chan struct{} // closed when the side's session goroutine has returned
 	epochs    atomic.Uint64 // claim epochs: one per claim, never reused
 	batches   atomic.Int64  // batches assembled by runClaim (tests check both sides go through it)
+	held      *atomic.Bool  // Consumer.Pause: the claims' gates give no credits
 }
 
 // begin readies the lifecycle; the side then starts its session goroutine,

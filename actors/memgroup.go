@@ -53,6 +53,7 @@ func (cl *memClaim) lose()   { cl.loseOnce.Do(func() { close(cl.lost) }) }
 
 func (g *memGroup) start(send func(msg any)) {
 	g.begin(send)
+	g.held = &g.stats.suspended
 	g.member = g.cluster.Join(g.topics)
 	go g.run()
 }
@@ -224,6 +225,12 @@ func (f *memFeed) next() (memkafka.Record, bool) {
 	f.recs = f.recs[1:]
 	f.pos = m.Offset + 1
 	return m, true
+}
+
+// unread implements claimFeed: m is read again first.
+func (f *memFeed) unread(m memkafka.Record) {
+	f.recs = append([]memkafka.Record{m}, f.recs...)
+	f.pos = m.Offset
 }
 
 // ready implements claimFeed: the rest of the last fetch.

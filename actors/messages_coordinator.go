@@ -63,6 +63,11 @@ type flushFinished struct{}
 // wake the coordinator to take them back.
 type stealCheck struct{}
 
+// pauseChanged (Consumer → restarter → orchestrator → coordinator): Pause
+// or Resume flipped consumerStats.suspended; the coordinator dispatches
+// again (or stops dispatching).
+type pauseChanged struct{}
+
 // rateTurn is the coordinator's timer while the rate limit (rate.limit)
 // holds runnable records back: it fires when the next token is due.
 type rateTurn struct{}

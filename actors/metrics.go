@@ -131,6 +131,12 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 			gauge("turbo_buffered_records", "Records fetched and waiting for a runner.", func(s *Snapshot) int64 { return s.Buffered }),
 			gauge("turbo_paused_partitions", "Partitions not fetched now: their share of the buffer is used up.", func(s *Snapshot) int64 { return s.Paused }),
 			gauge("turbo_assigned_partitions", "Partitions assigned now.", func(s *Snapshot) int64 { return s.Assigned }),
+			gauge("turbo_consumer_paused", "1 while the consumer is paused by its operator (Pause, POST /consumers/{name}/pause), else 0.", func(s *Snapshot) int64 {
+				if s.Suspended {
+					return 1
+				}
+				return 0
+			}),
 		},
 		conn: prometheus.NewDesc("turbo_kafka_connection_errors_total", "Failed attempts to connect to Kafka, by kind (unreachable, tls, auth, config).",
 			[]string{"kind"}, labels),

@@ -35,6 +35,8 @@ func (o *orchestrator) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *pingTree:
 		c.Respond(&treePong{})
+	case *pauseChanged:
+		c.Send(o.coord, m)
 	case *recordsFetched:
 		o.handleFetched(c, m)
 	case *recordsFinished:

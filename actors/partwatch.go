@@ -50,6 +50,21 @@ func (s *consumerStats) trackPartition(tp TopicPartition, g *gate) {
 		s.parts = make(map[TopicPartition]*gate)
 	}
 	s.parts[tp] = g
+	if !s.suspended.Load() {
+		g.wakeUp() // a claim that began while paused may wait for it (see resumeGates)
+	}
+}
+
+// resumeGates wakes every claim after Resume: a paused gate gave no
+// credits, and its claim waits for a wake. A claim whose gate is not
+// tracked yet is woken by trackPartition (it reads the flag under the same
+// lock, after Resume cleared it).
+func (s *consumerStats) resumeGates() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.parts {
+		g.wakeUp()
+	}
 }
 
 // untrackPartition removes a partition that is no longer owned (unless a

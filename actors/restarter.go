@@ -82,6 +82,10 @@ func (s *restarter) Receive(c actor.Context) {
 		} else {
 			c.Respond(&treePong{})
 		}
+	case *pauseChanged:
+		if s.child != nil && !s.stopping {
+			c.Forward(s.child) // a generation started later reads the flag itself
+		}
 	case *treeDrained:
 		if m.gen == s.gen && s.child != nil && !s.stopping {
 			s.stopChild(c)

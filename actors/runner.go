@@ -23,6 +23,7 @@ type runner struct {
 	handler Handler       // the user's, traced (tracer)
 	maxTime time.Duration // max_handler_time; 0 = unlimited
 	since   *atomic.Int64 // when the current handler call began (unix ns), 0 when idle: see Stats
+	held    *atomic.Bool  // the consumer is paused: claim nothing more (the coordinator takes the rest back)
 	// The duration histograms, nil when off (Options.Metrics).
 	handlerTime, waitTime prometheus.Observer
 }
@@ -42,6 +43,9 @@ func (r *runner) run(b *runBatch) *ranRecords {
 	first := time.Now()
 	start := first
 	for {
+		if r.held.Load() {
+			break // Pause: nothing starts any more
+		}
 		i, ok := b.Claim()
 		if !ok {
 			break

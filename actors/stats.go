@@ -30,6 +30,7 @@ type consumerStats struct {
 	inherited atomic.Int64
 	noFiles   atomic.Int64 // failed attempts: the process ran out of file descriptors
 	rateWait  atomic.Int64 // nanoseconds dispatching waited for the rate limit
+	suspended atomic.Bool  // Consumer.Pause: nothing starts, nothing is fetched, until Resume
 	moves     atomic.Int64
 	inSession atomic.Bool
 	reached   atomic.Bool  // Kafka answered once: the client and its consumer group were made
@@ -177,6 +178,8 @@ type Snapshot struct {
 	// RateWait is the time the rate limit (rate.limit) held runnable
 	// records back from free runners.
 	RateWait time.Duration
+	// Suspended: Consumer.Pause was called, and Resume not since.
+	Suspended bool
 }
 
 // Snapshot returns the current values.
@@ -196,6 +199,7 @@ func (s *consumerStats) Snapshot() Snapshot {
 		Failed:     s.failed.Load(),
 		Retries:    s.retries.Load(),
 		RateWait:   time.Duration(s.rateWait.Load()),
+		Suspended:  s.suspended.Load(),
 		Skipped:    s.skipped.Load(),
 		Dead:       s.dead.Load(),
 		Inherited:  s.inherited.Load(),

@@ -184,6 +184,13 @@ func (h *Harness) Stop() error {
 	return h.stopErr
 }
 
+// Pause pauses the consumer as actors.Consumer.Pause does: nothing starts
+// and nothing is fetched until Resume; its partitions stay its own.
+func (h *Harness) Pause() { h.consumer.Pause() }
+
+// Resume resumes the consumer (actors.Consumer.Resume).
+func (h *Harness) Resume() { h.consumer.Resume() }
+
 // Stats returns the consumer's live counters.
 func (h *Harness) Stats() actors.Snapshot { return h.consumer.Stats() }
 

@@ -629,9 +629,11 @@ func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int) m
 			h.halt()
 		case op == 30:
 			h.p.SetBatchSize(1 + arg%8)
-		case op == 31: // a rate limit's tokens: -1 (none) to 6
+		case op == 31: // a rate limit's tokens, or a pause: -1 (none) to 6
 			h.quota = arg%8 - 1
 			h.p.SetQuota(h.quota)
+			h.apply()
+			h.p.Dispatch()
 		}
 		h.apply()
 	}
