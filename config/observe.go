@@ -14,6 +14,11 @@ type HTTP struct {
 	// opens no port. Port 0 takes any free port: the address bound is logged
 	// at start, in the line "http listening: ..." (field addr).
 	Listen string `mapstructure:"listen"`
+	// Control turns on POST /consumers/{name}/pause and .../resume (off by
+	// default). They answer clients on the loopback interface only, and
+	// refuse requests a browser sends across origins (an Origin header).
+	// `turbo run` only; it needs Listen.
+	Control bool `mapstructure:"control"`
 }
 
 // Tracing configures OpenTelemetry spans: one per handler attempt, a child
@@ -36,6 +41,9 @@ const maxServiceName = 255
 func (h *HTTP) validate() error {
 	if h.Listen != "" && !validListen(h.Listen) {
 		return fieldErr("http.listen", fmt.Sprintf("must be host:port with a port from 0 to 65535 (0: any free port, logged at start), e.g. 127.0.0.1:9100 or :9100 (got %s)", quoteValue(h.Listen)))
+	}
+	if h.Control && h.Listen == "" {
+		return fieldErr("http.control", "needs http.listen: the control routes are served there")
 	}
 	return nil
 }

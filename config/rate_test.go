@@ -105,3 +105,18 @@ func TestRateFromEnv(t *testing.T) {
 	_, err = Load(path, []string{"TURBO_CONSUMERS_0_RATE_LIMIT=lots"})
 	checkInvalid(t, err, "consumers[0].rate.limit", "TURBO_CONSUMERS_0_RATE_LIMIT", `cannot parse "lots" as a number`)
 }
+
+// TestHTTPControl: http.control is off by default, loads with http.listen,
+// and is refused without it (the routes would be served nowhere).
+func TestHTTPControl(t *testing.T) {
+	c, err := Load(writeConfig(t, "app.yaml", oneConsumer(nil)), noEnv)
+	if err != nil || c.HTTP.Control {
+		t.Fatalf("default: control %v, %v; want off", c.HTTP.Control, err)
+	}
+	c, err = Load(writeConfig(t, "app.yaml", oneConsumer(nil, "http: {listen: \"127.0.0.1:0\", control: true}")), noEnv)
+	if err != nil || !c.HTTP.Control {
+		t.Fatalf("with listen: control %v, %v; want on", c.HTTP.Control, err)
+	}
+	_, err = Load(writeConfig(t, "app.yaml", oneConsumer(nil, "http: {control: true}")), noEnv)
+	checkInvalid(t, err, "http.control", "needs http.listen")
+}

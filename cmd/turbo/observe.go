@@ -116,7 +116,7 @@ func (o *observer) consumerStatus(oc observed, now time.Time) web.Consumer {
 	s := c.Stats()
 	ready := c.Ready()
 	wc := web.Consumer{
-		Name: c.Name(), Group: c.Group(), Ready: web.Check{OK: ready.OK, Reason: ready.Reason},
+		Name: c.Name(), Group: c.Group(), Ready: web.Check{OK: ready.OK, Reason: ready.Reason}, Paused: s.Suspended,
 		Fetched: s.Fetched, Processed: s.Processed, Failed: s.Failed, Retries: s.Retries, Skipped: s.Skipped,
 		DeadLettered: s.Dead, Inherited: s.Inherited, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
 		InFlight: s.InFlight, Buffered: s.Buffered, PausedPartitions: s.Paused, AssignedPartitions: s.Assigned, Lag: s.Lag,
@@ -174,4 +174,21 @@ func (o *observer) encodeStatus() ([]byte, error) {
 		return nil, fmt.Errorf("the status exceeds %d bytes", maxReportStatus)
 	}
 	return b, nil
+}
+
+// Pause implements web.Controller (http.control): it pauses the consumer
+// named (actors.Consumer.Pause).
+func (o *observer) Pause(name string) error { return o.control(name, (*actors.Consumer).Pause) }
+
+// Resume implements web.Controller.
+func (o *observer) Resume(name string) error { return o.control(name, (*actors.Consumer).Resume) }
+
+func (o *observer) control(name string, do func(*actors.Consumer)) error {
+	for _, oc := range o.list() {
+		if oc.c.Name() == name {
+			do(oc.c)
+			return nil
+		}
+	}
+	return web.ErrNoConsumer
 }

@@ -89,7 +89,11 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		observe = os.Getenv(supervisor.ObserveEnv) == "1"
 		n.obs, n.observe, n.log = obs, observe, log
 	} else if observe {
-		srv, err := web.Start(web.Options{Addr: cfg.HTTP.Listen, Key: "http.listen", Gatherer: obs.reg, Source: obs, Log: log})
+		var ctl web.Controller // nil: the control routes answer 403
+		if cfg.HTTP.Control {
+			ctl = obs
+		}
+		srv, err := web.Start(web.Options{Addr: cfg.HTTP.Listen, Key: "http.listen", Gatherer: obs.reg, Source: obs, Control: ctl, Log: log})
 		if err != nil {
 			return err
 		}

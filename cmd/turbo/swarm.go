@@ -40,6 +40,9 @@ func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSign
 		return fmt.Errorf("%w: kafka.brokers: [%s] would start a separate broker in every node; a swarm needs a shared Kafka (e.g. `turbo dev`)",
 			config.ErrInvalid, config.EmbeddedBroker)
 	}
+	if cfg.HTTP.Control {
+		return fmt.Errorf("%w: http.control: pausing consumers is not available with turbo swarm yet (turbo run has it)", config.ErrInvalid)
+	}
 	if err := supervisor.Supported(); err != nil {
 		return fmt.Errorf("%w: %w (turbo run works here)", errUsage, err)
 	}

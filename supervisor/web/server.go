@@ -35,6 +35,9 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// Source is what /healthz, /readyz, /status and the console show.
 	Source Source
+	// Control pauses and resumes consumers (POST /consumers/{name}/pause
+	// and /resume); nil answers those routes 403 (http.control is off).
+	Control Controller
 	// Limits: the zero value is DefaultLimits, and unset fields take
 	// DefaultLimits'.
 	Limits Limits
@@ -64,7 +67,7 @@ func Start(o Options) (*Server, error) {
 	}
 	lim := o.Limits.withDefaults()
 	log := o.Log.With().Str("component", "http").Logger()
-	s, err := Listen(o.Addr, o.Key, Handler(o.Gatherer, o.Source, log), lim, log)
+	s, err := Listen(o.Addr, o.Key, WithControl(Handler(o.Gatherer, o.Source, log), o.Control), lim, log)
 	if err != nil {
 		return nil, err
 	}

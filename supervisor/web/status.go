@@ -45,6 +45,9 @@ type Consumer struct {
 	Group string `json:"group"`
 	Node  *int   `json:"node,omitempty"`
 	Ready Check  `json:"ready"`
+	// Paused: paused by its operator (Consumer.Pause, POST
+	// /consumers/{name}/pause), not by back-pressure (see PausedPartitions).
+	Paused bool `json:"paused"`
 
 	Fetched      int64 `json:"fetched"`
 	Processed    int64 `json:"processed"`
