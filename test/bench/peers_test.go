@@ -41,6 +41,7 @@ type job struct {
 	concurrency int             // turbo's concurrency, the Parallel Consumer's maxConcurrency
 	work        time.Duration   // simulated work per record (a sleep); 0: none
 	hashBytes   int             // CPU-bound work: bytes hashed per record (see turboConfig)
+	rate        float64         // turbo's rate.limit, attempts per second; 0: none
 }
 
 // peer is one consumer implementation.
@@ -153,10 +154,11 @@ consumers:
     concurrency: %d
     commit_interval: %s
     handler: %s
+    rate: {limit: %g}
 shutdown_timeout: 30s
 log:
   level: warn
-%s`, strings.Join(j.brokers, ", "), group, j.topic, o, concurrency, commitInterval, handler, extra)
+%s`, strings.Join(j.brokers, ", "), group, j.topic, o, concurrency, commitInterval, handler, j.rate, extra)
 	path := filepath.Join(b.TempDir(), "app.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		b.Fatal(err)
