@@ -47,22 +47,12 @@ func TestPauseHoldsRecordsAndKeepsPartitions(t *testing.T) {
 	close(release)
 	hs.AwaitCommitted("t", 0, 1) // the running record finished and is committed
 	calls := len(hs.Calls())
-	// Nothing may start: watch for a while (what is awaited is that
-	// nothing happens, so the wait is the observation).
-	watch := time.NewTimer(500 * time.Millisecond)
-	defer watch.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for done := false; !done; {
-		select {
-		case <-watch.C:
-			done = true
-		case <-tick.C:
-		}
+	testkit.Holds(t, 500*time.Millisecond, "nothing starts while paused", func() error {
 		if n := len(hs.Calls()); n != calls {
-			t.Fatalf("%d handler calls began while paused (%d before): %v", n-calls, calls, hs.Calls()[calls:])
+			return fmt.Errorf("%d handler calls began (%d before): %v", n-calls, calls, hs.Calls()[calls:])
 		}
-	}
+		return nil
+	})
 	if !hs.Owned("t", 0) || !hs.Owned("t", 1) || hs.Restarts() != 0 {
 		t.Fatalf("while paused: owned %v %v, %d restarts; want both partitions kept, no restart", hs.Owned("t", 0), hs.Owned("t", 1), hs.Restarts())
 	}
@@ -124,20 +114,12 @@ func TestPausedConsumerKeepsItsGroup(t *testing.T) {
 	atPause := starts()
 	testkit.Produce(t, r.brokers, r.topic, during, 20)
 	const paused = 10 * time.Second
-	watch := time.NewTimer(paused) // the observation is that nothing happens
-	defer watch.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for done := false; !done; {
-		select {
-		case <-watch.C:
-			done = true
-		case <-tick.C:
-		}
+	testkit.Holds(t, paused, "nothing starts while paused", func() error {
 		if n := starts(); n != atPause {
-			t.Fatalf("%d records started while paused", n-atPause)
+			return fmt.Errorf("%d records started", n-atPause)
 		}
-	}
+		return nil
+	})
 	s1 := cons.Stats()
 	if s1.Rebalances != s0.Rebalances || s1.Assigned != 4 || !s1.InSession {
 		t.Fatalf("while paused: %d rebalances (%d before), %d partitions assigned, in session %v; want none, 4, true",

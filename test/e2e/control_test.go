@@ -51,20 +51,12 @@ log: {level: info, format: json}
 	}
 	testkit.ProduceWithBinary(t, addr, topic, second, 20)
 	deliveries := ledger.Report().Deliveries
-	watch := time.NewTimer(2 * time.Second) // the observation is that nothing is delivered
-	defer watch.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for done := false; !done; {
-		select {
-		case <-watch.C:
-			done = true
-		case <-tick.C:
-		}
+	testkit.Holds(t, 2*time.Second, "nothing delivered while paused", func() error {
 		if n := ledger.Report().Deliveries; n != deliveries {
-			t.Fatalf("%d deliveries while paused", n-deliveries)
+			return fmt.Errorf("%d deliveries", n-deliveries)
 		}
-	}
+		return nil
+	})
 	if resp, err := http.Get(base + "/readyz"); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("/readyz while paused: %v %v, want 200", resp, err)
 	}

@@ -64,6 +64,31 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	}
 }
 
+// Holds checks every few milliseconds, for d, that what must not happen did
+// not: check returns an error saying what happened, and the first one fails
+// the test. The wait is the observation, so it is not one a condition could
+// shorten.
+func Holds(t testing.TB, d time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := check(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		select {
+		case <-deadline.C:
+			if err := check(); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // Logger returns a logger writing to the test's log.
 func Logger(t testing.TB) zerolog.Logger {
 	return zerolog.New(zerolog.ConsoleWriter{Out: testWriter{t}, NoColor: true}).Level(zerolog.InfoLevel).With().Timestamp().Logger()
