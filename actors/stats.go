@@ -234,6 +234,7 @@ func (s *consumerStats) Snapshot() Snapshot {
 
 // Add returns the sum of two snapshots (for totals over several consumers).
 // Reached and InSession are one consumer's: the sum leaves them false.
+// Suspended is true when either is (a consumer of the two is paused).
 func (a Snapshot) Add(b Snapshot) Snapshot {
 	last := later(a.LastFetch, b.LastFetch)
 	oldest := a.Oldest
@@ -273,6 +274,8 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		Gained:     a.Gained + b.Gained,
 		Released:   a.Released + b.Released,
 		CommitErrs: a.CommitErrs + b.CommitErrs,
+		RateWait:   a.RateWait + b.RateWait,
+		Suspended:  a.Suspended || b.Suspended,
 	}
 }
 
