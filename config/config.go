@@ -198,6 +198,25 @@ type Handler struct {
 	Duration time.Duration `mapstructure:"duration"`
 	// Bytes is how many bytes are hashed per record (HandlerHash only).
 	Bytes int `mapstructure:"bytes"`
+	// Headers are static request headers (HandlerHTTP only), e.g. an
+	// Authorization header from a mounted secret. Their values are never
+	// logged or shown.
+	Headers []HTTPHeader `mapstructure:"headers"`
+}
+
+// HTTPHeader is one static request header of the http handler. Its value
+// comes from exactly one of Value, ValueEnv and ValueFile; Prefix goes in
+// front of it ("Bearer ").
+type HTTPHeader struct {
+	Name  string `mapstructure:"name"`
+	Value Secret `mapstructure:"value"`
+	// ValueEnv names an environment variable read at start.
+	ValueEnv string `mapstructure:"value_env"`
+	// ValueFile is a file read at start and again when it changes (looked
+	// at once a second at most), as a rotated secret is: trailing line
+	// breaks are dropped, at most 64 KiB, not empty.
+	ValueFile string `mapstructure:"value_file"`
+	Prefix    string `mapstructure:"prefix"`
 }
 
 // Log configures the process logger.

@@ -45,6 +45,8 @@ const (
 	// MaxRateBurst bounds Rate.Burst: attempts started at once, of which
 	// max_buffered's bound is the most that can be waiting.
 	MaxRateBurst = 100_000
+	// MaxHTTPHeaders bounds Handler.Headers.
+	MaxHTTPHeaders = 64
 	// MaxRestarts bounds Swarm.MaxRestarts (the supervisor remembers each
 	// restart of the window).
 	MaxRestarts = 10_000

@@ -254,6 +254,9 @@ func (h *Handler) validate(key string) error {
 		if err != nil || (scheme != "http" && scheme != "https") || u.Hostname() == "" || (u.Port() != "" && !validPort(u.Port())) {
 			return fieldErr(key+".url", fmt.Sprintf("must be an absolute http:// or https:// URL with a host and, if given, a port from 1 to 65535 (got %s)", quoteValue(h.URL)))
 		}
+		if err := validateHeaders(key+".headers", h.Headers); err != nil {
+			return err
+		}
 		return durRange(key+".timeout", h.Timeout, MinTimeout, MaxDuration)
 	case HandlerSleep:
 		if err := durRange(key+".duration", h.Duration, 0, MaxDuration); err != nil {

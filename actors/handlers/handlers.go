@@ -26,7 +26,11 @@ func New(h config.Handler, concurrency int, out io.Writer) (actors.Handler, erro
 	case config.HandlerSleep:
 		return Sleep(h.Duration), nil
 	case config.HandlerHTTP:
-		return NewHTTP(h.URL, h.Timeout, concurrency), nil
+		hh, err := NewHTTPWith(h.URL, h.Timeout, concurrency, h.Headers)
+		if err != nil {
+			return nil, err // not a nil *HTTP in a non-nil Handler
+		}
+		return hh, nil
 	case config.HandlerHash:
 		return Hash(h.Bytes), nil
 	default:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/config"
 	"go.opentelemetry.io/otel/propagation"
 )
 
@@ -38,6 +39,7 @@ type HTTP struct {
 	url     string
 	timeout time.Duration
 	client  *http.Client
+	headers []*staticHeader // handler.headers
 }
 
 // StatusError is the failure of a non-2xx answer.
@@ -61,6 +63,18 @@ func (e *StatusError) Unwrap() error {
 // Retryable reports whether a failed status may succeed on another attempt.
 func Retryable(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+}
+
+// NewHTTPWith is NewHTTP with the static request headers of handler.headers
+// (see config.HTTPHeader); it fails when one cannot be read.
+func NewHTTPWith(url string, timeout time.Duration, concurrency int, headers []config.HTTPHeader) (*HTTP, error) {
+	hs, err := newStaticHeaders(headers)
+	if err != nil {
+		return nil, err
+	}
+	h := NewHTTP(url, timeout, concurrency)
+	h.headers = hs
+	return h, nil
 }
 
 // NewHTTP returns an HTTP handler with a keep-alive pool of concurrency
@@ -87,6 +101,12 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(rec.Value))
 	if err != nil {
 		return fmt.Errorf("handlers: http request: %w", errors.Join(err, actors.ErrPermanent))
+	}
+	now := time.Now()
+	for _, sh := range h.headers {
+		if err := sh.set(req.Header, now); err != nil {
+			return err // retryable: the file may be good again
+		}
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set("Kafka-Topic", rec.Topic)
