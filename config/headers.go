@@ -81,3 +81,22 @@ func ValidHeaderValue(v string) bool {
 	}
 	return true
 }
+
+// maxSocketPath is the longest unix socket path Linux takes (sun_path holds
+// 108 bytes, the last a NUL).
+const maxSocketPath = 107
+
+// UnixURL splits a handler URL of the form unix:///run/app.sock:/records
+// into the socket's path and the request's path ("/" when none is given);
+// ok is false for any other URL.
+func UnixURL(u string) (socket, path string, ok bool) {
+	rest, found := strings.CutPrefix(u, "unix://")
+	if !found {
+		return "", "", false
+	}
+	socket, path, found = strings.Cut(rest, ":")
+	if !found {
+		path = "/"
+	}
+	return socket, path, true
+}

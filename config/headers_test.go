@@ -81,3 +81,33 @@ func TestHTTPHeadersRefused(t *testing.T) {
 	})), noEnv)
 	checkInvalid(t, err, "consumers[0].handler.headers", "at most 64")
 }
+
+// TestUnixSocketURLs: unix:///socket:/path is a handler URL; a relative or
+// too long socket path, or a request path without its /, is refused.
+func TestUnixSocketURLs(t *testing.T) {
+	for _, tt := range []struct {
+		url, socket, path string
+		ok                bool
+	}{
+		{"unix:///run/app.sock:/records", "/run/app.sock", "/records", true},
+		{"unix:///run/app.sock", "/run/app.sock", "/", true},
+		{"unix://run/app.sock:/records", "run/app.sock", "/records", false},
+		{"unix:///run/app.sock:records", "/run/app.sock", "records", false},
+		{"unix:///" + strings.Repeat("s", 107) + ":/x", "/" + strings.Repeat("s", 107), "/x", false},
+	} {
+		socket, path, isUnix := UnixURL(tt.url)
+		if !isUnix || socket != tt.socket || path != tt.path {
+			t.Errorf("UnixURL(%q) = %q, %q, %v; want %q, %q", tt.url, socket, path, isUnix, tt.socket, tt.path)
+		}
+		_, err := Load(writeConfig(t, "app.yaml", oneConsumer([]string{"handler: {type: http, url: \"" + tt.url + "\"}"})), noEnv)
+		if tt.ok && err != nil {
+			t.Errorf("%s: %v", tt.url, err)
+		}
+		if !tt.ok {
+			checkInvalid(t, err, "consumers[0].handler.url", "unix://<absolute socket path")
+		}
+	}
+	if _, _, ok := UnixURL("http://h/x"); ok {
+		t.Error("UnixURL took an http URL")
+	}
+}

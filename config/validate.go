@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -246,13 +247,13 @@ func (h *Handler) validate(key string) error {
 		if h.URL == "" {
 			return fieldErr(key+".url", "is required for handler type http")
 		}
-		u, err := url.Parse(h.URL)
-		scheme := ""
-		if err == nil {
-			scheme = strings.ToLower(u.Scheme)
-		}
-		if err != nil || (scheme != "http" && scheme != "https") || u.Hostname() == "" || (u.Port() != "" && !validPort(u.Port())) {
-			return fieldErr(key+".url", fmt.Sprintf("must be an absolute http:// or https:// URL with a host and, if given, a port from 1 to 65535 (got %s)", quoteValue(h.URL)))
+		if socket, path, ok := UnixURL(h.URL); ok {
+			if !filepath.IsAbs(socket) || len(socket) > maxSocketPath || !strings.HasPrefix(path, "/") {
+				return fieldErr(key+".url", fmt.Sprintf("a unix socket URL is unix://<absolute socket path, at most %d bytes>:<request path from />, e.g. unix:///run/app.sock:/records (got %s)", maxSocketPath, quoteValue(h.URL)))
+			}
+		} else if u, err := url.Parse(h.URL); err != nil || (strings.ToLower(u.Scheme) != "http" && strings.ToLower(u.Scheme) != "https") ||
+			u.Hostname() == "" || (u.Port() != "" && !validPort(u.Port())) {
+			return fieldErr(key+".url", fmt.Sprintf("must be an absolute http:// or https:// URL with a host and, if given, a port from 1 to 65535, or unix:///path/to.sock:/path (got %s)", quoteValue(h.URL)))
 		}
 		if err := validateHeaders(key+".headers", h.Headers); err != nil {
 			return err

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -101,5 +102,38 @@ func TestStaticHeaderFromAMissingEnv(t *testing.T) {
 	_, err := NewHTTPWith("http://127.0.0.1:1/x", time.Second, 1, []config.HTTPHeader{{Name: "X-Api-Key", ValueEnv: "TURBO_TEST_NOT_SET_ANYWHERE"}})
 	if err == nil || !strings.Contains(err.Error(), "X-Api-Key") || !strings.Contains(err.Error(), "TURBO_TEST_NOT_SET_ANYWHERE") {
 		t.Fatalf("error %v: want one naming the header and the variable", err)
+	}
+}
+
+// TestUnixSocketURL: unix:///path.sock:/records posts over the socket to
+// /records; an error names the URL as configured.
+func TestUnixSocketURL(t *testing.T) {
+	dir, err := os.MkdirTemp("", "turbo-sock") // t.TempDir() may exceed a socket path's 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "app.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := make(chan string, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths <- r.URL.Path + " " + r.Header.Get("Kafka-Offset")
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	h := NewHTTP("unix://"+sock+":/records", 5*time.Second, 2)
+	if err := h.Handle(context.Background(), &actors.Record{Topic: "t", Offset: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-paths; got != "/records 7" {
+		t.Fatalf("the endpoint got %q, want /records for offset 7", got)
+	}
+	gone := NewHTTP("unix://"+filepath.Join(dir, "none.sock")+":/x", time.Second, 1)
+	err = gone.Handle(context.Background(), &actors.Record{Topic: "t"})
+	if err == nil || !strings.Contains(err.Error(), "unix://"+filepath.Join(dir, "none.sock")+":/x") {
+		t.Fatalf("error %v: want one naming the configured URL", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,7 +37,8 @@ import (
 // actors.RetryAfterError; any other status is permanent (wraps
 // actors.ErrPermanent).
 type HTTP struct {
-	url     string
+	url     string // what is requested
+	shown   string // what errors name: the configured URL (a unix socket's too)
 	timeout time.Duration
 	client  *http.Client
 	headers []*staticHeader // handler.headers
@@ -78,12 +80,20 @@ func NewHTTPWith(url string, timeout time.Duration, concurrency int, headers []c
 }
 
 // NewHTTP returns an HTTP handler with a keep-alive pool of concurrency
-// connections, so every runner reuses its connection.
+// connections, so every runner reuses its connection. A URL of the form
+// unix:///run/app.sock:/records posts over that unix socket (a sidecar on
+// the same host) to /records.
 func NewHTTP(url string, timeout time.Duration, concurrency int) *HTTP {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = concurrency
 	tr.MaxIdleConnsPerHost = concurrency
-	return &HTTP{url: url, timeout: timeout, client: &http.Client{
+	shown := url
+	if socket, path, ok := config.UnixURL(url); ok {
+		var d net.Dialer
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "unix", socket) }
+		url = "http://localhost" + path
+	}
+	return &HTTP{url: url, shown: shown, timeout: timeout, client: &http.Client{
 		Transport: tr,
 		// A redirect would be followed as a GET without the record: the
 		// 3xx itself is the answer (a permanent failure).
@@ -124,7 +134,7 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("handlers: http post %s: %w", h.url, err)
+		return fmt.Errorf("handlers: http post %s: %w", h.shown, err)
 	}
 	// Closing a body before its end drops the connection instead of
 	// reading on: that is what bounds the reads below.
@@ -136,7 +146,7 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 		// without its last chunk) means the endpoint did not finish
 		// answering — it may have crashed while handling the record.
 		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain)); err != nil {
-			return fmt.Errorf("handlers: http post %s: status %d, but the answer broke off: %w", h.url, resp.StatusCode, err)
+			return fmt.Errorf("handlers: http post %s: status %d, but the answer broke off: %w", h.shown, resp.StatusCode, err)
 		}
 		return nil
 	}
