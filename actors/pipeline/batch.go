@@ -1,6 +1,15 @@
 package pipeline
 
-import "sync/atomic"
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// ErrNotRun is the outcome a runner publishes for a record of a handler's
+// batch that must count as not run: one that follows a failed record of its
+// unit in the same handler call, and so must not finish before the failed
+// record does. The Pipeline puts it back at the front of its unit's queue.
+var ErrNotRun = errors.New("pipeline: not run: an earlier record of its unit failed in the same handler call")
 
 // Batch is records given to one runner to run one after the other. It is
 // shared by the runner that runs it and the Pipeline, so that one slow or
@@ -68,11 +77,31 @@ func (b *Batch[T]) Claim() (int, bool) {
 	return int(i), i < int64(len(b.records))
 }
 
+// Peek returns the record the next Claim would return, without claiming
+// it (a runner filling a handler's batch by bytes looks before it takes);
+// false when the batch is exhausted or was taken back.
+func (b *Batch[T]) Peek() (T, bool) {
+	if i := b.next.Load(); i < int64(len(b.records)) {
+		return b.records[i], true
+	}
+	var zero T
+	return zero, false
+}
+
 // Finish publishes the outcome of the record claimed at index i. The runner
 // finishes its claims in order and stops claiming after a failure.
 func (b *Batch[T]) Finish(i int, err error) {
 	b.errs[i] = err
 	b.done.Store(int64(i + 1))
+}
+
+// FinishRange publishes at once the outcomes of the records claimed at
+// indexes from to from+len(errs)-1: one handler call's batch, which the
+// Pipeline then accounts for whole. An outcome may be ErrNotRun. The runner
+// stops claiming when any outcome is an error.
+func (b *Batch[T]) FinishRange(from int, errs []error) {
+	copy(b.errs[from:], errs)
+	b.done.Store(int64(from + len(errs)))
 }
 
 // Done is how many records the runner has finished.

@@ -46,6 +46,7 @@ const (
 	deadAcked      // the dead-letter topic took it
 	deadFailed     // the dead-letter topic failed it; its unit stays pinned
 	dropped        // dropped with its partition, or at the halt
+	notRunBack     // not its leaving: a handler call did not run it (ErrNotRun), and it went back
 )
 
 type rec struct {
@@ -57,6 +58,7 @@ type rec struct {
 	how     how
 	verdict Verdict // what Judge answers for its current failure
 	failed  bool    // its current attempt failed
+	notRun  bool    // its handler call failed an earlier record of its unit: not run
 	freed   int     // times it was in Out.Free
 	batch   *Batch[*rec]
 	index   int // its index in batch
@@ -68,7 +70,7 @@ func (r *rec) through() bool {
 	case gone:
 		return r.how == doneOK || r.how == lostHow || r.how == dropped || r.how == deadAcked
 	case finished:
-		return !r.failed || r.verdict == Finished || r.verdict == Lost
+		return !r.notRun && (!r.failed || r.verdict == Finished || r.verdict == Lost)
 	}
 	return false
 }
@@ -89,6 +91,7 @@ type harness struct {
 	spawnedMax int // runners made so far (as the adapter would have)
 	offsets    map[uint64]int64
 	quota      int // what is left of the last SetQuota (-1: none)
+	notRunBack int // records a handler call did not run, accounted for
 }
 
 type epochState struct {
@@ -98,8 +101,8 @@ type epochState struct {
 type runnerState struct {
 	b        *Batch[*rec]
 	claimed  int
-	current  *rec // claimed, not finished
-	stop     bool // a failure, or Claim said no: report Ran next
+	current  []*rec // claimed, not finished: one handler call's records
+	stop     bool   // a failure, or Claim said no: report Ran next
 	reported bool
 }
 
@@ -263,6 +266,15 @@ func (h *harness) accounted(r *rec) {
 		}
 	}
 	r.batch = nil
+	if r.notRun { // back in the scheduler, or dropped with its partition
+		r.notRun = false
+		h.notRunBack++
+		r.st = waiting
+		if h.halted || h.epochs[r.epoch].dropped {
+			r.st, r.how = gone, dropped
+		}
+		return
+	}
 	switch v {
 	case Finished:
 		r.st, r.how = gone, doneOK
@@ -358,8 +370,9 @@ func (h *harness) check() {
 }
 
 // claimCheck is the ordering invariant, at the moment r starts: every
-// record of its unit added before it is through, and none after it is.
-func (h *harness) claimCheck(r *rec) {
+// record of its unit added before it is through, or claimed before it for
+// the same handler call (call), and none after it is running.
+func (h *harness) claimCheck(r *rec, call []*rec) {
 	if r.unit == "" {
 		return
 	}
@@ -367,7 +380,7 @@ func (h *harness) claimCheck(r *rec) {
 		if o == r || o.unit != r.unit {
 			continue
 		}
-		if o.id < r.id && !o.through() {
+		if o.id < r.id && !o.through() && !slices.Contains(call, o) {
 			h.fatalf("record %d of unit %q started before earlier record %d (state %d, how %d)", r.id, r.unit, o.id, o.st, o.how)
 		}
 		if o.id > r.id && o.st == running {
@@ -376,23 +389,48 @@ func (h *harness) claimCheck(r *rec) {
 	}
 }
 
-// step advances runner id by one move: finish its current record, report
-// the batch, or claim the next record.
+// verdicts is what Judge answers for a failure, by outcome.
+var verdicts = []Verdict{Retry, Retry, Retry, Finished, DeadLetter, DeadLetter, Escalate, Retry}
+
+// step advances runner id by one move: finish the records of its current
+// handler call, report the batch, or claim records for a handler call: one,
+// as Handle takes them, or up to four, as HandleBatch does.
 func (h *harness) step(id int, outcome int) {
 	rs := h.runners[id]
 	switch {
-	case rs.current != nil:
-		r := rs.current
-		rs.current = nil
+	case len(rs.current) == 1 && outcome%5 != 0:
+		r := rs.current[0]
+		rs.current = rs.current[:0]
 		r.st = finished
 		r.failed = outcome%4 == 0 // a quarter fail
 		var err error
 		if r.failed {
 			err = errFailed
-			r.verdict = []Verdict{Retry, Retry, Retry, Finished, DeadLetter, DeadLetter, Escalate, Retry}[outcome/4%8]
+			r.verdict = verdicts[outcome/4%8]
 			rs.stop = true // the records after a failure are taken back
 		}
 		rs.b.Finish(r.index, err)
+	case len(rs.current) > 0: // a handler call's batch, finished at once
+		errs := make([]error, len(rs.current))
+		failedUnits := map[string]bool{}
+		for i, r := range rs.current {
+			r.st = finished
+			o := (outcome >> i) * 7 // an outcome per record
+			switch {
+			case r.unit != "" && failedUnits[r.unit]:
+				r.notRun, errs[i] = true, ErrNotRun
+			case o%3 == 0:
+				r.failed, r.verdict, errs[i] = true, verdicts[o/3%8], errFailed
+				failedUnits[r.unit] = true
+			default:
+				r.failed = false
+			}
+			if errs[i] != nil {
+				rs.stop = true
+			}
+		}
+		rs.b.FinishRange(rs.current[0].index, errs)
+		rs.current = rs.current[:0]
 	case rs.stop:
 		delete(h.runners, id)
 		// The tail it left goes back; read before Ran, which reuses the batch.
@@ -411,19 +449,26 @@ func (h *harness) step(id int, outcome int) {
 		h.apply()
 		return
 	default:
-		i, ok := rs.b.Claim()
-		if !ok {
-			rs.stop = true
-			return
+		for range 1 + outcome%4 {
+			if peek, ok := rs.b.Peek(); ok && peek != rs.b.Item(int(rs.b.next.Load())) {
+				h.fatalf("runner %d: Peek gave record %d, not the next one", id, peek.id)
+			}
+			i, ok := rs.b.Claim()
+			if !ok {
+				if len(rs.current) == 0 {
+					rs.stop = true
+				}
+				return
+			}
+			rs.claimed = i + 1
+			r := rs.b.Item(i)
+			if r.st != queued || r.index != i {
+				h.fatalf("runner %d claimed record %d in state %d", id, r.id, r.st)
+			}
+			h.claimCheck(r, rs.current)
+			r.st = running
+			rs.current = append(rs.current, r)
 		}
-		rs.claimed = i + 1
-		r := rs.b.Item(i)
-		if r.st != queued || r.index != i {
-			h.fatalf("runner %d claimed record %d in state %d", id, r.id, r.st)
-		}
-		h.claimCheck(r)
-		r.st = running
-		rs.current = r
 	}
 }
 
@@ -647,6 +692,7 @@ func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int) m
 			left[notGone]++ // counts drained epochs here
 		}
 	}
+	left[notRunBack] = h.notRunBack
 	return left
 }
 
@@ -792,7 +838,7 @@ func TestModelRandom(t *testing.T) {
 	// The runs must reach every way of leaving, or the invariants above
 	// were checked on too little.
 	t.Logf("records left: %v (notGone counts drained partitions)", total)
-	for k := notGone; k <= dropped; k++ {
+	for k := notGone; k <= notRunBack; k++ {
 		if total[k] == 0 {
 			t.Errorf("no run reached outcome %d: the operations are too tame", k)
 		}

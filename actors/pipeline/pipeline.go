@@ -105,6 +105,7 @@ type assignment struct {
 	records  int   // its records here: waiting, out with runners, or pinned
 	maxDone  int64 // highest offset finished, -1 if none
 	revoking bool  // report it drained when records reaches 0
+	dropped  bool  // someone else's now (Drop): nothing of it starts again
 }
 
 // Pipeline is the coordinator's bookkeeping (see the package doc).
@@ -127,6 +128,7 @@ type Pipeline[T comparable] struct {
 	batch    int // records per batch beyond the first run (SetBatchSize)
 	maxRun   int
 	quota    int // records Dispatch may still give out; -1: no bound (SetQuota)
+	notRun   []T // harvest's scratch: records a handler call did not run (ErrNotRun)
 	out      Out[T]
 	fin      Report[T]
 }
@@ -303,7 +305,7 @@ func (p *Pipeline[T]) Ran(runner int) (finished int) {
 		panic(fmt.Errorf("pipeline: runner %d reported no batch", runner))
 	}
 	p.harvest(b)
-	p.giveBack(b, b.steal())
+	p.giveBack(b, b.steal(), nil)
 	if p.halted {
 		p.dropWaiting()
 		p.out.Flush = true
@@ -342,6 +344,8 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 	}
 	var a *assignment // the last record's, looked up once per run of one epoch
 	var epoch uint64
+	failed := false
+	notRun := p.notRun[:0]
 	p.fin.Done = slices.Grow(p.fin.Done, done-b.seen) // one allocation, not one per doubling
 	for i := b.seen; i < done; i++ {
 		rec, err := b.records[i], b.errs[i]
@@ -350,6 +354,14 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 		if !runEnd {
 			next = p.it.Unit(b.records[i+1])
 			runEnd = next != unit
+		}
+		if err != nil {
+			failed = true
+			if err == ErrNotRun {
+				// Its unit stays busy: the record goes back below (requeue).
+				notRun = append(notRun, rec)
+				continue
+			}
 		}
 		v := p.verdict(rec, err)
 		if v == Retry || v == DeadLetter || v == Escalate {
@@ -369,13 +381,50 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 	p.inFlight -= done - b.seen
 	b.seen = done
 	p.out.Flush = true
-	if b.errs[done-1] != nil {
+	if failed {
 		// A runner claims nothing after a failure: its tail goes back now,
 		// not when it reports. Left in the batch until then, the tail would
 		// keep the unit's run open behind a failed record whose retry may
 		// be dispatched first — and that run's end would then free the unit
 		// while the retry runs (found by the model test).
-		p.giveBack(b, b.steal())
+		p.giveBack(b, b.steal(), notRun)
+	}
+	if len(notRun) > 0 {
+		p.requeueNotRun(notRun)
+	}
+	clear(notRun)
+	p.notRun = notRun[:0]
+}
+
+// requeueNotRun puts back the records a handler call did not run (ErrNotRun),
+// ahead of their units' other records, and frees their units (unless a failed
+// record pins them). Each unit's records are a run's last ones handed out,
+// the tail after them already given back (giveBack), as Requeue needs. After
+// a Halt or a Drop they are dropped instead: nothing of theirs starts again.
+func (p *Pipeline[T]) requeueNotRun(recs []T) {
+	for i := 0; i < len(recs); {
+		unit := p.it.Unit(recs[i])
+		j := i + 1
+		for j < len(recs) && p.it.Unit(recs[j]) == unit {
+			j++
+		}
+		var keep []T
+		for _, rec := range recs[i:j] {
+			if a := p.parts[p.it.Epoch(rec)]; p.halted || a.dropped {
+				a.records--
+			} else {
+				keep = append(keep, rec)
+			}
+		}
+		if len(keep) > 0 {
+			if err := p.sched.Requeue(unit, keep); err != nil {
+				panic(fmt.Errorf("pipeline: requeue of %q: %w", unit, err))
+			}
+		}
+		if p.pinned[unit] == 0 {
+			p.done(unit)
+		}
+		i = j
 	}
 }
 
@@ -437,7 +486,7 @@ func (p *Pipeline[T]) releaseTo(a *assignment, rec T) {
 func (p *Pipeline[T]) stealAged() bool {
 	for _, b := range p.batches {
 		if b != nil && b.aged && len(b.records) > 1 {
-			p.giveBack(b, b.steal())
+			p.giveBack(b, b.steal(), nil)
 		}
 	}
 	return p.sched.Runnable()
@@ -447,7 +496,7 @@ func (p *Pipeline[T]) stealAged() bool {
 func (p *Pipeline[T]) stealAll() {
 	for _, b := range p.batches {
 		if b != nil {
-			p.giveBack(b, b.steal())
+			p.giveBack(b, b.steal(), nil)
 		}
 	}
 }
@@ -455,8 +504,10 @@ func (p *Pipeline[T]) stealAll() {
 // giveBack returns the records stolen from b's tail to the scheduler. A run
 // that was cut (its first records are with the runner) keeps its unit busy:
 // the runner's last record of it becomes the run's end, and frees the unit
-// when it finishes. A run taken whole frees its unit now.
-func (p *Pipeline[T]) giveBack(b *Batch[T], stolen []T) {
+// when it finishes. A run taken whole frees its unit now. A cut run whose
+// unit has records in notRun keeps it busy too: requeueNotRun puts them back
+// in front of the tail, then frees it.
+func (p *Pipeline[T]) giveBack(b *Batch[T], stolen, notRun []T) {
 	if len(stolen) == 0 {
 		return
 	}
@@ -472,7 +523,10 @@ func (p *Pipeline[T]) giveBack(b *Batch[T], stolen []T) {
 			panic(fmt.Errorf("pipeline: requeue of %q: %w", unit, err))
 		}
 		cutRun := i == 0 && cut > 0 && p.it.Unit(b.records[cut-1]) == unit
-		if (!cutRun || cut-1 < b.seen) && p.pinned[unit] == 0 {
+		if cutRun && len(notRun) > 0 && p.it.Unit(notRun[len(notRun)-1]) == unit {
+			// The runner's last records of this run were not run: they go
+			// back in front of the tail (requeueNotRun), which frees the unit.
+		} else if (!cutRun || cut-1 < b.seen) && p.pinned[unit] == 0 {
 			// Nothing of this unit runs any more (or the runner's part of
 			// the run was already accounted for without freeing it).
 			p.done(unit)
@@ -590,7 +644,7 @@ func (p *Pipeline[T]) Drop(epoch uint64) bool {
 	if a == nil {
 		return false
 	}
-	a.revoking = true
+	a.revoking, a.dropped = true, true
 	p.stealAll()
 	dropped := p.sched.DropIf(func(r T) bool { return p.it.Epoch(r) == epoch })
 	a.records -= len(dropped)
