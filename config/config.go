@@ -120,7 +120,28 @@ type Consumer struct {
 	CommitMetadataBytes int `mapstructure:"commit_metadata_bytes"`
 	// Rate bounds how fast the consumer's handlers start attempts.
 	Rate Rate `mapstructure:"rate"`
+	// Batch is how many records one handler call takes.
+	Batch Batch `mapstructure:"batch"`
 }
+
+// Batch is how records are grouped into one handler call (a Go
+// BatchHandler's HandleBatch, or one http request). Ordering holds inside
+// a batch: a key's (or partition's) records in one batch are consecutive and
+// in offset order, and a key is never in two batches at once.
+type Batch struct {
+	// MaxRecords is the most records of one call; 1, the default (0 too),
+	// is one record per call.
+	MaxRecords int `mapstructure:"max_records"`
+	// MaxWait is how long records may wait for a batch to fill before a
+	// smaller one starts; 0, the default, starts whatever is there at once.
+	MaxWait time.Duration `mapstructure:"max_wait"`
+	// MaxBytes bounds a call's keys and values; 0 is no bound. A record
+	// larger than it still goes, alone.
+	MaxBytes ByteSize `mapstructure:"max_bytes"`
+}
+
+// Records is MaxRecords with 0 (left out) meaning 1.
+func (b Batch) Records() int { return max(1, b.MaxRecords) }
 
 // Rate is a token bucket in front of the handler, for a downstream that
 // must not be sent more than it takes: every attempt (a retry too) takes a
@@ -352,6 +373,7 @@ func DefaultConsumer(name string) Consumer {
 		},
 		OnFailure:           OnFailureFail,
 		CommitMetadataBytes: 4000,
+		Batch:               Batch{MaxRecords: 1},
 	}
 }
 

@@ -115,6 +115,7 @@ func fullWant() *Config {
 				DLQTopic:            "orders.DLQ",
 				MaxHandlerTime:      30 * time.Second,
 				CommitMetadataBytes: 64,
+				Batch:               Batch{MaxRecords: 1},
 			},
 			audit,
 		},

@@ -47,6 +47,10 @@
 //	    rate:
 //	      limit: 0                  # attempts started per second; 0 = no limit, else 0.01..10000000
 //	      burst: 0                  # attempts at once after a quiet spell; 0 = limit/10 (at least 1), ..100000
+//	    batch:
+//	      max_records: 1            # records per handler call (HandleBatch, one http request), 1..10000, <= max_buffered
+//	      max_wait: 0s              # how long records wait for a batch to fill; 0 = not at all, else 1ms..10s
+//	      max_bytes: 0              # bound on a call's keys and values; 0 = none, else up to 16GiB
 //	shutdown_timeout: 30s           # 100ms..1h
 //	log:
 //	  level: info                   # debug | info | warn | error

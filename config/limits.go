@@ -45,6 +45,12 @@ const (
 	// MaxRateBurst bounds Rate.Burst: attempts started at once, of which
 	// max_buffered's bound is the most that can be waiting.
 	MaxRateBurst = 100_000
+	// MaxBatchRecords bounds Batch.MaxRecords: a call of more records than
+	// this is a bulk load, not a batch, and is held in memory whole.
+	MaxBatchRecords = 10_000
+	// MaxBatchWait bounds Batch.MaxWait: records wait that long before
+	// they start, and a revoked partition's drain with them.
+	MaxBatchWait = 10 * time.Second
 	// MaxHTTPHeaders bounds Handler.Headers.
 	MaxHTTPHeaders = 64
 	// MaxRestarts bounds Swarm.MaxRestarts (the supervisor remembers each

@@ -200,7 +200,31 @@ func (c *Consumer) validate(key string) error {
 	if n := c.CommitMetadataBytes; n != 0 && (n < minCommitMetadataBytes || n > maxCommitMetadataBytes) {
 		return fieldErr(key+".commit_metadata_bytes", fmt.Sprintf("must be 0 (off) or %d to %d (got %d)", minCommitMetadataBytes, maxCommitMetadataBytes, n))
 	}
+	if err := c.Batch.validate(key+".batch", c.Concurrency+c.MaxBuffered); err != nil {
+		return err
+	}
 	return c.Rate.validate(key + ".rate")
+}
+
+// validate checks the batch block; room is what the consumer may hold at
+// once (concurrency + max_buffered), which a batch must fit in.
+func (b *Batch) validate(key string, room int) error {
+	if err := intRange(key+".max_records", b.MaxRecords, 0, MaxBatchRecords); err != nil {
+		return err
+	}
+	if b.MaxRecords > room {
+		return fieldErr(key+".max_records", fmt.Sprintf("is %d, above concurrency + max_buffered (%d): a batch could never fill; raise max_buffered or lower max_records", b.MaxRecords, room))
+	}
+	if w := b.MaxWait; w != 0 && (w < MinTimeout || w > MaxBatchWait) {
+		return fieldErr(key+".max_wait", fmt.Sprintf("must be 0 (no wait) or between %s and %s (got %s)", fmtDur(MinTimeout), fmtDur(MaxBatchWait), fmtDur(w)))
+	}
+	if b.MaxWait != 0 && b.Records() == 1 {
+		return fieldErr(key+".max_wait", fmt.Sprintf("needs %s.max_records above 1: a batch of one record is always full", key))
+	}
+	if n := b.MaxBytes; n < 0 || n > MaxMaxBufferedBytes {
+		return fieldErr(key+".max_bytes", fmt.Sprintf("must be 0 (no bound) or at most %s (got %d)", MaxMaxBufferedBytes, int64(n)))
+	}
+	return nil
 }
 
 func (r *Rate) validate(key string) error {
