@@ -24,14 +24,22 @@ type Call struct {
 	// Running is true while the handler runs.
 	Running bool
 	// Err is what the handler returned (ErrPanicked if it panicked); nil
-	// while it runs.
+	// while it runs. In a batch, ErrNotRun for a record after a failed one
+	// of its key (or partition), whatever the handler said.
 	Err error
+	// Batch numbers the handler call of a BatchHandler the record was in,
+	// from 1; 0 for a Handler's call.
+	Batch int
 }
 
 func (c Call) String() string { return fmt.Sprintf("%s/%d@%d", c.Topic, c.Partition, c.Offset) }
 
 // ErrPanicked is the Call.Err of a handler call that panicked.
 var ErrPanicked = errors.New("harness: the handler panicked")
+
+// ErrNotRun is the Call.Err of a record of a batch that turbo counts as not
+// run: it followed a failed record of its key (or partition) in the batch.
+var ErrNotRun = errors.New("harness: not run: an earlier record of its unit failed in the batch")
 
 // recorder wraps the user's handler: it records every call and judges the
 // ordering guarantee as the calls start.
@@ -47,6 +55,7 @@ type recorder struct {
 	last       map[unitPartition]lastStart
 	now, peak  int
 	violations []string
+	batches    int           // BatchHandler calls so far
 	changed    chan struct{} // closed (and replaced) on every call start and end
 }
 
@@ -106,7 +115,68 @@ func (r *recorder) call(ctx context.Context, rec *actors.Record, next actors.Han
 	return err
 }
 
-func (r *recorder) begin(rec *actors.Record) (int, string) {
+// callBatch is call for a batch: its records start together, in order (a
+// unit's records in one batch count as one after the other), and end with
+// the outcomes turbo gives them.
+func (r *recorder) callBatch(ctx context.Context, recs []*actors.Record, next actors.BatchHandler) (res actors.BatchResult) {
+	r.mu.Lock()
+	r.batches++
+	batch := r.batches
+	r.mu.Unlock()
+	idx, units, given := make([]int, len(recs)), make([]string, len(recs)), make([]actors.Record, len(recs))
+	inBatch := map[string]int{}
+	for i, rec := range recs {
+		given[i] = *rec
+		idx[i], units[i] = r.beginIn(rec, batch, inBatch[r.unit(rec)])
+		inBatch[units[i]]++
+	}
+	ended := false
+	defer func() {
+		if !ended {
+			for i := range recs {
+				r.end(idx[i], units[i], &given[i], ErrPanicked)
+			}
+		}
+	}()
+	if next != nil {
+		res = next.HandleBatch(ctx, recs)
+	}
+	ended = true
+	failed := map[string]bool{}
+	// A unit runs again from its failed record: in each partition, its
+	// records from there on in the batch do not count as started.
+	rewind := map[unitPartition]int64{}
+	for i := range recs {
+		err, ok := res.Failed[i]
+		if !ok {
+			err = res.Err
+		}
+		u := units[i]
+		switch {
+		case u != "" && failed[u]:
+			err = ErrNotRun
+		case err != nil && u != "":
+			failed[u] = true
+		}
+		k := unitPartition{unit: u, tp: memkafka.TopicPartition{Topic: given[i].Topic, Partition: given[i].Partition}}
+		if _, seen := rewind[k]; err != nil && u != "" && !seen {
+			rewind[k] = given[i].Offset
+		}
+		r.end(idx[i], units[i], &given[i], err)
+	}
+	r.mu.Lock()
+	for k, off := range rewind {
+		r.last[k] = lastStart{offset: off, claims: r.last[k].claims}
+	}
+	r.mu.Unlock()
+	return res
+}
+
+func (r *recorder) begin(rec *actors.Record) (int, string) { return r.beginIn(rec, 0, 0) }
+
+// beginIn records the start of a call of rec, in BatchHandler call batch
+// (0: a Handler's call) after before records of its unit in that call.
+func (r *recorder) beginIn(rec *actors.Record, batch, before int) (int, string) {
 	tp := memkafka.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
 	id := recordID{tp: tp, offset: rec.Offset}
 	unit := r.unit(rec)
@@ -115,7 +185,7 @@ func (r *recorder) begin(rec *actors.Record) (int, string) {
 	defer r.mu.Unlock()
 	r.attempts[id]++
 	if unit != "" {
-		if r.running[unit] > 0 {
+		if r.running[unit] > before {
 			r.violations = append(r.violations, fmt.Sprintf("%s@%d (%s) started while another record of its %s ran", tp, rec.Offset, unit, strings.Fields(unit)[0]))
 		}
 		r.running[unit]++
@@ -127,7 +197,7 @@ func (r *recorder) begin(rec *actors.Record) (int, string) {
 	}
 	r.now++
 	r.peak = max(r.peak, r.now)
-	r.calls = append(r.calls, Call{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Key: string(rec.Key), Attempt: r.attempts[id], Running: true})
+	r.calls = append(r.calls, Call{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Key: string(rec.Key), Attempt: r.attempts[id], Running: true, Batch: batch})
 	r.notifyLocked()
 	return len(r.calls) - 1, unit
 }

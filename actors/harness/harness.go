@@ -104,6 +104,7 @@ type Harness struct {
 	cluster  *memkafka.Cluster
 	consumer *actors.Consumer
 	handler  actors.Handler
+	batch    actors.BatchHandler
 	log      *testLog
 
 	stopOnce sync.Once
@@ -116,6 +117,20 @@ type Harness struct {
 // on a fresh in-memory cluster. The consumer is stopped when the test ends
 // (see Stop), and ordering violations are reported then.
 func New(t T, cfg Config, h actors.Handler) *Harness {
+	t.Helper()
+	return start(t, cfg, h, nil)
+}
+
+// NewBatch is New with a BatchHandler (nil: every record succeeds): the
+// consumer calls it with up to cfg.Consumer.Batch.MaxRecords records at a
+// time. Call.Batch tells the calls apart, and a record that followed a
+// failed one of its unit in a batch is recorded with ErrNotRun.
+func NewBatch(t T, cfg Config, h actors.BatchHandler) *Harness {
+	t.Helper()
+	return start(t, cfg, nil, h)
+}
+
+func start(t T, cfg Config, h actors.Handler, bh actors.BatchHandler) *Harness {
 	t.Helper()
 	if cfg.Consumer.Name == "" {
 		t.Fatalf("harness: Config.Consumer is empty; start from harness.Consumer(name, topics...)")
@@ -136,7 +151,7 @@ func New(t T, cfg Config, h actors.Handler) *Harness {
 	if err != nil {
 		t.Fatalf("harness: Config.LogLevel: %v", err)
 	}
-	hs := &Harness{t: t, cfg: cfg, cluster: memkafka.New(), handler: h, log: &testLog{t: t}}
+	hs := &Harness{t: t, cfg: cfg, cluster: memkafka.New(), handler: h, batch: bh, log: &testLog{t: t}}
 	hs.rec.init(cfg.Consumer.Ordering, hs.cluster)
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: hs.log, NoColor: true, TimeFormat: "15:04:05"}).
 		Level(level).With().Timestamp().Logger()
@@ -144,14 +159,18 @@ func New(t T, cfg Config, h actors.Handler) *Harness {
 	// still wants a list of host:port.
 	kafka := config.Default().Kafka
 	kafka.Brokers = []string{"in-memory:9092"}
-	started, err := seam.StartInMemory(actors.Options{
+	opts := actors.Options{
 		Consumer:        cfg.Consumer,
 		Kafka:           kafka,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Handler:         actors.HandlerFunc(hs.handle),
 		Logger:          logger,
 		Restart:         cfg.Restart,
-	}, hs.cluster)
+	}
+	if h == nil && bh != nil || h == nil && cfg.Consumer.Batch.Records() > 1 {
+		opts.Handler, opts.BatchHandler = nil, actors.BatchHandlerFunc(hs.handleBatch)
+	}
+	started, err := seam.StartInMemory(opts, hs.cluster)
 	if err != nil {
 		t.Fatalf("harness: starting the consumer: %v", err)
 	}
@@ -196,6 +215,10 @@ func (h *Harness) Stats() actors.Snapshot { return h.consumer.Stats() }
 
 // Restarts returns how many times the tree was restarted after a failure.
 func (h *Harness) Restarts() int { return int(h.consumer.Stats().Restarts) }
+
+func (h *Harness) handleBatch(ctx context.Context, recs []*actors.Record) actors.BatchResult {
+	return h.rec.callBatch(ctx, recs, h.batch)
+}
 
 func (h *Harness) handle(ctx context.Context, rec *actors.Record) error {
 	return h.rec.call(ctx, rec, h.handler)
