@@ -30,8 +30,13 @@ type Options struct {
 	// ShutdownTimeout bounds every wait for running handlers: a revocation,
 	// a restart after a failure, Stop.
 	ShutdownTimeout time.Duration
-	// Handler processes the records.
-	Handler Handler
+	// Handler processes the records one at a time; BatchHandler, a batch
+	// at a time (Consumer.Batch). Set one of them. With batch.max_records
+	// above 1 and a Handler, the records go to its HandleBatch when it has
+	// one (the http handler does), and otherwise to Handle one after the
+	// other.
+	Handler      Handler
+	BatchHandler BatchHandler
 	// Logger receives the consumer's logs; the zero value discards them.
 	Logger zerolog.Logger
 	// Restart is the backoff between tree restarts after failures, and
@@ -83,8 +88,8 @@ func init() {
 // start starts a consumer whose Kafka is sarama, or cluster when set (the
 // seam of actors/harness: only what talks to sarama is swapped).
 func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
-	if opts.Handler == nil {
-		return nil, fmt.Errorf("%w: a handler is required", config.ErrInvalid)
+	if (opts.Handler == nil) == (opts.BatchHandler == nil) {
+		return nil, fmt.Errorf("%w: set one of Handler and BatchHandler", config.ErrInvalid)
 	}
 	cfg := config.Default()
 	cfg.Kafka = opts.Kafka
@@ -127,13 +132,16 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 		net:             kn,
 		brokers:         cfg.Kafka.Brokers,
 		shutdownTimeout: cfg.ShutdownTimeout,
-		handler:         traced(opts.Handler, cc.Name, opts.TracerProvider),
+		batch:           batchHandler(opts, cc),
 		stats:           c.stats,
 		log:             log,
 		retry:           policy,
 		dispatcher:      c.pool,
 		inMemory:        cluster,
 		released:        &releasedAt{},
+	}
+	if spec.batch == nil {
+		spec.handler = traced(opts.Handler, cc.Name, opts.TracerProvider)
 	}
 	if perSecond, burst, ok := cc.Rate.Bucket(); ok {
 		spec.limit = rate.NewLimiter(rate.Limit(perSecond), burst)
@@ -275,3 +283,20 @@ var ErrUncommitted = errors.New("actors: the drain did not finish in time; finis
 // possible, offsets committed, group left), but those handlers' goroutines
 // still run.
 var ErrAbandoned = errors.New("actors: handlers never returned and were abandoned")
+
+// batchHandler is the handler of a consumer that runs records in batches,
+// nil for one that runs them one at a time (Options.Handler and
+// batch.max_records 1). A Handler without a batch form runs a batch's
+// records one after the other, traced one by one.
+func batchHandler(opts Options, cc config.Consumer) BatchHandler {
+	switch {
+	case opts.BatchHandler != nil:
+		return opts.BatchHandler
+	case cc.Batch.Records() == 1:
+		return nil
+	}
+	if bh, ok := opts.Handler.(BatchHandler); ok {
+		return bh
+	}
+	return oneByOne{traced(opts.Handler, cc.Name, opts.TracerProvider)}
+}

@@ -30,6 +30,10 @@ type coordinator struct {
 	maxTime  time.Duration // max_handler_time
 	runners  int           // concurrency
 	limit    *rate.Limiter // rate.limit; nil: none
+	batch    BatchHandler  // nil: one record per handler call
+	fill     int           // batch.max_records
+	fillWait time.Duration // batch.max_wait
+	maxBytes int64         // batch.max_bytes
 
 	p      *pipeline.Pipeline[*envelope]
 	pids   []*actor.PID           // by runner id
@@ -37,6 +41,10 @@ type coordinator struct {
 	timers *scheduler.TimerScheduler
 	check  scheduler.CancelFunc // the armed stealCheck, nil if none
 	turn   scheduler.CancelFunc // the armed rateTurn, nil if none
+	filler scheduler.CancelFunc // the armed fillTurn, nil if none
+	// holdSince is when dispatch began holding records back for a batch to
+	// fill (batch.max_wait); zero when it is not.
+	holdSince time.Time
 
 	policy failurePolicy
 	parked map[*envelope]scheduler.CancelFunc // the retry timers of parked records
@@ -55,12 +63,23 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 		maxTime:  spec.consumer.MaxHandlerTime,
 		limit:    spec.limit,
 		handler:  spec.handler,
+		batch:    spec.batch,
+		fill:     spec.consumer.Batch.Records(),
+		fillWait: spec.consumer.Batch.MaxWait,
+		maxBytes: int64(spec.consumer.Batch.MaxBytes),
 		stats:    spec.stats,
 		props:    spec.props,
 		parts:    make(map[uint64]*assignment),
 		policy:   newFailurePolicy(spec.consumer),
 		log:      spec.log,
 		parked:   make(map[*envelope]scheduler.CancelFunc),
+	}
+	if co.batch != nil {
+		// A runner's batch is one handler call's worth (or less: max_bytes
+		// may cut it, and the rest stays the runner's or is taken back).
+		co.p = pipeline.New[*envelope](recordItem{co}, co.runners, co.fill)
+		co.p.SetBatchSize(co.fill)
+		return co
 	}
 	co.p = pipeline.New[*envelope](recordItem{co}, co.runners, maxRun)
 	return co
@@ -121,6 +140,9 @@ func (co *coordinator) receive(c actor.Context) {
 	case *rateTurn:
 		co.turn = nil
 		co.dispatch()
+	case *fillTurn:
+		co.filler = nil
+		co.dispatch()
 	case *pauseChanged:
 		co.dispatch()
 	case *revokePartition:
@@ -146,6 +168,9 @@ func (co *coordinator) receive(c actor.Context) {
 		}
 		if co.turn != nil {
 			co.turn()
+		}
+		if co.filler != nil {
+			co.filler()
 		}
 		for _, cancel := range co.parked {
 			cancel()
@@ -188,6 +213,7 @@ func (co *coordinator) apply(c actor.Context) {
 		co.dispatched = false
 		co.armStealCheck(c)
 		co.armRateTurn(c)
+		co.armFillTurn(c)
 	}
 }
 
@@ -200,6 +226,9 @@ func (co *coordinator) dispatch() {
 	switch {
 	case co.stats.suspended.Load():
 		co.p.SetQuota(0) // Resume sends pauseChanged: dispatch again then
+		return
+	case co.holding(time.Now()):
+		co.p.SetQuota(0) // the fillTurn dispatches when max_wait is up
 		return
 	case co.limit == nil:
 		co.p.SetQuota(-1)
@@ -230,6 +259,38 @@ func (co *coordinator) armRateTurn(c actor.Context) {
 	co.turn = co.timers.SendOnce(wait, c.Self(), &rateTurn{})
 }
 
+// holding reports whether dispatch holds records back for a batch to fill
+// (batch.max_wait): fewer than max_records wait, and they have not waited
+// max_wait yet. A retry that is due is not held: it runs alone anyway.
+func (co *coordinator) holding(now time.Time) bool {
+	if co.fillWait == 0 || co.p.Halted() || co.p.Retries() > 0 {
+		co.holdSince = time.Time{}
+		return false
+	}
+	if n := co.p.Waiting(); n == 0 || n >= co.fill {
+		co.holdSince = time.Time{}
+		return false
+	}
+	if co.holdSince.IsZero() {
+		co.holdSince = now
+	}
+	if now.Sub(co.holdSince) < co.fillWait {
+		return true
+	}
+	co.holdSince = time.Time{} // what waited goes; the next ones wait anew
+	return false
+}
+
+// armFillTurn starts the fillTurn timer while dispatch holds records back
+// for a batch to fill: it fires when they have waited max_wait.
+func (co *coordinator) armFillTurn(c actor.Context) {
+	if co.holdSince.IsZero() || co.filler != nil || co.stopped {
+		return
+	}
+	wait := max(co.fillWait-time.Since(co.holdSince), minRateTurn)
+	co.filler = co.timers.SendOnce(wait, c.Self(), &fillTurn{})
+}
+
 // minRateTurn bounds how often the rateTurn fires: at a high limit a token
 // is due every few microseconds, and a turn gives out what came meanwhile.
 const minRateTurn = time.Millisecond
@@ -239,7 +300,7 @@ const minRateTurn = time.Millisecond
 // took 2.8 GB before the first record.
 func (co *coordinator) spawn(c actor.Context, id int) {
 	r := &runner{id: id, ctx: co.ctx, handler: co.handler, maxTime: co.maxTime, since: co.stats.handlerClock(id),
-		held: &co.stats.suspended}
+		held: &co.stats.suspended, batch: co.batch, maxRecords: co.fill, maxBytes: co.maxBytes}
 	if co.stats.handlerTime != nil {
 		r.handlerTime, r.waitTime = co.stats.handlerTime.shard(id), co.stats.waitTime.shard(id)
 	}
@@ -331,7 +392,7 @@ func batchSize(avgRecordNanos float64) int {
 // observe folds a batch's handler time into the running average, which sizes
 // the next batches.
 func (co *coordinator) observe(elapsed time.Duration, n int) {
-	if n == 0 {
+	if n == 0 || co.batch != nil { // batches are max_records, whatever the time
 		return
 	}
 	per := float64(elapsed) / float64(n)

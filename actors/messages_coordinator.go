@@ -68,6 +68,10 @@ type stealCheck struct{}
 // again (or stops dispatching).
 type pauseChanged struct{}
 
+// fillTurn is the coordinator's timer while it holds records back for a
+// batch to fill (batch.max_wait): it fires when they have waited enough.
+type fillTurn struct{}
+
 // rateTurn is the coordinator's timer while the rate limit (rate.limit)
 // holds runnable records back: it fires when the next token is due.
 type rateTurn struct{}

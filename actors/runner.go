@@ -24,6 +24,15 @@ type runner struct {
 	maxTime time.Duration // max_handler_time; 0 = unlimited
 	since   *atomic.Int64 // when the current handler call began (unix ns), 0 when idle: see Stats
 	held    *atomic.Bool  // the consumer is paused: claim nothing more (the coordinator takes the rest back)
+	// Batch mode (batch): handler calls of up to maxRecords records and
+	// maxBytes of keys, values and headers (0: no bound); call, recs and errs are
+	// reused from call to call.
+	batch      BatchHandler
+	maxRecords int
+	maxBytes   int64
+	call       []*envelope
+	recs       []*Record
+	errs       []error
 	// The duration histograms, nil when off (Options.Metrics).
 	handlerTime, waitTime prometheus.Observer
 }
@@ -31,6 +40,10 @@ type runner struct {
 func (r *runner) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *runRecords:
+		if r.batch != nil {
+			c.Send(c.Parent(), r.runCalls(m.batch))
+			return
+		}
 		c.Send(c.Parent(), r.run(m.batch))
 	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
 	default:

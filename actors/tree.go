@@ -25,7 +25,8 @@ type treeSpec struct {
 	net             *kafkanet.Net // TLS and SASL, shared by every generation (one OAuth token)
 	brokers         []string
 	shutdownTimeout time.Duration
-	handler         Handler
+	handler         Handler      // one record per call; nil when batch is set
+	batch           BatchHandler // batch.max_records per call
 	stats           *consumerStats
 	log             zerolog.Logger
 	retry           backoff.Policy // for reconnecting to Kafka

@@ -187,6 +187,9 @@ func (p *Pipeline[T]) Starved() bool {
 // retries that are due).
 func (p *Pipeline[T]) Waiting() int { return p.sched.Waiting() }
 
+// Retries is the number of failed records due to run again now.
+func (p *Pipeline[T]) Retries() int { return len(p.ready) }
+
 // InFlight is the number of records in batches out with runners.
 func (p *Pipeline[T]) InFlight() int { return p.inFlight }
 
