@@ -223,7 +223,20 @@ type Handler struct {
 	// Authorization header from a mounted secret. Their values are never
 	// logged or shown.
 	Headers []HTTPHeader `mapstructure:"headers"`
+	// Encoding is how keys and values appear in a batch request's body
+	// (HandlerHTTP with batch.max_records above 1): base64, the default,
+	// or utf8 (as JSON strings when they are valid UTF-8, else in base64
+	// under key_base64 and value_base64).
+	Encoding Encoding `mapstructure:"encoding"`
 }
+
+// Encoding is how the http handler writes bytes into a JSON batch body.
+type Encoding string
+
+const (
+	EncodingBase64 Encoding = "base64"
+	EncodingUTF8   Encoding = "utf8"
+)
 
 // HTTPHeader is one static request header of the http handler. Its value
 // comes from exactly one of Value, ValueEnv and ValueFile; Prefix goes in

@@ -47,6 +47,7 @@
 //	    rate:
 //	      limit: 0                  # attempts started per second; 0 = no limit, else 0.01..10000000
 //	      burst: 0                  # attempts at once after a quiet spell; 0 = limit/10 (at least 1), ..100000
+//	    # handler.encoding (http): base64 (default) | utf8 — keys and values in a batch body
 //	    batch:
 //	      max_records: 1            # records per handler call (HandleBatch, one http request), 1..10000, <= max_buffered
 //	      max_wait: 0s              # how long records wait for a batch to fill; 0 = not at all, else 1ms..10s

@@ -266,6 +266,9 @@ func (h *Handler) validate(key string) error {
 	if err := oneOf(key+".type", h.Type, HandlerHTTP, HandlerNoop, HandlerLog, HandlerSleep, HandlerHash); err != nil {
 		return err
 	}
+	if h.Encoding != "" && h.Type != HandlerHTTP {
+		return fieldErr(key+".encoding", fmt.Sprintf("is for handler type http only (the handler is %s)", h.Type))
+	}
 	switch h.Type {
 	case HandlerHTTP:
 		if h.URL == "" {
@@ -281,6 +284,11 @@ func (h *Handler) validate(key string) error {
 		}
 		if err := validateHeaders(key+".headers", h.Headers); err != nil {
 			return err
+		}
+		if h.Encoding != "" {
+			if err := oneOf(key+".encoding", h.Encoding, EncodingBase64, EncodingUTF8); err != nil {
+				return err
+			}
 		}
 		return durRange(key+".timeout", h.Timeout, MinTimeout, MaxDuration)
 	case HandlerSleep:

@@ -30,6 +30,7 @@ func New(h config.Handler, concurrency int, out io.Writer) (actors.Handler, erro
 		if err != nil {
 			return nil, err // not a nil *HTTP in a non-nil Handler
 		}
+		hh.encoding = h.Encoding
 		return hh, nil
 	case config.HandlerHash:
 		return Hash(h.Bytes), nil

@@ -42,6 +42,8 @@ type HTTP struct {
 	timeout time.Duration
 	client  *http.Client
 	headers []*staticHeader // handler.headers
+	// encoding is handler.encoding, for batch bodies (HandleBatch).
+	encoding config.Encoding
 }
 
 // StatusError is the failure of a non-2xx answer.
@@ -150,15 +152,7 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 		}
 		return nil
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
-	serr := &StatusError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
-	if Retryable(resp.StatusCode) {
-		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			return actors.RetryAfter(d, serr)
-		}
-	}
-	return serr
+	return statusFailure(resp)
 }
 
 // maxDrain is the most of an answer's body the handler reads: beyond it, the
