@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
@@ -58,6 +59,8 @@ import (
 // given, so the caller cannot start the key's next record before the ledger
 // knows this one finished.
 type Ledger struct {
+	// requests counts the HTTP requests served (ServeHTTP).
+	requests atomic.Int64
 	// Work is how long each delivery takes (its context cuts it short).
 	Work time.Duration
 	// Fail, when set, is called before the work; a non-nil error fails the

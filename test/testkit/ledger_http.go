@@ -1,8 +1,10 @@
 package testkit
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -25,7 +27,13 @@ const maxBody = 64 << 20
 // served through Endpoint, and is not judged for ownership otherwise. It
 // answers 204 after the work, 500 for a failed (or injected) failure, and
 // nothing to a caller that went away.
+//
+// A batch (Content-Type application/x-ndjson, the http handler's batch
+// contract) is handled a record after the other, in order; a record after
+// a failed one of its unit is skipped (turbo counts it as not run), and the
+// failures are answered as a 207.
 func (l *Ledger) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	l.requests.Add(1)
 	// Reading the whole body first also lets the server notice at once a
 	// caller that goes away (its request context is then cancelled).
 	value, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
@@ -33,19 +41,16 @@ func (l *Ledger) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if req.Header.Get("Content-Type") == "application/x-ndjson" {
+		l.serveBatch(w, req, value)
+		return
+	}
 	p, _ := strconv.Atoi(req.Header.Get("Kafka-Partition"))
 	off, _ := strconv.ParseInt(req.Header.Get("Kafka-Offset"), 10, 64)
 	hk := req.Header.Get("Kafka-Key")
 	key, _ := base64.StdEncoding.DecodeString(hk)
 	rec := &actors.Record{Topic: req.Header.Get("Kafka-Topic"), Partition: int32(p), Offset: off, Key: key, Value: value}
-	member := strings.TrimPrefix(req.URL.Path, "/")
-	if i := strings.LastIndexByte(member, '/'); i >= 0 {
-		member = member[i+1:]
-	}
-	if member == "" {
-		member, _ = req.Context().Value(peerKey{}).(string)
-	}
-	d := l.begin(rec, member, hk != "")
+	d := l.begin(rec, memberOf(req), hk != "")
 	if d == nil {
 		w.WriteHeader(http.StatusNoContent) // not judged: see begin
 		return
@@ -80,3 +85,86 @@ func (l *Ledger) Endpoint(t testing.TB) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// memberOf is the member a request is judged as (see ServeHTTP).
+func memberOf(req *http.Request) string {
+	member := strings.TrimPrefix(req.URL.Path, "/")
+	if i := strings.LastIndexByte(member, '/'); i >= 0 {
+		member = member[i+1:]
+	}
+	if member == "" {
+		member, _ = req.Context().Value(peerKey{}).(string)
+	}
+	return member
+}
+
+// batchLine is one record of a batch body (base64 encoding).
+type batchLine struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Offset    int64   `json:"offset"`
+	Key       *string `json:"key"`
+	Value     *string `json:"value"`
+}
+
+// batchFailure is one entry of a 207 answer.
+type batchFailure struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Retryable bool   `json:"retryable"`
+	Error     string `json:"error"`
+}
+
+// serveBatch handles a batch body's records in order (see ServeHTTP).
+func (l *Ledger) serveBatch(w http.ResponseWriter, req *http.Request, body []byte) {
+	member := memberOf(req)
+	var failed []batchFailure
+	skip := map[string]bool{} // units with a failed record in this batch
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		var ln batchLine
+		if err := dec.Decode(&ln); err == io.EOF {
+			break
+		} else if err != nil {
+			http.Error(w, "a batch line: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		rec := &actors.Record{Topic: ln.Topic, Partition: ln.Partition, Offset: ln.Offset}
+		if ln.Key != nil {
+			rec.Key, _ = base64.StdEncoding.DecodeString(*ln.Key)
+		}
+		if ln.Value != nil {
+			rec.Value, _ = base64.StdEncoding.DecodeString(*ln.Value)
+		}
+		unit := ledgerKey(rec)
+		if l.UnitOf != nil {
+			unit = l.UnitOf(rec)
+		}
+		if skip[unit] {
+			continue
+		}
+		d := l.begin(rec, member, ln.Key != nil)
+		if d == nil {
+			continue
+		}
+		if err := d.run(req.Context(), rec, true); err != nil {
+			if req.Context().Err() != nil {
+				return // nobody to answer
+			}
+			skip[unit] = true
+			failed = append(failed, batchFailure{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Retryable: true, Error: err.Error()})
+		}
+	}
+	if len(failed) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusMultiStatus)
+	_ = json.NewEncoder(w).Encode(map[string]any{"failed": failed})
+}
+
+// Requests is how many HTTP requests the ledger served: with batches, fewer
+// than its deliveries.
+func (l *Ledger) Requests() int { return int(l.requests.Load()) }
