@@ -79,19 +79,20 @@ func (r *rec) through() bool {
 func (r *rec) live() bool { return r.st != gone }
 
 type harness struct {
-	t          testing.TB
-	p          *Pipeline[*rec]
-	recs       []*rec
-	epochs     map[uint64]*epochState
-	runners    map[int]*runnerState // by runner id, busy ones
-	armed      map[*rec]bool        // retry timers armed and not cancelled
-	deadOut    []*rec               // reported dead, not yet answered
-	halted     bool
-	nextEp     uint64
-	spawnedMax int // runners made so far (as the adapter would have)
-	offsets    map[uint64]int64
-	quota      int // what is left of the last SetQuota (-1: none)
-	notRunBack int // records a handler call did not run, accounted for
+	t              testing.TB
+	p              *Pipeline[*rec]
+	recs           []*rec
+	epochs         map[uint64]*epochState
+	runners        map[int]*runnerState // by runner id, busy ones
+	armed          map[*rec]bool        // retry timers armed and not cancelled
+	deadOut        []*rec               // reported dead, not yet answered
+	halted         bool
+	nextEp         uint64
+	spawnedMax     int // runners made so far (as the adapter would have)
+	offsets        map[uint64]int64
+	quota          int  // what is left of the last SetQuota (-1: none)
+	notRunBack     int  // records a handler call did not run, accounted for
+	dispatchedOver bool // a batch was given out beyond the limit (SetLimit)
 }
 
 type epochState struct {
@@ -176,6 +177,9 @@ func (h *harness) apply() {
 		delete(h.armed, r)
 	}
 	h.sync()
+	if len(out.Runs) > 0 && len(h.runners)+len(out.Runs) > h.p.limit {
+		h.dispatchedOver = true
+	}
 	given := 0
 	for _, run := range out.Runs {
 		given += run.Batch.Len()
@@ -363,6 +367,9 @@ func (h *harness) check() {
 	}
 	if h.p.Busy() != len(h.runners) {
 		h.fatalf("Busy() = %d, %d runners have a batch", h.p.Busy(), len(h.runners))
+	}
+	if h.dispatchedOver {
+		h.fatalf("a batch went to a runner with %d busy, at the limit %d", h.p.Busy(), h.p.limit)
 	}
 	if h.p.Runners() > h.p.max {
 		h.fatalf("%d runners made, at most %d", h.p.Runners(), h.p.max)
@@ -672,8 +679,11 @@ func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int) m
 			h.p.Dispatch()
 		case op == 29 && arg == 0:
 			h.halt()
-		case op == 30:
+		case op == 30 && arg%2 == 0:
 			h.p.SetBatchSize(1 + arg%8)
+		case op == 30: // an adaptive concurrency limit moves
+			h.p.SetLimit(1 + arg%(runners+1))
+			h.p.Dispatch()
 		case op == 31: // a rate limit's tokens, or a pause: -1 (none) to 6
 			h.quota = arg%8 - 1
 			h.p.SetQuota(h.quota)

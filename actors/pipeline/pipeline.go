@@ -128,6 +128,7 @@ type Pipeline[T comparable] struct {
 	batch    int // records per batch beyond the first run (SetBatchSize)
 	maxRun   int
 	quota    int // records Dispatch may still give out; -1: no bound (SetQuota)
+	limit    int // runners busy at most (SetLimit): an adaptive concurrency limit
 	notRun   []T // harvest's scratch: records a handler call did not run (ErrNotRun)
 	out      Out[T]
 	fin      Report[T]
@@ -140,6 +141,7 @@ func New[T comparable](it Item[T], runners, maxRun int) *Pipeline[T] {
 		it:     it,
 		max:    runners,
 		maxRun: maxRun,
+		limit:  runners,
 		batch:  1,
 		quota:  -1,
 		sched:  schedule.New[T](),
@@ -168,6 +170,12 @@ func (p *Pipeline[T]) Reset() {
 // run one after the other anyway).
 func (p *Pipeline[T]) SetBatchSize(n int) { p.batch = max(1, n) }
 
+// SetLimit bounds how many runners Dispatch keeps busy, from 1 to the
+// maximum given to New (an adaptive concurrency limit). Lowering it takes
+// nothing back: busy runners finish, and no more start until fewer than n
+// are busy.
+func (p *Pipeline[T]) SetLimit(n int) { p.limit = min(max(n, 1), p.max) }
+
 // SetQuota bounds the records the following Dispatches give out in all (a
 // rate limit's tokens): each record given out, a retry too, uses one. -1
 // lifts the bound.
@@ -179,8 +187,13 @@ func (p *Pipeline[T]) Quota() int { return p.quota }
 // Starved reports whether Dispatch would give records to a runner now but
 // for the quota: some are runnable, and a runner is free.
 func (p *Pipeline[T]) Starved() bool {
-	return p.quota == 0 && !p.halted && (len(p.idle) > 0 || len(p.batches) < p.max) &&
-		(len(p.ready) > 0 || p.sched.Runnable())
+	return p.quota == 0 && !p.halted && p.free() && (len(p.ready) > 0 || p.sched.Runnable())
+}
+
+// free reports whether a runner may take a batch now: one is idle or may be
+// made, and fewer than the limit are busy.
+func (p *Pipeline[T]) free() bool {
+	return (len(p.idle) > 0 || len(p.batches) < p.max) && len(p.batches)-len(p.idle) < p.limit
 }
 
 // Waiting is the number of records waiting in the scheduler (not counting
@@ -228,7 +241,7 @@ func (p *Pipeline[T]) Add(epoch uint64, recs []T) {
 // run, it takes back the records queued behind the current one in batches
 // out since before the last Age: a slow record must not hold them.
 func (p *Pipeline[T]) Dispatch() {
-	for (len(p.idle) > 0 || len(p.batches) < p.max) && !p.halted && p.quota != 0 {
+	for p.free() && !p.halted && p.quota != 0 {
 		if len(p.ready) == 0 && !p.sched.Runnable() && !p.stealAged() {
 			break
 		}
