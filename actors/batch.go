@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -89,6 +90,7 @@ func (o oneByOne) HandleBatch(ctx context.Context, recs []*Record) BatchResult {
 func (r *runner) runCalls(b *runBatch) *ranRecords {
 	first := time.Now()
 	start := first
+	m := &ranRecords{runner: r.id, began: first}
 	for !r.held.Load() { // Pause: nothing starts any more
 		call, from := r.call[:0], -1
 		var bytes int64
@@ -116,13 +118,21 @@ func (r *runner) runCalls(b *runBatch) *ranRecords {
 		}
 		var failed bool
 		start, failed = r.handleCall(call, start)
+		var pushed error // the call's push-back, if any record says so
+		for _, err := range r.errs {
+			if err != nil && err != errNotRun && (pushed == nil || errors.Is(err, ErrBackpressure)) {
+				pushed = err
+			}
+		}
+		m.note(pushed)
 		b.FinishRange(from, r.errs)
 		clear(r.call)
 		if failed {
 			break
 		}
 	}
-	return &ranRecords{runner: r.id, elapsed: start.Sub(first)}
+	m.elapsed = start.Sub(first)
+	return m
 }
 
 // handleCall makes one handler call of the records (start is the clock's

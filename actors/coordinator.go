@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
 	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/adaptive"
 	"github.com/turbokafka/turbo/actors/pipeline"
 	"github.com/turbokafka/turbo/config"
 	"golang.org/x/time/rate"
@@ -34,6 +35,12 @@ type coordinator struct {
 	fill     int           // batch.max_records
 	fillWait time.Duration // batch.max_wait
 	maxBytes int64         // batch.max_bytes
+	// adapt is the adaptive concurrency limit (concurrency_mode adaptive),
+	// nil when concurrency is fixed; backoffUntil is when dispatch may go
+	// on after a Retry-After it honoured (at most retry.max_backoff away).
+	adapt        *adaptive.Limiter
+	backoffUntil time.Time
+	maxBackoff   time.Duration
 
 	p      *pipeline.Pipeline[*envelope]
 	pids   []*actor.PID           // by runner id
@@ -43,8 +50,10 @@ type coordinator struct {
 	turn   scheduler.CancelFunc // the armed rateTurn, nil if none
 	filler scheduler.CancelFunc // the armed fillTurn, nil if none
 	// holdSince is when dispatch began holding records back for a batch to
-	// fill (batch.max_wait); zero when it is not.
+	// fill (batch.max_wait); zero when it is not. wake is when a hold ends
+	// (max_wait, or a Retry-After in adaptive mode): the fillTurn fires then.
 	holdSince time.Time
+	wake      time.Time
 
 	policy failurePolicy
 	parked map[*envelope]scheduler.CancelFunc // the retry timers of parked records
@@ -57,31 +66,40 @@ type coordinator struct {
 
 func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 	co := &coordinator{
-		ordering: spec.consumer.Ordering,
-		runners:  spec.consumer.Concurrency,
-		ctx:      ctx,
-		maxTime:  spec.consumer.MaxHandlerTime,
-		limit:    spec.limit,
-		handler:  spec.handler,
-		batch:    spec.batch,
-		fill:     spec.consumer.Batch.Records(),
-		fillWait: spec.consumer.Batch.MaxWait,
-		maxBytes: int64(spec.consumer.Batch.MaxBytes),
-		stats:    spec.stats,
-		props:    spec.props,
-		parts:    make(map[uint64]*assignment),
-		policy:   newFailurePolicy(spec.consumer),
-		log:      spec.log,
-		parked:   make(map[*envelope]scheduler.CancelFunc),
+		ordering:   spec.consumer.Ordering,
+		runners:    spec.consumer.Concurrency,
+		ctx:        ctx,
+		maxTime:    spec.consumer.MaxHandlerTime,
+		limit:      spec.limit,
+		handler:    spec.handler,
+		batch:      spec.batch,
+		fill:       spec.consumer.Batch.Records(),
+		fillWait:   spec.consumer.Batch.MaxWait,
+		maxBytes:   int64(spec.consumer.Batch.MaxBytes),
+		maxBackoff: spec.consumer.Retry.MaxBackoff,
+		stats:      spec.stats,
+		props:      spec.props,
+		parts:      make(map[uint64]*assignment),
+		policy:     newFailurePolicy(spec.consumer),
+		log:        spec.log,
+		parked:     make(map[*envelope]scheduler.CancelFunc),
+	}
+	co.stats.limit.Store(int64(co.runners))
+	if spec.consumer.Adaptive() {
+		co.adapt = adaptive.New(spec.consumer.MinConcurrency(), co.runners)
+		co.stats.limit.Store(int64(co.adapt.Limit()))
 	}
 	if co.batch != nil {
 		// A runner's batch is one handler call's worth (or less: max_bytes
 		// may cut it, and the rest stays the runner's or is taken back).
 		co.p = pipeline.New[*envelope](recordItem{co}, co.runners, co.fill)
 		co.p.SetBatchSize(co.fill)
-		return co
+	} else {
+		co.p = pipeline.New[*envelope](recordItem{co}, co.runners, maxRun)
 	}
-	co.p = pipeline.New[*envelope](recordItem{co}, co.runners, maxRun)
+	if co.adapt != nil {
+		co.p.SetLimit(co.adapt.Limit())
+	}
 	return co
 }
 
@@ -129,7 +147,9 @@ func (co *coordinator) receive(c actor.Context) {
 	case *scheduleRecords:
 		co.handleSchedule(m)
 	case *ranRecords:
+		busy := co.p.Busy()
 		co.observe(m.elapsed, co.p.Ran(m.runner))
+		co.adjust(m, busy)
 		co.dispatch()
 	case *flushFinished:
 		co.flush(c)
@@ -228,7 +248,7 @@ func (co *coordinator) dispatch() {
 		co.p.SetQuota(0) // Resume sends pauseChanged: dispatch again then
 		return
 	case co.holding(time.Now()):
-		co.p.SetQuota(0) // the fillTurn dispatches when max_wait is up
+		co.p.SetQuota(0) // the fillTurn dispatches when the hold is up
 		return
 	case co.limit == nil:
 		co.p.SetQuota(-1)
@@ -263,6 +283,11 @@ func (co *coordinator) armRateTurn(c actor.Context) {
 // (batch.max_wait): fewer than max_records wait, and they have not waited
 // max_wait yet. A retry that is due is not held: it runs alone anyway.
 func (co *coordinator) holding(now time.Time) bool {
+	co.wake = time.Time{}
+	if now.Before(co.backoffUntil) && !co.p.Halted() {
+		co.wake = co.backoffUntil // the downstream asked for a pause (Retry-After)
+		return true
+	}
 	if co.fillWait == 0 || co.p.Halted() || co.p.Retries() > 0 {
 		co.holdSince = time.Time{}
 		return false
@@ -275,6 +300,7 @@ func (co *coordinator) holding(now time.Time) bool {
 		co.holdSince = now
 	}
 	if now.Sub(co.holdSince) < co.fillWait {
+		co.wake = co.holdSince.Add(co.fillWait)
 		return true
 	}
 	co.holdSince = time.Time{} // what waited goes; the next ones wait anew
@@ -282,13 +308,38 @@ func (co *coordinator) holding(now time.Time) bool {
 }
 
 // armFillTurn starts the fillTurn timer while dispatch holds records back
-// for a batch to fill: it fires when they have waited max_wait.
+// (holding): it fires when the hold is up.
 func (co *coordinator) armFillTurn(c actor.Context) {
-	if co.holdSince.IsZero() || co.filler != nil || co.stopped {
+	if co.wake.IsZero() || co.filler != nil || co.stopped {
 		return
 	}
-	wait := max(co.fillWait-time.Since(co.holdSince), minRateTurn)
+	wait := max(time.Until(co.wake), minRateTurn)
 	co.filler = co.timers.SendOnce(wait, c.Self(), &fillTurn{})
+}
+
+// adjust feeds a runner's turn to the adaptive limit (concurrency_mode
+// adaptive): its latency per call, and whether the downstream pushed back
+// while busy runners were out; a Retry-After holds dispatch that long (at
+// most retry.max_backoff).
+func (co *coordinator) adjust(m *ranRecords, busy int) {
+	if m.pushback {
+		co.stats.pushbacks.Add(1)
+	}
+	if co.adapt == nil || m.calls == 0 {
+		return
+	}
+	sig := adaptive.Done
+	if m.pushback {
+		sig = adaptive.Pushback
+	}
+	co.adapt.Observe(m.began, m.began.Add(m.elapsed/time.Duration(m.calls)), sig, busy)
+	co.p.SetLimit(co.adapt.Limit())
+	co.stats.limit.Store(int64(co.adapt.Limit()))
+	if m.retryAfter > 0 {
+		if until := time.Now().Add(min(m.retryAfter, co.maxBackoff)); until.After(co.backoffUntil) {
+			co.backoffUntil = until
+		}
+	}
 }
 
 // minRateTurn bounds how often the rateTurn fires: at a high limit a token

@@ -1,6 +1,9 @@
 package actors
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Messages handled by the parallelism coordinator.
 
@@ -49,6 +52,26 @@ type dropPartition struct {
 type ranRecords struct {
 	runner  int
 	elapsed time.Duration
+	// For concurrency_mode adaptive: when the run began, how many handler
+	// calls it made, whether the downstream pushed back (ErrBackpressure)
+	// in any, and the longest Retry-After it asked for.
+	began      time.Time
+	calls      int
+	pushback   bool
+	retryAfter time.Duration
+}
+
+// note folds a call's outcome into the run's report.
+func (m *ranRecords) note(err error) {
+	m.calls++
+	if err == nil || !errors.Is(err, ErrBackpressure) {
+		return
+	}
+	m.pushback = true
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		m.retryAfter = max(m.retryAfter, ra.Delay)
+	}
 }
 
 // flushFinished is the coordinator's note to itself: send the completions

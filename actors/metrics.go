@@ -127,6 +127,8 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 			counter("turbo_tree_restarts_total", "Actor tree restarts after a failure.", func(s *Snapshot) int64 { return s.Restarts }),
 			desc("turbo_rate_limit_wait_seconds_total", "Time the rate limit (rate.limit) held runnable records back from free runners.",
 				prometheus.CounterValue, func(s *Snapshot) float64 { return s.RateWait.Seconds() }),
+			counter("turbo_pushbacks_total", "Runner turns in which the downstream pushed back (HTTP 429 or 503, ErrBackpressure).", func(s *Snapshot) int64 { return s.Pushbacks }),
+			gauge("turbo_concurrency_limit", "Handler calls allowed in flight now: concurrency, or the adaptive limit (concurrency_mode adaptive).", func(s *Snapshot) int64 { return s.Limit }),
 			gauge("turbo_in_flight_records", "Records in a handler now.", func(s *Snapshot) int64 { return s.InFlight }),
 			gauge("turbo_buffered_records", "Records fetched and waiting for a runner.", func(s *Snapshot) int64 { return s.Buffered }),
 			gauge("turbo_paused_partitions", "Partitions not fetched now: their share of the buffer is used up.", func(s *Snapshot) int64 { return s.Paused }),

@@ -55,6 +55,7 @@ func (r *runner) run(b *runBatch) *ranRecords {
 	// One clock read per record: a record's end is the next one's start.
 	first := time.Now()
 	start := first
+	m := &ranRecords{runner: r.id, began: first}
 	for {
 		if r.held.Load() {
 			break // Pause: nothing starts any more
@@ -71,6 +72,7 @@ func (r *runner) run(b *runBatch) *ranRecords {
 		err := ctx.Err() // a cancelled generation (or lost partition) runs nothing more
 		if err == nil {
 			start, err = r.handle(ctx, rec, start)
+			m.note(err)
 		}
 		b.Finish(i, err)
 		if err != nil {
@@ -79,7 +81,8 @@ func (r *runner) run(b *runBatch) *ranRecords {
 			break
 		}
 	}
-	return &ranRecords{runner: r.id, elapsed: start.Sub(first)}
+	m.elapsed = start.Sub(first)
+	return m
 }
 
 // finished accounts for the end of a handler call that began at start, and

@@ -31,6 +31,8 @@ type consumerStats struct {
 	noFiles   atomic.Int64 // failed attempts: the process ran out of file descriptors
 	rateWait  atomic.Int64 // nanoseconds dispatching waited for the rate limit
 	suspended atomic.Bool  // Consumer.Pause: nothing starts, nothing is fetched, until Resume
+	limit     atomic.Int64 // handler calls allowed in flight now (concurrency, or the adaptive limit)
+	pushbacks atomic.Int64 // runs in which the downstream pushed back
 	moves     atomic.Int64
 	inSession atomic.Bool
 	reached   atomic.Bool  // Kafka answered once: the client and its consumer group were made
@@ -180,6 +182,12 @@ type Snapshot struct {
 	RateWait time.Duration
 	// Suspended: Consumer.Pause was called, and Resume not since.
 	Suspended bool
+	// Limit is how many handler calls may be in flight now: concurrency,
+	// or under concurrency_mode adaptive the limit as it stands.
+	Limit int64
+	// Pushbacks counts runner turns in which the downstream pushed back
+	// (ErrBackpressure: HTTP 429 and 503).
+	Pushbacks int64
 }
 
 // Snapshot returns the current values.
@@ -200,6 +208,8 @@ func (s *consumerStats) Snapshot() Snapshot {
 		Retries:    s.retries.Load(),
 		RateWait:   time.Duration(s.rateWait.Load()),
 		Suspended:  s.suspended.Load(),
+		Limit:      s.limit.Load(),
+		Pushbacks:  s.pushbacks.Load(),
 		Skipped:    s.skipped.Load(),
 		Dead:       s.dead.Load(),
 		Inherited:  s.inherited.Load(),
@@ -276,6 +286,8 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		CommitErrs: a.CommitErrs + b.CommitErrs,
 		RateWait:   a.RateWait + b.RateWait,
 		Suspended:  a.Suspended || b.Suspended,
+		Limit:      a.Limit + b.Limit,
+		Pushbacks:  a.Pushbacks + b.Pushbacks,
 	}
 }
 

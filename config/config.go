@@ -88,6 +88,13 @@ type Consumer struct {
 	Ordering Ordering `mapstructure:"ordering"`
 	// Concurrency is the maximum number of records handled at once.
 	Concurrency int `mapstructure:"concurrency"`
+	// ConcurrencyMode is fixed (the default: up to Concurrency at once) or
+	// adaptive: the limit moves between ConcurrencyMin and Concurrency by
+	// the downstream's push-back and latency (actors/adaptive).
+	ConcurrencyMode ConcurrencyMode `mapstructure:"concurrency_mode"`
+	// ConcurrencyMin is where an adaptive limit starts and the lowest it
+	// goes; 0 means 1.
+	ConcurrencyMin int `mapstructure:"concurrency_min"`
 	// MaxBuffered is how many fetched records may wait for a worker before
 	// fetching pauses (back-pressure).
 	MaxBuffered int `mapstructure:"max_buffered"`
@@ -260,6 +267,21 @@ type Log struct {
 	// Format is the output encoding.
 	Format LogFormat `mapstructure:"format"`
 }
+
+// ConcurrencyMode says how many handler calls a consumer keeps in flight.
+type ConcurrencyMode string
+
+// Concurrency modes.
+const (
+	ConcurrencyFixed    ConcurrencyMode = "fixed"
+	ConcurrencyAdaptive ConcurrencyMode = "adaptive"
+)
+
+// Adaptive reports whether the concurrency limit adapts to the downstream.
+func (c *Consumer) Adaptive() bool { return c.ConcurrencyMode == ConcurrencyAdaptive }
+
+// MinConcurrency is ConcurrencyMin with 0 meaning 1.
+func (c *Consumer) MinConcurrency() int { return max(1, c.ConcurrencyMin) }
 
 // Ordering says which records of a consumer must be handled sequentially.
 type Ordering string

@@ -48,6 +48,9 @@
 //	      limit: 0                  # attempts started per second; 0 = no limit, else 0.01..10000000
 //	      burst: 0                  # attempts at once after a quiet spell; 0 = limit/10 (at least 1), ..100000
 //	    # handler.encoding (http): base64 (default) | utf8 — keys and values in a batch body
+//	    concurrency_mode: fixed     # fixed | adaptive: the limit follows the downstream's
+//	                                # push-back (429, 503, ErrBackpressure) and latency
+//	    concurrency_min: 0          # adaptive: where the limit starts and its floor; 0 = 1, ..concurrency
 //	    batch:
 //	      max_records: 1            # records per handler call (HandleBatch, one http request), 1..10000, <= max_buffered
 //	      max_wait: 0s              # how long records wait for a batch to fill; 0 = not at all, else 1ms..10s

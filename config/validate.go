@@ -168,6 +168,17 @@ func (c *Consumer) validate(key string) error {
 	if err := intRange(key+".concurrency", c.Concurrency, 1, MaxConcurrency); err != nil {
 		return err
 	}
+	if c.ConcurrencyMode != "" {
+		if err := oneOf(key+".concurrency_mode", c.ConcurrencyMode, ConcurrencyFixed, ConcurrencyAdaptive); err != nil {
+			return err
+		}
+	}
+	if err := intRange(key+".concurrency_min", c.ConcurrencyMin, 0, c.Concurrency); err != nil {
+		return err
+	}
+	if c.ConcurrencyMin != 0 && !c.Adaptive() {
+		return fieldErr(key+".concurrency_min", fmt.Sprintf("needs %s.concurrency_mode: adaptive (a fixed concurrency has no minimum)", key))
+	}
 	if err := intRange(key+".max_buffered", c.MaxBuffered, 0, MaxBuffered); err != nil {
 		return err
 	}

@@ -64,6 +64,12 @@ func (e *StatusError) Unwrap() error {
 	return actors.ErrPermanent
 }
 
+// Is makes 429 and 503 match actors.ErrBackpressure: the endpoint says it
+// is overloaded (concurrency_mode adaptive halves its limit on them).
+func (e *StatusError) Is(target error) bool {
+	return target == actors.ErrBackpressure && (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable)
+}
+
 // Retryable reports whether a failed status may succeed on another attempt.
 func Retryable(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500

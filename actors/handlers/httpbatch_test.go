@@ -174,3 +174,26 @@ func TestHTTPBatchAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestPushbackStatuses: 429 and 503 are push-back (actors.ErrBackpressure),
+// with or without Retry-After, for one record and for a batch; 500 and 400
+// are not.
+func TestPushbackStatuses(t *testing.T) {
+	for _, tt := range []struct {
+		status int
+		extra  http.Header
+		want   bool
+	}{
+		{429, nil, true}, {503, http.Header{"Retry-After": {"2"}}, true}, {500, nil, false}, {400, nil, false},
+	} {
+		srv, _, _ := batchServer(t, tt.status, "", tt.extra)
+		h := NewHTTP(srv.URL, 5*time.Second, 1)
+		one := h.Handle(context.Background(), batchRecs()[0])
+		batch := h.HandleBatch(context.Background(), batchRecs()).Err
+		for _, err := range []error{one, batch} {
+			if errors.Is(err, actors.ErrBackpressure) != tt.want {
+				t.Fatalf("status %d: %v: push-back %v, want %v", tt.status, err, !tt.want, tt.want)
+			}
+		}
+	}
+}
