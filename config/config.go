@@ -235,6 +235,11 @@ type Handler struct {
 	// or utf8 (as JSON strings when they are valid UTF-8, else in base64
 	// under key_base64 and value_base64).
 	Encoding Encoding `mapstructure:"encoding"`
+	// TLS is how an https:// URL's server is checked and how turbo proves
+	// itself to it (HandlerHTTP only): ca_file, cert_file and key_file
+	// (mTLS), server_name, insecure_skip_verify. An https:// URL turns TLS
+	// on by itself; enabled is kafka.tls's and is refused here.
+	TLS TLS `mapstructure:"tls"`
 }
 
 // Encoding is how the http handler writes bytes into a JSON batch body.

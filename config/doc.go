@@ -48,6 +48,8 @@
 //	      limit: 0                  # attempts started per second; 0 = no limit, else 0.01..10000000
 //	      burst: 0                  # attempts at once after a quiet spell; 0 = limit/10 (at least 1), ..100000
 //	    # handler.encoding (http): base64 (default) | utf8 — keys and values in a batch body
+//	    # handler.tls (http, https:// only): ca_file, cert_file + key_file (mTLS), server_name,
+//	    #   insecure_skip_verify; HTTP/2 when the server offers it
 //	    concurrency_mode: fixed     # fixed | adaptive: the limit follows the downstream's
 //	                                # push-back (429, 503, ErrBackpressure) and latency
 //	    concurrency_min: 0          # adaptive: where the limit starts and its floor; 0 = 1, ..concurrency

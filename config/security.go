@@ -242,35 +242,67 @@ func (t TLS) CertPool() (*x509.CertPool, error) {
 // ClientCertificate reads CertFile and KeyFile; nil when neither is set.
 // Its errors never include the key.
 func (t TLS) ClientCertificate() (*tls.Certificate, error) {
-	c, _, err := t.clientCertificate()
+	c, _, err := t.clientCertificate("")
 	return c, err
 }
 
-// clientCertificate is ClientCertificate that also names the key at fault.
-func (t TLS) clientCertificate() (*tls.Certificate, string, error) {
+// clientCertificate is ClientCertificate that also names the key at fault
+// under prefix (kafka.tls, a handler's tls).
+func (t TLS) clientCertificate(prefix string) (*tls.Certificate, string, error) {
 	if t.CertFile == "" && t.KeyFile == "" {
 		return nil, "", nil
 	}
 	certPEM, err := ReadPEMFile(t.CertFile)
 	if err != nil {
-		return nil, "kafka.tls.cert_file", err
+		return nil, prefix + ".cert_file", err
 	}
 	keyPEM, err := ReadPEMFile(t.KeyFile)
 	if err != nil {
-		return nil, "kafka.tls.key_file", err
+		return nil, prefix + ".key_file", err
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		// crypto/tls's messages name the problem (no PEM data in the
 		// certificate or key input, a mismatch) and never the key's bytes.
-		key := "kafka.tls.key_file"
+		key := prefix + ".key_file"
 		if strings.Contains(err.Error(), "certificate input") {
-			key = "kafka.tls.cert_file"
+			key = prefix + ".cert_file"
 		}
 		return nil, key, fmt.Errorf("%s and %s: %w", t.CertFile, t.KeyFile, err)
 	}
 	return &c, "", nil
 }
+
+// ClientConfig is the client side of these settings for connections
+// checked against a server (prefix names the settings in errors): the CA
+// bundle read now, the client certificate read again at every handshake, so
+// a certificate renewed on disk (cert-manager, a rotated Kubernetes secret)
+// is used by the next connection.
+func (t TLS) ClientConfig(prefix string) (*tls.Config, error) {
+	pool, err := t.CertPool()
+	if err != nil {
+		return nil, fmt.Errorf("%s.ca_file: %w", prefix, err)
+	}
+	tc := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		RootCAs:            pool,
+		ServerName:         t.ServerName,
+		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // the operator's explicit choice, warned about at start
+	}
+	if t.CertFile != "" {
+		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			c, err := t.ClientCertificate()
+			if err != nil {
+				return nil, fmt.Errorf("%s.cert_file: %w", prefix, err)
+			}
+			return c, nil
+		}
+	}
+	return tc, nil
+}
+
+// IsSet reports whether any setting is given.
+func (t TLS) IsSet() bool { return t != TLS{} }
 
 func (t *TLS) validate(embedded bool, now time.Time) error {
 	if !t.Enabled {
@@ -290,30 +322,37 @@ func (t *TLS) validate(embedded bool, now time.Time) error {
 	if embedded {
 		return fieldErr("kafka.tls.enabled", `the embedded broker speaks plaintext only: turn TLS off or name real brokers`)
 	}
+	return t.validateFiles("kafka.tls", now)
+}
+
+// validateFiles checks the settings under prefix: the server name, the CA
+// bundle, and the client certificate and key (both or neither, readable,
+// matching, valid now).
+func (t *TLS) validateFiles(prefix string, now time.Time) error {
 	if len(t.ServerName) > maxCredentialLen || strings.ContainsAny(t.ServerName, " /\t\r\n") {
-		return fieldErr("kafka.tls.server_name", fmt.Sprintf("must be a host name (got %s)", quoteValue(t.ServerName)))
+		return fieldErr(prefix+".server_name", fmt.Sprintf("must be a host name (got %s)", quoteValue(t.ServerName)))
 	}
 	if _, err := t.CertPool(); err != nil {
-		return fieldErr("kafka.tls.ca_file", err.Error())
+		return fieldErr(prefix+".ca_file", err.Error())
 	}
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
-		return fieldErr("kafka.tls.key_file", "is required with kafka.tls.cert_file")
+		return fieldErr(prefix+".key_file", "is required with "+prefix+".cert_file")
 	case t.CertFile == "" && t.KeyFile != "":
-		return fieldErr("kafka.tls.cert_file", "is required with kafka.tls.key_file")
+		return fieldErr(prefix+".cert_file", "is required with "+prefix+".key_file")
 	}
-	c, key, err := t.clientCertificate()
+	c, key, err := t.clientCertificate(prefix)
 	if err != nil {
 		return fieldErr(key, err.Error())
 	}
 	if c != nil && c.Leaf != nil {
 		// An expired or not yet valid certificate is refused by every
-		// broker; say so now rather than as a handshake failure.
+		// server; say so now rather than as a handshake failure.
 		switch {
 		case now.After(c.Leaf.NotAfter):
-			return fieldErr("kafka.tls.cert_file", fmt.Sprintf("the certificate in %s expired at %s", t.CertFile, c.Leaf.NotAfter.UTC().Format(time.RFC3339)))
+			return fieldErr(prefix+".cert_file", fmt.Sprintf("the certificate in %s expired at %s", t.CertFile, c.Leaf.NotAfter.UTC().Format(time.RFC3339)))
 		case now.Before(c.Leaf.NotBefore):
-			return fieldErr("kafka.tls.cert_file", fmt.Sprintf("the certificate in %s is not valid before %s", t.CertFile, c.Leaf.NotBefore.UTC().Format(time.RFC3339)))
+			return fieldErr(prefix+".cert_file", fmt.Sprintf("the certificate in %s is not valid before %s", t.CertFile, c.Leaf.NotBefore.UTC().Format(time.RFC3339)))
 		}
 	}
 	return nil

@@ -277,6 +277,9 @@ func (h *Handler) validate(key string) error {
 	if err := oneOf(key+".type", h.Type, HandlerHTTP, HandlerNoop, HandlerLog, HandlerSleep, HandlerHash); err != nil {
 		return err
 	}
+	if h.TLS.IsSet() && h.Type != HandlerHTTP {
+		return fieldErr(key+".tls", fmt.Sprintf("is for handler type http only (the handler is %s)", h.Type))
+	}
 	if h.Encoding != "" && h.Type != HandlerHTTP {
 		return fieldErr(key+".encoding", fmt.Sprintf("is for handler type http only (the handler is %s)", h.Type))
 	}
@@ -301,6 +304,9 @@ func (h *Handler) validate(key string) error {
 				return err
 			}
 		}
+		if err := h.validateTLS(key + ".tls"); err != nil {
+			return err
+		}
 		return durRange(key+".timeout", h.Timeout, MinTimeout, MaxDuration)
 	case HandlerSleep:
 		if err := durRange(key+".duration", h.Duration, 0, MaxDuration); err != nil {
@@ -312,6 +318,21 @@ func (h *Handler) validate(key string) error {
 		}
 	}
 	return nil
+}
+
+// validateTLS checks an http handler's tls block: only with an https://
+// URL, without enabled (the scheme says it), and with good files.
+func (h *Handler) validateTLS(key string) error {
+	t := h.TLS
+	switch {
+	case !t.IsSet():
+		return nil
+	case t.Enabled:
+		return fieldErr(key+".enabled", "leave it out: an https:// url turns TLS on (enabled is for kafka.tls)")
+	case !strings.HasPrefix(strings.ToLower(h.URL), "https://"):
+		return fieldErr(key, fmt.Sprintf("needs an https:// url (got %s)", quoteValue(h.URL)))
+	}
+	return t.validateFiles(key, time.Now())
 }
 
 func oneOf[T ~string](key string, v T, allowed ...T) error {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -31,6 +32,13 @@ func New(h config.Handler, concurrency int, out io.Writer) (actors.Handler, erro
 			return nil, err // not a nil *HTTP in a non-nil Handler
 		}
 		hh.encoding = h.Encoding
+		if h.TLS.IsSet() {
+			tc, err := h.TLS.ClientConfig("handler.tls")
+			if err != nil {
+				return nil, err
+			}
+			hh.client.Transport.(*http.Transport).TLSClientConfig = tc
+		}
 		return hh, nil
 	case config.HandlerHash:
 		return Hash(h.Bytes), nil

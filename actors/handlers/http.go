@@ -88,7 +88,9 @@ func NewHTTPWith(url string, timeout time.Duration, concurrency int, headers []c
 }
 
 // NewHTTP returns an HTTP handler with a keep-alive pool of concurrency
-// connections, so every runner reuses its connection. A URL of the form
+// connections, so every runner reuses its connection; HTTP/2 is used when
+// an https:// server offers it (one connection then carries every runner's
+// requests). A URL of the form
 // unix:///run/app.sock:/records posts over that unix socket (a sidecar on
 // the same host) to /records.
 func NewHTTP(url string, timeout time.Duration, concurrency int) *HTTP {

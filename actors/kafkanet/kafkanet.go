@@ -102,31 +102,7 @@ func (n *Net) Apply(cfg *sarama.Config) error {
 	return nil
 }
 
-func (n *Net) tlsConfig() (*tls.Config, error) {
-	t := n.k.TLS
-	pool, err := t.CertPool()
-	if err != nil {
-		return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
-	}
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		RootCAs:            pool,
-		ServerName:         t.ServerName,
-		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // the operator's explicit choice, warned about at start
-	}
-	if t.CertFile != "" {
-		// Read at every handshake: a certificate renewed on disk (cert-manager,
-		// a rotated Kubernetes secret) is used by the next connection.
-		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			c, err := t.ClientCertificate()
-			if err != nil {
-				return nil, fmt.Errorf("kafka.tls.cert_file: %w", err)
-			}
-			return c, nil
-		}
-	}
-	return tc, nil
-}
+func (n *Net) tlsConfig() (*tls.Config, error) { return n.k.TLS.ClientConfig("kafka.tls") }
 
 // scramClient returns sarama's generator of SCRAM conversations, backed by
 // github.com/xdg-go/scram. The password is read at every conversation (each
