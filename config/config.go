@@ -220,7 +220,10 @@ type Handler struct {
 	Type HandlerType `mapstructure:"type"`
 	// URL is the endpoint records are POSTed to (HandlerHTTP only).
 	URL string `mapstructure:"url"`
-	// Timeout bounds one HTTP request (HandlerHTTP only).
+	// Target is the gRPC service's address (HandlerGRPC only), in gRPC's
+	// name syntax: host:port, dns:///host:port, unix:///path.
+	Target string `mapstructure:"target"`
+	// Timeout bounds one HTTP request or gRPC call (its deadline).
 	Timeout time.Duration `mapstructure:"timeout"`
 	// Duration is the simulated work per record (HandlerSleep only).
 	Duration time.Duration `mapstructure:"duration"`
@@ -345,6 +348,9 @@ const (
 	// HandlerHash simulates CPU-bound work: SHA-256 over Handler.Bytes bytes
 	// per record.
 	HandlerHash HandlerType = "hash"
+	// HandlerGRPC calls the RecordHandler service (proto/handler.proto) at
+	// Handler.Target.
+	HandlerGRPC HandlerType = "grpc"
 )
 
 // LogLevel is the minimum log level written.

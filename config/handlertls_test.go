@@ -29,7 +29,7 @@ func TestHandlerTLS(t *testing.T) {
 		{"enabled", []string{"handler:", "  type: http", "  url: https://svc/records", "  tls:", "    enabled: true"},
 			"consumers[0].handler.tls.enabled", []string{"an https:// url turns TLS on"}},
 		{"not http", []string{"handler:", "  type: noop", "  tls:", "    ca_file: " + f.ca},
-			"consumers[0].handler.tls", []string{"http only"}},
+			"consumers[0].handler.tls", []string{"http and grpc only"}},
 		{"cert without key", []string{"handler:", "  type: http", "  url: https://svc/records", "  tls:", "    cert_file: " + f.cert},
 			"consumers[0].handler.tls.key_file", []string{"is required with consumers[0].handler.tls.cert_file"}},
 		{"expired", []string{"handler:", "  type: http", "  url: https://svc/records", "  tls:", "    cert_file: " + f.expiredCert, "    key_file: " + f.expiredKey},
@@ -44,6 +44,34 @@ func TestHandlerTLS(t *testing.T) {
 				t.Fatal("Load succeeded")
 			}
 			checkInvalid(t, err, tt.wantKey, tt.wantIn...)
+		})
+	}
+}
+
+// TestGRPCHandlerConfig: a grpc handler names its target; url, encoding
+// and a missing target are refused.
+func TestGRPCHandlerConfig(t *testing.T) {
+	c, err := Load(writeConfig(t, "app.yaml", oneConsumer([]string{"handler: {type: grpc, target: 'dns:///svc:50051', timeout: 2s}"})), noEnv)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if h := c.Consumers[0].Handler; h.Type != HandlerGRPC || h.Target != "dns:///svc:50051" {
+		t.Fatalf("handler = %+v", h)
+	}
+	for _, tt := range []struct {
+		name, line, wantKey string
+	}{
+		{"no target", "handler: {type: grpc}", "consumers[0].handler.target"},
+		{"a url", "handler: {type: grpc, target: 'svc:1', url: 'http://x/y'}", "consumers[0].handler.url"},
+		{"encoding", "handler: {type: grpc, target: 'svc:1', encoding: utf8}", "consumers[0].handler.encoding"},
+		{"target on http", "handler: {type: http, url: 'http://x/y', target: 'svc:1'}", "consumers[0].handler.target"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(writeConfig(t, "app.yaml", oneConsumer([]string{tt.line})), noEnv)
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			checkInvalid(t, err, tt.wantKey)
 		})
 	}
 }

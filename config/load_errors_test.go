@@ -60,7 +60,7 @@ func TestLoadInvalid(t *testing.T) {
 		// Enums.
 		{"bad ordering", oneConsumer([]string{"ordering: random"}), "consumers[0].ordering", []string{"must be one of key, partition, unordered", `"random"`}},
 		{"bad initial_offset", oneConsumer([]string{"initial_offset: latest"}), "consumers[0].initial_offset", []string{"oldest, newest"}},
-		{"bad handler type", oneConsumer([]string{"handler: {type: grpc}"}), "consumers[0].handler.type", []string{"http, noop, log, sleep, hash"}},
+		{"bad handler type", oneConsumer([]string{"handler: {type: kafka}"}), "consumers[0].handler.type", []string{"http, grpc, noop, log, sleep, hash", `"kafka"`}},
 		{"bad log level", withConsumer("log: {level: trace}"), "log.level", []string{"debug, info, warn, error"}},
 		{"bad log format", withConsumer("log: {format: xml}"), "log.format", []string{"console, json"}},
 

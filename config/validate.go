@@ -274,16 +274,38 @@ func topicErr(key, t string) error {
 }
 
 func (h *Handler) validate(key string) error {
-	if err := oneOf(key+".type", h.Type, HandlerHTTP, HandlerNoop, HandlerLog, HandlerSleep, HandlerHash); err != nil {
+	if err := oneOf(key+".type", h.Type, HandlerHTTP, HandlerGRPC, HandlerNoop, HandlerLog, HandlerSleep, HandlerHash); err != nil {
 		return err
 	}
-	if h.TLS.IsSet() && h.Type != HandlerHTTP {
-		return fieldErr(key+".tls", fmt.Sprintf("is for handler type http only (the handler is %s)", h.Type))
+	if h.TLS.IsSet() && h.Type != HandlerHTTP && h.Type != HandlerGRPC {
+		return fieldErr(key+".tls", fmt.Sprintf("is for handler types http and grpc only (the handler is %s)", h.Type))
 	}
-	if h.Encoding != "" && h.Type != HandlerHTTP {
+	if h.Target != "" && h.Type != HandlerGRPC {
+		return fieldErr(key+".target", fmt.Sprintf("is for handler type grpc only (the handler is %s)", h.Type))
+	}
+	if h.Encoding != "" && h.Type != HandlerHTTP && h.Type != HandlerGRPC {
 		return fieldErr(key+".encoding", fmt.Sprintf("is for handler type http only (the handler is %s)", h.Type))
 	}
 	switch h.Type {
+	case HandlerGRPC:
+		if h.URL != "" {
+			return fieldErr(key+".url", "is for handler type http; a grpc handler names its service with target")
+		}
+		if h.Target == "" || len(h.Target) > 1024 || strings.ContainsAny(h.Target, " \t\r\n") {
+			return fieldErr(key+".target", fmt.Sprintf("is required for handler type grpc: host:port, dns:///host:port or unix:///path (got %s)", quoteValue(h.Target)))
+		}
+		if err := validateHeaders(key+".headers", h.Headers); err != nil {
+			return err
+		}
+		if h.Encoding != "" {
+			return fieldErr(key+".encoding", "is for handler type http (gRPC carries bytes as they are)")
+		}
+		if h.TLS.IsSet() {
+			if err := h.TLS.validateFiles(key+".tls", time.Now()); err != nil {
+				return err
+			}
+		}
+		return durRange(key+".timeout", h.Timeout, MinTimeout, MaxDuration)
 	case HandlerHTTP:
 		if h.URL == "" {
 			return fieldErr(key+".url", "is required for handler type http")

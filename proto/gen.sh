@@ -2,9 +2,10 @@
 # Generates the Go code for proto/*.proto into proto/<pkg>/, or with --check,
 # fails when the committed code differs from what would be generated.
 #
-# protoc comes from Maven Central (com.google.protobuf:protoc) and
-# protoc-gen-go is built from the google.golang.org/protobuf version in
-# go.mod, both cached outside the repository.
+# protoc comes from Maven Central (com.google.protobuf:protoc);
+# protoc-gen-go and protoc-gen-go-grpc are built from the versions in go.mod
+# (protoc-gen-go-grpc is a tool there); all are cached outside the
+# repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,14 +30,15 @@ fi
 
 plugins="$cache/protoc/go-plugins"
 mkdir -p "$plugins"
-GOBIN="$plugins" go install google.golang.org/protobuf/cmd/protoc-gen-go
+GOBIN="$plugins" go install google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc
 
 out=proto
 if [[ "${1:-}" == "--check" ]]; then
   out="$(mktemp -d)"
   trap 'rm -rf "$out"' EXIT
 fi
-PATH="$plugins:$PATH" "$protoc" -I proto --go_out="$out" --go_opt=module=github.com/turbokafka/turbo/proto proto/*.proto
+PATH="$plugins:$PATH" "$protoc" -I proto --go_out="$out" --go_opt=module=github.com/turbokafka/turbo/proto \
+  --go-grpc_out="$out" --go-grpc_opt=module=github.com/turbokafka/turbo/proto proto/*.proto
 
 if [[ "${1:-}" == "--check" ]]; then
   for f in $(cd "$out" && find . -name '*.pb.go'); do

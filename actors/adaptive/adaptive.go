@@ -53,7 +53,7 @@ type Limiter struct {
 	min, max  float64
 	limit     float64
 	slowStart bool
-	lastCut   time.Time     // attempts started before it are the congestion already answered
+	lastCut   time.Time // attempts started before it are the congestion already answered
 	// The downstream's unloaded latency: the lowest of the current window
 	// (since winStart) and of the one before.
 	winMin, prevMin time.Duration

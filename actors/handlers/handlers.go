@@ -40,6 +40,12 @@ func New(h config.Handler, concurrency int, out io.Writer) (actors.Handler, erro
 			hh.client.Transport.(*http.Transport).TLSClientConfig = tc
 		}
 		return hh, nil
+	case config.HandlerGRPC:
+		g, err := NewGRPC(h)
+		if err != nil {
+			return nil, err
+		}
+		return g, nil
 	case config.HandlerHash:
 		return Hash(h.Bytes), nil
 	default:

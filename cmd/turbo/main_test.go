@@ -196,7 +196,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "bad ordering", content: withConsumer("ordering: sideways"), want: []string{"consumers[0].ordering", `"sideways"`}},
 		{name: "bad initial_offset", content: withConsumer("initial_offset: middle"), want: []string{"consumers[0].initial_offset", `"middle"`}},
 		{name: "bad log level", content: withTop("log: {level: loud}"), want: []string{"log.level", `"loud"`}},
-		{name: "bad handler type", content: withConsumer("handler: {type: grpc}"), want: []string{"consumers[0].handler.type", `"grpc"`}},
+		{name: "bad handler type", content: withConsumer("handler: {type: kafka}"), want: []string{"consumers[0].handler.type", `"kafka"`}},
 		{name: "empty broker list", content: strings.Replace(validYAML, `["127.0.0.1:1"]`, "[]", 1), want: []string{"kafka.brokers"}},
 		{name: "concurrency 0", content: withConsumer("concurrency: 0"), want: []string{"consumers[0].concurrency", "got 0"}},
 		{name: "concurrency -3", content: withConsumer("concurrency: -3"), want: []string{"consumers[0].concurrency", "got -3"}},

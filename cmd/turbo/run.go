@@ -120,6 +120,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	}
 	defer stopTracing() // after stopAll below: the last attempts' spans are queued by then
 	var consumers []*actors.Consumer
+	var closers []io.Closer // handlers that hold connections (grpc): closed once their consumers stopped
 	stopAll := func() error {
 		// shutdown_timeout is a hard bound: each Stop returns within it.
 		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
@@ -130,10 +131,16 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 			wg.Go(func() { errs[i] = c.Stop(stopCtx) })
 		}
 		wg.Wait()
+		for _, c := range closers {
+			_ = c.Close() // a second stopAll finds them closed already
+		}
 		return errors.Join(errs...)
 	}
 	for _, cc := range cfg.Consumers {
 		h, err := handlers.New(cc.Handler, cc.Concurrency, o.stdout)
+		if c, ok := h.(io.Closer); ok && err == nil {
+			closers = append(closers, c)
+		}
 		if err == nil {
 			var c *actors.Consumer
 			c, err = actors.New(actors.Options{
