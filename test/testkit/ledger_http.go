@@ -118,9 +118,7 @@ type batchFailure struct {
 
 // serveBatch handles a batch body's records in order (see ServeHTTP).
 func (l *Ledger) serveBatch(w http.ResponseWriter, req *http.Request, body []byte) {
-	member := memberOf(req)
-	var failed []batchFailure
-	skip := map[string]bool{} // units with a failed record in this batch
+	var recs []*actors.Record
 	dec := json.NewDecoder(bytes.NewReader(body))
 	for {
 		var ln batchLine
@@ -137,23 +135,16 @@ func (l *Ledger) serveBatch(w http.ResponseWriter, req *http.Request, body []byt
 		if ln.Value != nil {
 			rec.Value, _ = base64.StdEncoding.DecodeString(*ln.Value)
 		}
-		unit := ledgerKey(rec)
-		if l.UnitOf != nil {
-			unit = l.UnitOf(rec)
-		}
-		if skip[unit] {
-			continue
-		}
-		d := l.begin(rec, member, ln.Key != nil)
-		if d == nil {
-			continue
-		}
-		if err := d.run(req.Context(), rec, true); err != nil {
-			if req.Context().Err() != nil {
-				return // nobody to answer
-			}
-			skip[unit] = true
-			failed = append(failed, batchFailure{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Retryable: true, Error: err.Error()})
+		recs = append(recs, rec)
+	}
+	errs, gone := l.handleBatch(req.Context(), recs, memberOf(req))
+	if gone {
+		return // nobody to answer
+	}
+	var failed []batchFailure
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, batchFailure{Topic: recs[i].Topic, Partition: recs[i].Partition, Offset: recs[i].Offset, Retryable: true, Error: err.Error()})
 		}
 	}
 	if len(failed) == 0 {
@@ -163,6 +154,36 @@ func (l *Ledger) serveBatch(w http.ResponseWriter, req *http.Request, body []byt
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusMultiStatus)
 	_ = json.NewEncoder(w).Encode(map[string]any{"failed": failed})
+}
+
+// handleBatch runs a batch's records one after the other, as member; a
+// record after a failed one of its unit is skipped (turbo counts it as not
+// run). It returns each record's failure, nil for the done and the skipped,
+// and whether the caller went away meanwhile.
+func (l *Ledger) handleBatch(ctx context.Context, recs []*actors.Record, member string) (errs []error, gone bool) {
+	errs = make([]error, len(recs))
+	skip := map[string]bool{} // units with a failed record in this batch
+	for i, rec := range recs {
+		unit := ledgerKey(rec)
+		if l.UnitOf != nil {
+			unit = l.UnitOf(rec)
+		}
+		if skip[unit] {
+			continue
+		}
+		d := l.begin(rec, member, rec.Key != nil)
+		if d == nil {
+			continue
+		}
+		if err := d.run(ctx, rec, true); err != nil {
+			if ctx.Err() != nil {
+				return errs, true
+			}
+			skip[unit] = true
+			errs[i] = err
+		}
+	}
+	return errs, false
 }
 
 // Requests is how many HTTP requests the ledger served: with batches, fewer
