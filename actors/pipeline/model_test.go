@@ -90,9 +90,10 @@ type harness struct {
 	nextEp         uint64
 	spawnedMax     int // runners made so far (as the adapter would have)
 	offsets        map[uint64]int64
-	quota          int  // what is left of the last SetQuota (-1: none)
-	notRunBack     int  // records a handler call did not run, accounted for
-	dispatchedOver bool // a batch was given out beyond the limit (SetLimit)
+	quota          int             // what is left of the last SetQuota (-1: none)
+	notRunBack     int             // records a handler call did not run, accounted for
+	everHeld       map[uint64]bool // epochs held (paused) at some point
+	dispatchedOver bool            // a batch was given out beyond the limit (SetLimit)
 }
 
 type epochState struct {
@@ -126,7 +127,7 @@ var errFailed = errors.New("handler failed")
 
 func newHarness(t testing.TB, runners, maxRun int) *harness {
 	h := &harness{t: t, epochs: map[uint64]*epochState{}, runners: map[int]*runnerState{},
-		armed: map[*rec]bool{}, offsets: map[uint64]int64{}, quota: -1}
+		armed: map[*rec]bool{}, offsets: map[uint64]int64{}, quota: -1, everHeld: map[uint64]bool{}}
 	h.p = New[*rec](hooks{h}, runners, maxRun)
 	return h
 }
@@ -209,6 +210,9 @@ func (h *harness) apply() {
 		for i, r := range run.Batch.records {
 			if r.st != waiting && r.st != ready {
 				h.fatalf("record %d dispatched in state %d", r.id, r.st)
+			}
+			if h.p.Held(r.epoch) {
+				h.fatalf("record %d dispatched while its partition (epoch %d) is held", r.id, r.epoch)
 			}
 			if r.unit != "" {
 				h.checkNotElsewhere(r, run.Batch)
@@ -338,7 +342,11 @@ func (h *harness) check() {
 	if got := h.p.Waiting(); got != nWaiting {
 		h.fatalf("Waiting() = %d, ledger has %d waiting", got, nWaiting)
 	}
-	if len(h.p.ready) != nReady || len(h.p.parked) != nParked {
+	heldReady := 0
+	for _, a := range h.p.parts {
+		heldReady += len(a.ready)
+	}
+	if len(h.p.ready)+heldReady != nReady || len(h.p.parked) != nParked {
 		for r := range h.p.parked {
 			h.t.Logf("parked: record %d state %d how %d failed %v verdict %d epoch %d %+v", r.id, r.st, r.how, r.failed, r.verdict, r.epoch, h.epochs[r.epoch])
 		}
@@ -387,10 +395,16 @@ func (h *harness) claimCheck(r *rec, call []*rec) {
 		if o == r || o.unit != r.unit {
 			continue
 		}
-		if o.id < r.id && !o.through() && !slices.Contains(call, o) {
+		// A held partition's records yield to its unit's records of other
+		// partitions (a key spans partitions; Kafka orders none across).
+		yielded := o.epoch != r.epoch && h.everHeld[o.epoch]
+		if o.id < r.id && !o.through() && !slices.Contains(call, o) && !yielded {
 			h.fatalf("record %d of unit %q started before earlier record %d (state %d, how %d)", r.id, r.unit, o.id, o.st, o.how)
 		}
-		if o.id > r.id && o.st == running {
+		// Within one handler call records run one after the other: a held
+		// partition's record may follow a younger one of another there.
+		sequential := slices.Contains(call, o) && o.epoch != r.epoch && h.everHeld[r.epoch]
+		if o.id > r.id && o.st == running && !sequential {
 			h.fatalf("record %d of unit %q started while later record %d runs", r.id, r.unit, o.id)
 		}
 	}
@@ -679,6 +693,15 @@ func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int) m
 			h.p.Dispatch()
 		case op == 29 && arg == 0:
 			h.halt()
+		case op == 29 && len(epochs) > 0: // a partition paused or resumed
+			if e := epochs[arg%len(epochs)]; arg%3 == 0 {
+				h.p.Release(e)
+			} else {
+				h.p.Hold(e)
+				h.everHeld[e] = true
+			}
+			h.apply()
+			h.p.Dispatch()
 		case op == 30 && arg%2 == 0:
 			h.p.SetBatchSize(1 + arg%8)
 		case op == 30: // an adaptive concurrency limit moves

@@ -101,11 +101,16 @@ type Report[T any] struct {
 }
 
 // assignment is what the Pipeline knows of one partition assignment.
-type assignment struct {
+type assignment[T any] struct {
 	records  int   // its records here: waiting, out with runners, or pinned
 	maxDone  int64 // highest offset finished, -1 if none
 	revoking bool  // report it drained when records reaches 0
 	dropped  bool  // someone else's now (Drop): nothing of it starts again
+	// held: paused (Hold): its records wait in waiting, and its due
+	// retries in ready, out of the scheduler, until Release.
+	held    bool
+	waiting []T
+	ready   []T
 }
 
 // Pipeline is the coordinator's bookkeeping (see the package doc).
@@ -113,7 +118,7 @@ type Pipeline[T comparable] struct {
 	it      Item[T]
 	max     int // runners at most
 	sched   *schedule.Scheduler[T]
-	parts   map[uint64]*assignment // by epoch
+	parts   map[uint64]*assignment[T] // by epoch
 	batches []*Batch[T]            // by runner id; nil when idle
 	idle    []int                  // runner ids
 	spare   []*Batch[T]            // batches runners reported done, to reuse
@@ -130,6 +135,7 @@ type Pipeline[T comparable] struct {
 	quota    int // records Dispatch may still give out; -1: no bound (SetQuota)
 	limit    int // runners busy at most (SetLimit): an adaptive concurrency limit
 	notRun   []T // harvest's scratch: records a handler call did not run (ErrNotRun)
+	heldWaiting int // records in held assignments' waiting lists
 	out      Out[T]
 	fin      Report[T]
 }
@@ -145,7 +151,7 @@ func New[T comparable](it Item[T], runners, maxRun int) *Pipeline[T] {
 		batch:  1,
 		quota:  -1,
 		sched:  schedule.New[T](),
-		parts:  make(map[uint64]*assignment),
+		parts:  make(map[uint64]*assignment[T]),
 		pinned: make(map[string]int),
 		parked: make(map[T]struct{}),
 	}
@@ -196,9 +202,9 @@ func (p *Pipeline[T]) free() bool {
 	return (len(p.idle) > 0 || len(p.batches) < p.max) && len(p.batches)-len(p.idle) < p.limit
 }
 
-// Waiting is the number of records waiting in the scheduler (not counting
-// retries that are due).
-func (p *Pipeline[T]) Waiting() int { return p.sched.Waiting() }
+// Waiting is the number of records waiting in the scheduler or held with
+// their paused partition (not counting retries that are due).
+func (p *Pipeline[T]) Waiting() int { return p.sched.Waiting() + p.heldWaiting }
 
 // Retries is the number of failed records due to run again now.
 func (p *Pipeline[T]) Retries() int { return len(p.ready) }
@@ -227,13 +233,66 @@ func (p *Pipeline[T]) Add(epoch uint64, recs []T) {
 	}
 	a := p.parts[epoch]
 	if a == nil {
-		a = &assignment{maxDone: -1}
+		a = &assignment[T]{maxDone: -1}
 		p.parts[epoch] = a
 	}
 	a.records += len(recs)
+	if a.held {
+		a.waiting = append(a.waiting, recs...)
+		p.heldWaiting += len(recs)
+		return
+	}
 	for _, rec := range recs {
 		p.sched.Add(p.it.Unit(rec), rec)
 	}
+}
+
+// Hold pauses an assignment: none of its records starts until Release.
+// Those waiting, and the unstarted tails of runners' batches, are taken out
+// of the scheduler; records added later wait with them; a retry that comes
+// due waits too. Records already running finish. An assignment with no
+// records here is not held (hold it after its first Add). The caller
+// dispatches afterwards.
+func (p *Pipeline[T]) Hold(epoch uint64) {
+	a := p.parts[epoch]
+	if a == nil || a.held || a.revoking {
+		return
+	}
+	a.held = true
+	p.stealAll()
+	taken := p.sched.DropIf(func(r T) bool { return p.it.Epoch(r) == epoch })
+	a.waiting = append(a.waiting, taken...)
+	p.heldWaiting += len(taken)
+	for i := 0; i < len(p.ready); i++ {
+		if rec := p.ready[i]; p.it.Epoch(rec) == epoch {
+			a.ready = append(a.ready, rec)
+			p.ready = append(p.ready[:i], p.ready[i+1:]...)
+			i--
+		}
+	}
+}
+
+// Release ends a Hold: the assignment's records go back to the scheduler in
+// the order they came, its due retries ahead of everything. The caller
+// dispatches afterwards.
+func (p *Pipeline[T]) Release(epoch uint64) {
+	a := p.parts[epoch]
+	if a == nil || !a.held {
+		return
+	}
+	a.held = false
+	for _, rec := range a.waiting {
+		p.sched.Add(p.it.Unit(rec), rec)
+	}
+	p.heldWaiting -= len(a.waiting)
+	p.ready = append(p.ready, a.ready...)
+	a.waiting, a.ready = nil, nil
+}
+
+// Held reports whether an assignment is held (Hold).
+func (p *Pipeline[T]) Held(epoch uint64) bool {
+	a := p.parts[epoch]
+	return a != nil && a.held
 }
 
 // Dispatch gives runnable records to idle runners (making runners while
@@ -358,7 +417,7 @@ func (p *Pipeline[T]) harvest(b *Batch[T]) {
 	if b.seen < b.limit {
 		next = p.it.Unit(b.records[b.seen])
 	}
-	var a *assignment // the last record's, looked up once per run of one epoch
+	var a *assignment[T] // the last record's, looked up once per run of one epoch
 	var epoch uint64
 	failed := false
 	notRun := p.notRun[:0]
@@ -433,9 +492,7 @@ func (p *Pipeline[T]) requeueNotRun(recs []T) {
 			}
 		}
 		if len(keep) > 0 {
-			if err := p.sched.Requeue(unit, keep); err != nil {
-				panic(fmt.Errorf("pipeline: requeue of %q: %w", unit, err))
-			}
+			p.requeue(unit, keep)
 		}
 		if p.pinned[unit] == 0 {
 			p.done(unit)
@@ -489,7 +546,7 @@ func (p *Pipeline[T]) leaves(rec T, v Verdict, err error) bool {
 func (p *Pipeline[T]) release(rec T) { p.releaseTo(p.parts[p.it.Epoch(rec)], rec) }
 
 // releaseTo is release with the record's assignment looked up.
-func (p *Pipeline[T]) releaseTo(a *assignment, rec T) {
+func (p *Pipeline[T]) releaseTo(a *assignment[T], rec T) {
 	a.records--
 	a.maxDone = max(a.maxDone, p.it.Offset(rec))
 	p.out.Free = append(p.out.Free, rec)
@@ -535,9 +592,7 @@ func (p *Pipeline[T]) giveBack(b *Batch[T], stolen, notRun []T) {
 		for j < len(stolen) && p.it.Unit(stolen[j]) == unit {
 			j++
 		}
-		if err := p.sched.Requeue(unit, stolen[i:j]); err != nil {
-			panic(fmt.Errorf("pipeline: requeue of %q: %w", unit, err))
-		}
+		p.requeue(unit, stolen[i:j])
 		cutRun := i == 0 && cut > 0 && p.it.Unit(b.records[cut-1]) == unit
 		if cutRun && len(notRun) > 0 && p.it.Unit(notRun[len(notRun)-1]) == unit {
 			// The runner's last records of this run were not run: they go
@@ -550,6 +605,45 @@ func (p *Pipeline[T]) giveBack(b *Batch[T], stolen, notRun []T) {
 		i = j
 	}
 	p.inFlight -= len(stolen)
+}
+
+// requeue puts records a runner did not start (or run) back in front of
+// their unit's queue: the last ones it was handed, as Requeue needs. Those
+// of a held assignment go in front of its held records instead (they are
+// older than any of their unit there).
+func (p *Pipeline[T]) requeue(unit string, recs []T) {
+	keep := recs // the usual case: none held, nothing allocated
+	for i, rec := range recs {
+		if a := p.parts[p.it.Epoch(rec)]; a != nil && a.held {
+			keep = p.holdBack(unit, recs, i)
+			break
+		}
+	}
+	if len(keep) == 0 {
+		return
+	}
+	if err := p.sched.Requeue(unit, keep); err != nil {
+		panic(fmt.Errorf("pipeline: requeue of %q: %w", unit, err))
+	}
+}
+
+// holdBack moves the records of held assignments among recs (from index
+// first on) to the front of their held lists, and returns the others.
+func (p *Pipeline[T]) holdBack(unit string, recs []T, first int) []T {
+	keep := append([]T(nil), recs[:first]...)
+	moved := map[*assignment[T]][]T{}
+	for _, rec := range recs[first:] {
+		if a := p.parts[p.it.Epoch(rec)]; a != nil && a.held {
+			moved[a] = append(moved[a], rec)
+			continue
+		}
+		keep = append(keep, rec)
+	}
+	for a, recs := range moved {
+		a.waiting = append(recs, a.waiting...)
+		p.heldWaiting += len(recs)
+	}
+	return keep
 }
 
 func (p *Pipeline[T]) done(unit string) {
@@ -586,6 +680,10 @@ func (p *Pipeline[T]) RetryDue(rec T) bool {
 	}
 	delete(p.parked, rec)
 	p.unpin(p.it.Unit(rec))
+	if a := p.parts[p.it.Epoch(rec)]; a != nil && a.held {
+		a.ready = append(a.ready, rec) // its partition is paused: it waits for Release
+		return true
+	}
 	p.ready = append(p.ready, rec)
 	return true
 }
@@ -619,6 +717,7 @@ func (p *Pipeline[T]) Revoke(epoch uint64) bool {
 	if a == nil {
 		return false
 	}
+	p.Release(epoch) // a paused partition drains like any other
 	a.revoking = true
 	// Tails first: giveBack must still see the parked records' pins.
 	p.stealAll()
@@ -660,6 +759,7 @@ func (p *Pipeline[T]) Drop(epoch uint64) bool {
 	if a == nil {
 		return false
 	}
+	p.Release(epoch)
 	a.revoking, a.dropped = true, true
 	p.stealAll()
 	dropped := p.sched.DropIf(func(r T) bool { return p.it.Epoch(r) == epoch })
@@ -679,6 +779,9 @@ func (p *Pipeline[T]) Halt() {
 		return
 	}
 	p.halted = true
+	for epoch := range p.parts {
+		p.Release(epoch)
+	}
 	p.dropWaiting()
 	for epoch := range p.parts {
 		p.dropParked(epoch)
