@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -193,10 +194,48 @@ func (c *Consumer) Err() error {
 // per partition). Liveness and readiness are unchanged: a paused consumer
 // is healthy. Pause and Resume are idempotent, safe from any goroutine, and
 // hold across tree restarts.
-func (c *Consumer) Pause() { c.setSuspended(true) }
+//
+// With partitions, only those pause: none of their records starts (those
+// running finish), nothing more of them is fetched, they stay this
+// consumer's (no rebalance) and keep committing what finishes; the other
+// partitions go on. A partition not assigned now is paused from when it is.
+// The whole consumer's pause and the partitions' are separate: Resume()
+// ends the first, Resume(tps...) the others.
+func (c *Consumer) Pause(tps ...TopicPartition) {
+	if len(tps) == 0 {
+		c.setSuspended(true)
+		return
+	}
+	c.stats.pausePartitions(tps, true)
+	c.log.Info().Stringer("partitions", tpList(tps)).Msg("partitions paused: none of their records starts and nothing of them is fetched until they are resumed")
+	c.tellCoordinator()
+}
 
 // Resume undoes Pause: records start again, and partitions are fetched.
-func (c *Consumer) Resume() { c.setSuspended(false) }
+// With partitions, it resumes those (paused by Pause(tps...)).
+func (c *Consumer) Resume(tps ...TopicPartition) {
+	if len(tps) == 0 {
+		c.setSuspended(false)
+		return
+	}
+	c.stats.pausePartitions(tps, false)
+	c.log.Info().Stringer("partitions", tpList(tps)).Msg("partitions resumed")
+	c.tellCoordinator()
+}
+
+// PausedPartitions lists the partitions paused by Pause(tps...).
+func (c *Consumer) PausedPartitions() []TopicPartition { return c.stats.pausedPartitions() }
+
+// tpList prints partitions as topic/partition, comma-separated.
+type tpList []TopicPartition
+
+func (l tpList) String() string {
+	s := make([]string, len(l))
+	for i, tp := range l {
+		s[i] = tp.String()
+	}
+	return strings.Join(s, ",")
+}
 
 // Paused reports whether Pause was called and Resume not since.
 func (c *Consumer) Paused() bool { return c.stats.suspended.Load() }
@@ -211,6 +250,11 @@ func (c *Consumer) setSuspended(on bool) {
 		c.stats.resumeGates()
 		c.log.Info().Msg("consumer resumed")
 	}
+	c.tellCoordinator()
+}
+
+// tellCoordinator has the tree's coordinator look at the pauses again.
+func (c *Consumer) tellCoordinator() {
 	select {
 	case <-c.stopped: // its actor system is gone
 	default:

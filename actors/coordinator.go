@@ -164,6 +164,7 @@ func (co *coordinator) receive(c actor.Context) {
 		co.filler = nil
 		co.dispatch()
 	case *pauseChanged:
+		co.syncHolds()
 		co.dispatch()
 	case *revokePartition:
 		co.handleRevoke(c, m)
@@ -279,6 +280,19 @@ func (co *coordinator) armRateTurn(c actor.Context) {
 	co.turn = co.timers.SendOnce(wait, c.Self(), &rateTurn{})
 }
 
+// syncHolds holds the assignments of paused partitions (Consumer.Pause(tps))
+// and releases the others'.
+func (co *coordinator) syncHolds() {
+	for epoch, a := range co.parts {
+		switch paused := co.stats.partitionPaused(a.tp); {
+		case paused && !co.p.Held(epoch):
+			co.p.Hold(epoch)
+		case !paused && co.p.Held(epoch):
+			co.p.Release(epoch)
+		}
+	}
+}
+
 // holding reports whether dispatch holds records back for a batch to fill
 // (batch.max_wait): fewer than max_records wait, and they have not waited
 // max_wait yet. A retry that is due is not held: it runs alone anyway.
@@ -368,6 +382,9 @@ func (co *coordinator) handleSchedule(m *scheduleRecords) {
 		rec.ctx = a.ctx
 	}
 	co.p.Add(m.records[0].epoch, m.records)
+	if co.stats.partitionPaused(a.tp) {
+		co.p.Hold(m.records[0].epoch) // paused (Consumer.Pause(tp)) before these came
+	}
 	co.dispatch()
 }
 

@@ -38,6 +38,7 @@ type gate struct {
 	wake       chan struct{} // 1-buffered: "enough credits to be worth reading again"
 	watch      *partWatch    // what observers see of the partition (not guarded by mu)
 	held       *atomic.Bool  // the consumer is paused (Consumer.Pause): no credits; nil: never
+	partHeld   atomic.Bool   // this partition is paused (Consumer.Pause(tp)): no credits
 }
 
 func newGate(capacity int, capBytes int64) *gate {
@@ -124,12 +125,9 @@ func (g *gate) setLimit(limit, slack int64) {
 	g.mu.Unlock()
 }
 
-// signalLocked wakes the claim goroutine once a quarter of both capacities
-// is free again: resuming for a single credit would pause and resume the
-// partition on every record. Once everything has finished both are whole,
-// so a claim waiting for a quarter is always woken eventually.
-// isHeld reports whether the consumer is paused (Consumer.Pause).
-func (g *gate) isHeld() bool { return g.held != nil && g.held.Load() }
+// isHeld reports whether the consumer or this partition is paused
+// (Consumer.Pause).
+func (g *gate) isHeld() bool { return g.partHeld.Load() || (g.held != nil && g.held.Load()) }
 
 // wakeUp wakes the claim whatever its credits (Resume).
 func (g *gate) wakeUp() {
@@ -139,6 +137,10 @@ func (g *gate) wakeUp() {
 	}
 }
 
+// signalLocked wakes the claim goroutine once a quarter of both capacities
+// is free again: resuming for a single credit would pause and resume the
+// partition on every record. Once everything has finished both are whole,
+// so a claim waiting for a quarter is always woken eventually.
 func (g *gate) signalLocked() {
 	if g.avail >= max(1, g.cap/4) && g.availBytes >= max(1, g.capBytes/4) {
 		select {

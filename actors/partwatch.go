@@ -50,6 +50,7 @@ func (s *consumerStats) trackPartition(tp TopicPartition, g *gate) {
 		s.parts = make(map[TopicPartition]*gate)
 	}
 	s.parts[tp] = g
+	g.partHeld.Store(s.pausedParts[tp])
 	if !s.suspended.Load() {
 		g.wakeUp() // a claim that began while paused may wait for it (see resumeGates)
 	}
@@ -127,4 +128,54 @@ func (g *gate) stats(tp TopicPartition) PartitionStats {
 		p.OldestUnfinished = time.Unix(0, ns)
 	}
 	return p
+}
+
+// pausePartitions pauses (on) or resumes the partitions: their gates give
+// no credits while paused, and a resumed one's claim is woken. A partition
+// not held now is paused from its next assignment.
+func (s *consumerStats) pausePartitions(tps []TopicPartition, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pausedParts == nil {
+		s.pausedParts = make(map[TopicPartition]bool)
+	}
+	for _, tp := range tps {
+		if on {
+			s.pausedParts[tp] = true
+		} else {
+			delete(s.pausedParts, tp)
+		}
+		if g := s.parts[tp]; g != nil {
+			g.partHeld.Store(on)
+			if !on {
+				g.wakeUp()
+			}
+		}
+	}
+	s.partsPaused.Store(int64(len(s.pausedParts)))
+}
+
+// partitionPaused reports whether tp is paused (Consumer.Pause(tp)); cheap
+// while none is.
+func (s *consumerStats) partitionPaused(tp TopicPartition) bool {
+	if s.partsPaused.Load() == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pausedParts[tp]
+}
+
+// pausedPartitions lists the paused partitions.
+func (s *consumerStats) pausedPartitions() []TopicPartition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]TopicPartition, 0, len(s.pausedParts))
+	for tp := range s.pausedParts {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, func(a, b TopicPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
 }

@@ -205,10 +205,15 @@ func (h *Harness) Stop() error {
 
 // Pause pauses the consumer as actors.Consumer.Pause does: nothing starts
 // and nothing is fetched until Resume; its partitions stay its own.
-func (h *Harness) Pause() { h.consumer.Pause() }
+// With partitions, only those pause (actors.Consumer.Pause(tps...)).
+func (h *Harness) Pause(tps ...actors.TopicPartition) { h.consumer.Pause(tps...) }
 
 // Resume resumes the consumer (actors.Consumer.Resume).
-func (h *Harness) Resume() { h.consumer.Resume() }
+// With partitions, it resumes those.
+func (h *Harness) Resume(tps ...actors.TopicPartition) { h.consumer.Resume(tps...) }
+
+// PausedPartitions lists the partitions paused by Pause(tps...).
+func (h *Harness) PausedPartitions() []actors.TopicPartition { return h.consumer.PausedPartitions() }
 
 // Stats returns the consumer's live counters.
 func (h *Harness) Stats() actors.Snapshot { return h.consumer.Stats() }
