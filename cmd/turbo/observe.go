@@ -178,10 +178,14 @@ func (o *observer) encodeStatus() ([]byte, error) {
 
 // Pause implements web.Controller (http.control): it pauses the consumer
 // named (actors.Consumer.Pause).
-func (o *observer) Pause(name string) error { return o.control(name, (*actors.Consumer).Pause) }
+func (o *observer) Pause(name string) error {
+	return o.control(name, func(c *actors.Consumer) { c.Pause() })
+}
 
 // Resume implements web.Controller.
-func (o *observer) Resume(name string) error { return o.control(name, (*actors.Consumer).Resume) }
+func (o *observer) Resume(name string) error {
+	return o.control(name, func(c *actors.Consumer) { c.Resume() })
+}
 
 func (o *observer) control(name string, do func(*actors.Consumer)) error {
 	for _, oc := range o.list() {
