@@ -119,25 +119,25 @@ type Pipeline[T comparable] struct {
 	max     int // runners at most
 	sched   *schedule.Scheduler[T]
 	parts   map[uint64]*assignment[T] // by epoch
-	batches []*Batch[T]            // by runner id; nil when idle
-	idle    []int                  // runner ids
-	spare   []*Batch[T]            // batches runners reported done, to reuse
+	batches []*Batch[T]               // by runner id; nil when idle
+	idle    []int                     // runner ids
+	spare   []*Batch[T]               // batches runners reported done, to reuse
 	// Failed records waiting for a retry (parked, then ready) or for the
 	// dead-letter topic pin their unit: pinned counts them per unit, so that
 	// nothing frees the unit before they are through.
-	pinned   map[string]int
-	parked   map[T]struct{}
-	ready    []T // retries due, run before anything else
-	inFlight int // records in batches out with runners
-	halted   bool
-	batch    int // records per batch beyond the first run (SetBatchSize)
-	maxRun   int
-	quota    int // records Dispatch may still give out; -1: no bound (SetQuota)
-	limit    int // runners busy at most (SetLimit): an adaptive concurrency limit
-	notRun   []T // harvest's scratch: records a handler call did not run (ErrNotRun)
+	pinned      map[string]int
+	parked      map[T]struct{}
+	ready       []T // retries due, run before anything else
+	inFlight    int // records in batches out with runners
+	halted      bool
+	batch       int // records per batch beyond the first run (SetBatchSize)
+	maxRun      int
+	quota       int // records Dispatch may still give out; -1: no bound (SetQuota)
+	limit       int // runners busy at most (SetLimit): an adaptive concurrency limit
+	notRun      []T // harvest's scratch: records a handler call did not run (ErrNotRun)
 	heldWaiting int // records in held assignments' waiting lists
-	out      Out[T]
-	fin      Report[T]
+	out         Out[T]
+	fin         Report[T]
 }
 
 // New returns an empty Pipeline of at most runners runners, whose batches

@@ -25,13 +25,19 @@
 package bench
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,15 +62,16 @@ func TestMain(m *testing.M) {
 // scale holds the sizes that differ between `make bench` and `make
 // bench-quick`.
 type scale struct {
-	noopRecords int
-	rounds      int           // no-op rounds of the Go peers (median)
-	pcNoopCap   time.Duration // the Parallel Consumer's no-op runs stop here
-	ioCases     []ioCase
-	hotRecords  int // a fifth of them on the hot key
-	cpuRecords  int
-	memBacklogs [2]int        // a small and a large backlog
-	memWindow   time.Duration // how long each peer drains it
-	rateRecords int           // records of the rate-limit run (at rateLimit per second)
+	noopRecords  int
+	rounds       int           // no-op rounds of the Go peers (median)
+	pcNoopCap    time.Duration // the Parallel Consumer's no-op runs stop here
+	ioCases      []ioCase
+	hotRecords   int // a fifth of them on the hot key
+	cpuRecords   int
+	memBacklogs  [2]int        // a small and a large backlog
+	memWindow    time.Duration // how long each peer drains it
+	rateRecords  int           // records of the rate-limit run (at rateLimit per second)
+	batchRecords int           // records of each batch-size run (20 ms per request)
 }
 
 // ioCase is one I/O-bound workload; its ideal time is records × work /
@@ -84,11 +91,12 @@ var (
 			{records: 1000, keys: 100, concurrency: 10, work: 100 * time.Millisecond, withSarama: true}, // the seed's demo
 			{records: 20_000, keys: 2000, concurrency: 200, work: 20 * time.Millisecond},
 		},
-		hotRecords:  5000,
-		cpuRecords:  250_000, // SHA-256 of 256 KiB: ~0.2 ms here, ~27 s on two runners, so that a swarm's join (~1 s) is not what is measured
-		memBacklogs: [2]int{100_000, 1_000_000},
-		memWindow:   20 * time.Second,
-		rateRecords: 15_000, // 30 s at rateLimit
+		hotRecords:   5000,
+		cpuRecords:   250_000, // SHA-256 of 256 KiB: ~0.2 ms here, ~27 s on two runners, so that a swarm's join (~1 s) is not what is measured
+		memBacklogs:  [2]int{100_000, 1_000_000},
+		memWindow:    20 * time.Second,
+		rateRecords:  15_000, // 30 s at rateLimit
+		batchRecords: 20_000, // 12.5 s one record per request, 32 at once
 	}
 	quickScale = scale{
 		noopRecords: 200_000,
@@ -98,11 +106,12 @@ var (
 			{records: 300, keys: 30, concurrency: 10, work: 100 * time.Millisecond, withSarama: true},
 			{records: 10_000, keys: 1000, concurrency: 200, work: 20 * time.Millisecond},
 		},
-		hotRecords:  1000,
-		cpuRecords:  30_000,
-		memBacklogs: [2]int{100_000, 300_000},
-		memWindow:   4 * time.Second,
-		rateRecords: 3_000, // 6 s
+		hotRecords:   1000,
+		cpuRecords:   30_000,
+		memBacklogs:  [2]int{100_000, 300_000},
+		memWindow:    4 * time.Second,
+		rateRecords:  3_000, // 6 s
+		batchRecords: 4_000,
 	}
 )
 
@@ -272,6 +281,80 @@ func BenchmarkRateLimit(b *testing.B) {
 		b.ReportMetric(r, "x-limit")
 		judge(fmt.Sprintf("rate limit: turbo within 5%% of rate.limit over %s", human(time.Duration(s.rateRecords)*time.Second/rateLimit)),
 			r > 0, r >= 0.95 && r <= 1.05, "%.3f× the limit", r)
+	}
+}
+
+// downstream is an in-test HTTP endpoint that takes 20 ms per request,
+// whatever it holds (a bulk insert's round trip), and counts requests and
+// records.
+type downstream struct {
+	work                time.Duration
+	requests, records   atomic.Int64
+	mu                  sync.Mutex
+	firstSeen, lastSeen time.Time
+}
+
+func (d *downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	n := int64(1)
+	if r.Header.Get("Content-Type") == "application/x-ndjson" {
+		n = int64(bytes.Count(body, []byte("\n")))
+	}
+	now := time.Now()
+	d.mu.Lock()
+	if d.firstSeen.IsZero() {
+		d.firstSeen = now
+	}
+	d.mu.Unlock()
+	time.Sleep(d.work)
+	d.requests.Add(1)
+	d.records.Add(n)
+	d.mu.Lock()
+	d.lastSeen = time.Now()
+	d.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// perSecond is the requests the endpoint answered per second, from the
+// first request's arrival to the last answer.
+func (d *downstream) perSecond() float64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if span := d.lastSeen.Sub(d.firstSeen); span > 0 {
+		return float64(d.requests.Load()) / span.Seconds()
+	}
+	return 0
+}
+
+// BenchmarkBatches: the http handler toward an endpoint that takes 20 ms a
+// request, with 32 requests at once, one record per request against
+// batch.max_records 10 and 100 (key ordering, 1,000 keys): records/s, and
+// the requests the endpoint answered per second.
+func BenchmarkBatches(b *testing.B) {
+	const work, conc = 20 * time.Millisecond, 32
+	s := sizes()
+	j := newTopic(b, brokers(b), "batch", s.batchRecords, uniformKeys(1000))
+	j.concurrency = conc
+	scenario := fmt.Sprintf("I/O-bound batches: %s records, 1,000 keys, http handler to an endpoint taking 20 ms a request, concurrency %d", thousands(float64(s.batchRecords)), conc)
+	for range b.N {
+		var base outcome
+		for _, size := range []int{1, 10, 100} {
+			d := &downstream{work: work}
+			srv := httptest.NewServer(d)
+			j.url, j.batch = srv.URL, size
+			o := runPeer(b, turbo(config.OrderingKey), j, limits{cap: runCap})
+			srv.Close()
+			if size == 1 {
+				base = o
+			}
+			r := ratio(o, base)
+			name := fmt.Sprintf("turbo key, batch.max_records %d: %s requests, %s requests/s", size, thousands(float64(d.requests.Load())), thousands(d.perSecond()))
+			record(row(scenario, name, o, r, "batch.max_records 1 (throughput)"))
+			if size == 100 {
+				b.ReportMetric(r, "x-batch1")
+				judge("batches: batch.max_records 100 ≥ 10× one record per request", r > 0, r >= 10, "%.1f×", r)
+			}
+		}
 	}
 }
 

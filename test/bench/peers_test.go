@@ -42,6 +42,8 @@ type job struct {
 	work        time.Duration   // simulated work per record (a sleep); 0: none
 	hashBytes   int             // CPU-bound work: bytes hashed per record (see turboConfig)
 	rate        float64         // turbo's rate.limit, attempts per second; 0: none
+	url         string          // turbo's http handler posts here; "": the built-in handlers
+	batch       int             // turbo's batch.max_records; 0: one record per call
 }
 
 // peer is one consumer implementation.
@@ -141,6 +143,8 @@ func turboConfigWith(b *testing.B, j job, group string, o config.Ordering, concu
 	switch {
 	case j.hashBytes > 0:
 		handler = fmt.Sprintf("{type: hash, bytes: %d}", j.hashBytes)
+	case j.url != "":
+		handler = fmt.Sprintf("{type: http, url: %q, timeout: 30s}", j.url)
 	case j.work > 0:
 		handler = fmt.Sprintf("{type: sleep, duration: %s}", j.work)
 	}
@@ -155,10 +159,12 @@ consumers:
     commit_interval: %s
     handler: %s
     rate: {limit: %g}
+    max_buffered: %d
+    batch: {max_records: %d}
 shutdown_timeout: 30s
 log:
   level: warn
-%s`, strings.Join(j.brokers, ", "), group, j.topic, o, concurrency, commitInterval, handler, j.rate, extra)
+%s`, strings.Join(j.brokers, ", "), group, j.topic, o, concurrency, commitInterval, handler, j.rate, max(1000, 4*j.batch), max(1, j.batch), extra)
 	path := filepath.Join(b.TempDir(), "app.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		b.Fatal(err)
