@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/test/testkit"
+)
+
+// BenchmarkAdaptive: turbo run with concurrency_mode adaptive (4..400) and
+// the http handler toward an endpoint of 20 ms whose capacity goes 200 →
+// 50 → 200 requests at once (503 beyond it), 5 s each. Every 250 ms it
+// samples the requests in flight and the answers; the curve goes to
+// .bench/adaptive-curve.md, and each phase, from 2 s in, is a row: records
+// answered per second against what the capacity allows.
+func BenchmarkAdaptive(b *testing.B) {
+	const work, phase, every = 20 * time.Millisecond, 5 * time.Second, 250 * time.Millisecond
+	caps := []int64{200, 50, 200}
+	records := 150_000
+	if scaleName() == "quick" {
+		records = 60_000
+	}
+	j := newTopic(b, brokers(b), "adaptive", records, uniformKeys(10_000))
+	scenario := fmt.Sprintf("adaptive concurrency: http handler toward an endpoint of 20 ms whose capacity goes %d → %d → %d (503 beyond it), %s each; concurrency_mode adaptive 4..400, key ordering", caps[0], caps[1], caps[2], human(phase))
+	for range b.N {
+		ep := &testkit.Capped{Next: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(work)
+			w.WriteHeader(http.StatusNoContent)
+		})}
+		ep.Capacity.Store(caps[0])
+		srv := httptest.NewServer(ep)
+		j.url, j.concurrency = srv.URL, 400
+		cfg := turboConfigWith(b, j, fmt.Sprintf("bench-adaptive-%d", time.Now().UnixNano()), config.OrderingKey, 400, "")
+		// The adaptive settings go into the consumer's block.
+		raw, err := os.ReadFile(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text := strings.Replace(string(raw), "    concurrency: 400\n", "    concurrency: 400\n    concurrency_mode: adaptive\n    concurrency_min: 4\n    retry: {max_attempts: 1000, initial_backoff: 5ms, max_backoff: 50ms}\n", 1)
+		if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(testkit.PerfBinary(b), "run", "--config", cfg)
+		logf := peerLog(b, "turbo-adaptive")
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for ep.Answered.Load() == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		type sample struct {
+			at                time.Duration
+			capacity, serving int64
+			answered          int64
+		}
+		var curve []sample
+		start := time.Now()
+		last := ep.Answered.Load()
+		tick := time.NewTicker(every)
+		for range len(caps) * int(phase/every) {
+			<-tick.C
+			at := time.Since(start)
+			ph := min(int(at/phase), len(caps)-1)
+			ep.Capacity.Store(caps[ph])
+			a := ep.Answered.Load()
+			curve = append(curve, sample{at, caps[ph], ep.Serving.Load(), a - last})
+			last = a
+		}
+		tick.Stop()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		logf.Close()
+		srv.Close()
+
+		var md strings.Builder
+		fmt.Fprintf(&md, "# %s\n\n| time | capacity | requests in flight | answers/s |\n|---|---|---|---|\n", scenario)
+		for _, s := range curve {
+			fmt.Fprintf(&md, "| %.2f s | %d | %d | %.0f |\n", s.at.Seconds(), s.capacity, s.serving, float64(s.answered)/every.Seconds())
+		}
+		fmt.Fprintf(&md, "\nrefused: %d\n", ep.Refused.Load())
+		_ = os.MkdirAll(filepath.Join(moduleRoot, ".bench"), 0o755)
+		_ = os.WriteFile(filepath.Join(moduleRoot, ".bench", "adaptive-curve.md"), []byte(md.String()), 0o644)
+		for ph, capacity := range caps {
+			var n, serving, answered float64
+			for _, s := range curve {
+				if into := s.at - time.Duration(ph)*phase; into >= 2*time.Second && into < phase {
+					n, serving, answered = n+1, serving+float64(s.serving), answered+float64(s.answered)
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			ideal := float64(capacity) / work.Seconds()
+			perSec := answered / (n * every.Seconds())
+			o := outcome{wall: time.Duration(n) * every, committed: int64(answered)}
+			name := fmt.Sprintf("turbo key adaptive, phase %d (capacity %d): mean in flight %.1f", ph+1, capacity, serving/n)
+			record(row(scenario, name, o, perSec/ideal, fmt.Sprintf("the capacity's %s answers/s (throughput)", thousands(ideal))))
+			judge(fmt.Sprintf("adaptive: phase %d (capacity %d) at ≥ 60%% of its capacity, mean in flight ≤ capacity + 10%%", ph+1, capacity),
+				true, perSec >= 0.6*ideal && serving/n <= 1.1*float64(capacity), "%.0f answers/s (%.2f×), %.1f in flight", perSec, perSec/ideal, serving/n)
+		}
+	}
+}
