@@ -2,8 +2,6 @@ package actors_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -36,15 +34,8 @@ func secureClusterCtl(t *testing.T, topic string) (config.Kafka, *kfake.Cluster)
 	t.Helper()
 	dir := t.TempDir()
 	ca := pki.TestCA(t, "test CA")
-	srv := ca.TestIssue(t, pki.Options{CommonName: "broker", Hosts: []string{"127.0.0.1"}})
-	cert, err := tls.X509KeyPair(srv.Cert, srv.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic),
-		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}),
+		kfake.TLS(ca.TestServerTLS(t, "127.0.0.1")),
 		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "turbo", secureSecret))
 	if err != nil {
 		t.Fatal(err)

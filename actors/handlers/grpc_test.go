@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"net"
 	"sync"
@@ -171,15 +169,8 @@ func TestGRPCHandleBatch(t *testing.T) {
 // client certificate to a server that requires it.
 func TestGRPCOverMTLS(t *testing.T) {
 	ca := pki.TestCA(t, "grpc-ca")
-	server := ca.TestIssue(t, pki.Options{CommonName: "svc", Hosts: []string{"127.0.0.1"}})
-	cert, err := tls.X509KeyPair(server.Cert, server.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
 	svc := &fakeService{}
-	addr := serve(t, svc, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool})))
+	addr := serve(t, svc, grpc.Creds(credentials.NewTLS(ca.TestServerTLS(t, "127.0.0.1"))))
 	dir := t.TempDir()
 	mine := ca.TestIssue(t, pki.Options{CommonName: "turbo"})
 	g := newGRPC(t, config.Handler{Target: addr, TLS: config.TLS{CAFile: pki.Write(t, dir, "ca.pem", ca.PEM),

@@ -178,7 +178,7 @@ func TestNewPicksHandler(t *testing.T) {
 }
 
 func TestNewRejectsUnknownType(t *testing.T) {
-	for _, typ := range []config.HandlerType{"grpc", "", "HTTP", "Noop"} {
+	for _, typ := range []config.HandlerType{"kafka", "", "HTTP", "Noop"} {
 		t.Run(fmt.Sprintf("%q", typ), func(t *testing.T) {
 			h, err := New(config.Handler{Type: typ, URL: "http://127.0.0.1:1/"}, 4, io.Discard)
 			if err == nil {

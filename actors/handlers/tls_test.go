@@ -2,9 +2,9 @@ package handlers
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,13 +21,6 @@ import (
 // certificate signed by ca; it notes each request's protocol and client.
 func mtlsServer(t *testing.T, ca *pki.CA) (srv *httptest.Server, proto, client *atomic.Value) {
 	t.Helper()
-	server := ca.TestIssue(t, pki.Options{CommonName: "downstream", Hosts: []string{"127.0.0.1"}})
-	cert, err := tls.X509KeyPair(server.Cert, server.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
 	proto, client = &atomic.Value{}, &atomic.Value{}
 	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		proto.Store(r.Proto)
@@ -37,7 +30,8 @@ func mtlsServer(t *testing.T, ca *pki.CA) (srv *httptest.Server, proto, client *
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	srv.EnableHTTP2 = true
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the point
+	srv.TLS = ca.TestServerTLS(t, "127.0.0.1")
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	return srv, proto, client

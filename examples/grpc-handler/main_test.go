@@ -7,41 +7,28 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/actors/handlers"
 	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/test/testkit"
 )
 
-// syncBuffer is a bytes.Buffer safe for the server's writes and the test's
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines(t *testing.T) []line {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []line
-	sc := bufio.NewScanner(bytes.NewReader(s.b.Bytes()))
+// lines parses what the server wrote.
+func lines(t *testing.T, out *testkit.Buffer) []line {
+	t.Helper()
+	var ls []line
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
 	for sc.Scan() {
 		var l line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("output line %q: %v", sc.Text(), err)
 		}
-		out = append(out, l)
+		ls = append(ls, l)
 	}
-	return out
+	return ls
 }
 
 // TestExampleThroughTheGRPCHandler: turbo's gRPC handler against the
@@ -53,7 +40,7 @@ func TestExampleThroughTheGRPCHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out testkit.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, ln, &out, 0) }()
@@ -79,7 +66,7 @@ func TestExampleThroughTheGRPCHandler(t *testing.T) {
 		t.Fatalf("batch: %+v, want index 1 failed for good", res)
 	}
 	var offsets []int64
-	for _, l := range out.lines(t) {
+	for _, l := range lines(t, &out) {
 		offsets = append(offsets, l.Offset)
 	}
 	if want := []int64{1, 3, 6}; len(offsets) != len(want) || offsets[0] != 1 || offsets[1] != 3 || offsets[2] != 6 {

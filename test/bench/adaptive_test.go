@@ -59,25 +59,7 @@ func BenchmarkAdaptive(b *testing.B) {
 		for ep.Answered.Load() == 0 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		type sample struct {
-			at                time.Duration
-			capacity, serving int64
-			answered          int64
-		}
-		var curve []sample
-		start := time.Now()
-		last := ep.Answered.Load()
-		tick := time.NewTicker(every)
-		for range len(caps) * int(phase/every) {
-			<-tick.C
-			at := time.Since(start)
-			ph := min(int(at/phase), len(caps)-1)
-			ep.Capacity.Store(caps[ph])
-			a := ep.Answered.Load()
-			curve = append(curve, sample{at, caps[ph], ep.Serving.Load(), a - last})
-			last = a
-		}
-		tick.Stop()
+		curve := ep.Follow(caps, phase, every)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 		logf.Close()
@@ -86,18 +68,13 @@ func BenchmarkAdaptive(b *testing.B) {
 		var md strings.Builder
 		fmt.Fprintf(&md, "# %s\n\n| time | capacity | requests in flight | answers/s |\n|---|---|---|---|\n", scenario)
 		for _, s := range curve {
-			fmt.Fprintf(&md, "| %.2f s | %d | %d | %.0f |\n", s.at.Seconds(), s.capacity, s.serving, float64(s.answered)/every.Seconds())
+			fmt.Fprintf(&md, "| %.2f s | %d | %d | %.0f |\n", s.At.Seconds(), s.Capacity, s.Serving, float64(s.Answered)/every.Seconds())
 		}
 		fmt.Fprintf(&md, "\nrefused: %d\n", ep.Refused.Load())
 		_ = os.MkdirAll(filepath.Join(moduleRoot, ".bench"), 0o755)
 		_ = os.WriteFile(filepath.Join(moduleRoot, ".bench", "adaptive-curve.md"), []byte(md.String()), 0o644)
 		for ph, capacity := range caps {
-			var n, serving, answered float64
-			for _, s := range curve {
-				if into := s.at - time.Duration(ph)*phase; into >= 2*time.Second && into < phase {
-					n, serving, answered = n+1, serving+float64(s.serving), answered+float64(s.answered)
-				}
-			}
+			n, serving, answered := testkit.Phase(curve, ph, phase, 2*time.Second)
 			if n == 0 {
 				continue
 			}

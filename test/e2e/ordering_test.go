@@ -72,6 +72,28 @@ log: {level: warn, format: json}
 	}
 }
 
+// runToEnd runs turbo run --exit-on-idle with cfg until it exits, and fails
+// the test unless it exits 0.
+func runToEnd(t *testing.T, cfg string) {
+	t.Helper()
+	run := testkit.Start(t, nil, "run", "--config", cfg, "--exit-on-idle")
+	if code := run.Wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("turbo run exited %d", code)
+	}
+}
+
+// handledOnce fails the test unless the ledger shows every one of records
+// handled exactly once and no guarantee broken (Report.Err).
+func handledOnce(t *testing.T, rep testkit.Report, records int) {
+	t.Helper()
+	if err := rep.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Distinct != records || rep.Duplicates != 0 {
+		t.Fatalf("%d distinct records handled, %d duplicates; want %d and 0", rep.Distinct, rep.Duplicates, records)
+	}
+}
+
 // brokerKind names the broker the suite runs on, for the figures it logs.
 func brokerKind() string {
 	if testkit.SharedBrokers() != nil {

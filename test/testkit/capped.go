@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
+	"time"
 )
 
 // Capped is an endpoint in front of another that serves at most Capacity
@@ -35,4 +36,43 @@ func (c *Capped) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(rec.Code)
 	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// Sample is one point of a capacity curve.
+type Sample struct {
+	At       time.Duration // since the curve began
+	Capacity int64
+	Serving  int64 // requests being served at that moment
+	Answered int64 // 2xx answers since the previous sample
+}
+
+// Follow sets the capacity to caps[0], caps[1], … for phase each, and
+// samples the endpoint every interval meanwhile; it returns the curve.
+func (c *Capped) Follow(caps []int64, phase, every time.Duration) []Sample {
+	var curve []Sample
+	start := time.Now()
+	last := c.Answered.Load()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for range len(caps) * int(phase/every) {
+		<-tick.C
+		at := time.Since(start)
+		ph := min(int(at/phase), len(caps)-1)
+		c.Capacity.Store(caps[ph])
+		a := c.Answered.Load()
+		curve = append(curve, Sample{At: at, Capacity: caps[ph], Serving: c.Serving.Load(), Answered: a - last})
+		last = a
+	}
+	return curve
+}
+
+// Phase sums the samples from skip into phase i (of length phase): how many
+// there are, and their Serving and Answered totals.
+func Phase(curve []Sample, i int, phase, skip time.Duration) (n, serving, answered float64) {
+	for _, s := range curve {
+		if into := s.At - time.Duration(i)*phase; into >= skip && into < phase {
+			n, serving, answered = n+1, serving+float64(s.Serving), answered+float64(s.Answered)
+		}
+	}
+	return n, serving, answered
 }

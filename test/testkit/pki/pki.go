@@ -9,6 +9,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -202,4 +203,19 @@ func Write(t testing.TB, dir, name string, data []byte) string {
 		t.Fatalf("writing %s: %v", p, err)
 	}
 	return p
+}
+
+// TestServerTLS issues a server certificate for hosts and returns a server
+// configuration with it that requires a client certificate signed by ca
+// (mTLS), failing the test on error.
+func (ca *CA) TestServerTLS(t testing.TB, hosts ...string) *tls.Config {
+	t.Helper()
+	p := ca.TestIssue(t, Options{CommonName: "server", Hosts: hosts})
+	cert, err := tls.X509KeyPair(p.Cert, p.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
 }
