@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/proto/swarmpb"
+	"github.com/turbokafka/turbo/supervisor/web"
 )
 
 // Options configure a Supervisor.
@@ -126,6 +127,13 @@ func (s *Supervisor) Status() []NodeStatus {
 // Healthy reports whether the control loop runs and every node reported in
 // time (GET /healthz).
 func (s *Supervisor) Healthy() bool { return s.live(time.Now()).OK }
+
+// Live is Healthy with the reason when not (GET /healthz).
+func (s *Supervisor) Live() web.Check { return s.live(time.Now()) }
+
+// Ready reports whether every node runs and says it is ready, or names the
+// first that is not (GET /readyz).
+func (s *Supervisor) Ready() web.Check { return readyCheck(s.view.Load()) }
 
 // HTTPAddr returns the address http.listen is bound to once Run listens
 // ("" before, and when it is not set): the port, when it was 0.

@@ -175,6 +175,12 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	}
 	status := newStatus(o.stderr, log, consumers, o.node == nil)
 	bg.Go(func() { status.run(watchCtx) })
+	if o.node == nil { // a swarm's supervisor speaks for its nodes
+		if n := startNotifier(log); n != nil {
+			defer n.Close()
+			bg.Go(func() { n.Run(watchCtx, notifyTick, runService(consumers, status), notifyErrs(log)) })
+		}
+	}
 	// A consumer that Kafka refuses at start-up (a wrong password, an
 	// untrusted certificate) ends the run: retrying will not cure it.
 	refused := make(chan error, len(consumers))

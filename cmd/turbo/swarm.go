@@ -5,10 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"sync"
 
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/supervisor"
+	"github.com/turbokafka/turbo/supervisor/sdnotify"
 )
 
 // version is reported by nodes in their hello.
@@ -54,10 +57,23 @@ func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSign
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Args:            append([]string{"run", "--config", *cfgPath}, sel.args()...),
 		Log:             log,
+		// Nodes do not speak to systemd: the supervisor does, for all.
+		Env: sdnotify.StripEnv(os.Environ()),
 	})
 	if err != nil {
 		return err
 	}
 	onSecondSignal(sup.Kill)
-	return sup.Run(ctx)
+	n := startNotifier(log)
+	if n == nil {
+		return sup.Run(ctx)
+	}
+	defer n.Close()
+	notifyCtx, stopNotify := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { n.Run(notifyCtx, notifyTick, swarmService(sup), notifyErrs(log)) })
+	err = sup.Run(ctx)
+	stopNotify() // STOPPING=1 when the supervisor stopped by itself; at the signal otherwise
+	wg.Wait()
+	return err
 }
