@@ -248,7 +248,7 @@ func (co *coordinator) dispatch() {
 	case co.stats.suspended.Load():
 		co.p.SetQuota(0) // Resume sends pauseChanged: dispatch again then
 		return
-	case co.holding(time.Now()):
+	case (co.fillWait > 0 || co.adapt != nil) && co.holding(time.Now()): // no clock read otherwise
 		co.p.SetQuota(0) // the fillTurn dispatches when the hold is up
 		return
 	case co.limit == nil:
