@@ -35,7 +35,7 @@ func secureClusterCtl(t *testing.T, topic string) (config.Kafka, *kfake.Cluster)
 	dir := t.TempDir()
 	ca := pki.TestCA(t, "test CA")
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic),
-		kfake.TLS(ca.TestServerTLS(t, "127.0.0.1")),
+		kfake.TLS(ca.TestServerTLS(t, "broker", "127.0.0.1")),
 		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "turbo", secureSecret))
 	if err != nil {
 		t.Fatal(err)

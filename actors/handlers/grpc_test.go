@@ -170,7 +170,7 @@ func TestGRPCHandleBatch(t *testing.T) {
 func TestGRPCOverMTLS(t *testing.T) {
 	ca := pki.TestCA(t, "grpc-ca")
 	svc := &fakeService{}
-	addr := serve(t, svc, grpc.Creds(credentials.NewTLS(ca.TestServerTLS(t, "127.0.0.1"))))
+	addr := serve(t, svc, grpc.Creds(credentials.NewTLS(ca.TestServerTLS(t, "svc", "127.0.0.1"))))
 	dir := t.TempDir()
 	mine := ca.TestIssue(t, pki.Options{CommonName: "turbo"})
 	g := newGRPC(t, config.Handler{Target: addr, TLS: config.TLS{CAFile: pki.Write(t, dir, "ca.pem", ca.PEM),

@@ -31,7 +31,7 @@ func mtlsServer(t *testing.T, ca *pki.CA) (srv *httptest.Server, proto, client *
 	}))
 	srv.EnableHTTP2 = true
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the point
-	srv.TLS = ca.TestServerTLS(t, "127.0.0.1")
+	srv.TLS = ca.TestServerTLS(t, "downstream", "127.0.0.1")
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	return srv, proto, client

@@ -205,12 +205,12 @@ func Write(t testing.TB, dir, name string, data []byte) string {
 	return p
 }
 
-// TestServerTLS issues a server certificate for hosts and returns a server
-// configuration with it that requires a client certificate signed by ca
-// (mTLS), failing the test on error.
-func (ca *CA) TestServerTLS(t testing.TB, hosts ...string) *tls.Config {
+// TestServerTLS issues a server certificate named name for hosts and
+// returns a server configuration with it that requires a client
+// certificate signed by ca (mTLS), failing the test on error.
+func (ca *CA) TestServerTLS(t testing.TB, name string, hosts ...string) *tls.Config {
 	t.Helper()
-	p := ca.TestIssue(t, Options{CommonName: "server", Hosts: hosts})
+	p := ca.TestIssue(t, Options{CommonName: name, Hosts: hosts})
 	cert, err := tls.X509KeyPair(p.Cert, p.Key)
 	if err != nil {
 		t.Fatal(err)
