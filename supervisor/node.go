@@ -19,6 +19,10 @@ const (
 	EnvSocket = "TURBO_SWARM_SOCKET"     // the health socket's path
 	EnvIndex  = "TURBO_SWARM_NODE_INDEX" // the node's slot, 0..nodes-1
 	EnvNodes  = "TURBO_SWARM_NODE_COUNT" // how many nodes the swarm runs
+	// EnvExitOnIdle is "1" with turbo swarm --exit-on-idle: the node judges
+	// when the group has committed what the topics held and says so in its
+	// reports (Report.idle), and goes on until the supervisor stops it.
+	EnvExitOnIdle = "TURBO_SWARM_EXIT_ON_IDLE"
 )
 
 // Node is a node's identity, given by its supervisor.

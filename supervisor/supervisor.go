@@ -33,6 +33,10 @@ type Options struct {
 	Args []string
 	// Env is the nodes' base environment; nil means this process's.
 	Env []string
+	// ExitOnIdle stops the swarm, exit 0, once a node reports that the
+	// group has committed everything its topics held (turbo swarm
+	// --exit-on-idle).
+	ExitOnIdle bool
 	// Stdout and Stderr are the nodes' outputs; nil means this process's.
 	Stdout, Stderr *os.File
 	Log            zerolog.Logger

@@ -214,6 +214,9 @@ func (r *run) start(now time.Time, sl *slot) {
 		EnvIndex+"="+strconv.Itoa(sl.index),
 		EnvNodes+"="+strconv.Itoa(r.cfg.Nodes),
 	)
+	if r.o.ExitOnIdle {
+		env = append(env, EnvExitOnIdle+"=1")
+	}
 	if r.o.HTTP.Listen != "" {
 		// Metrics and status make a report up to maxFrame instead of 200
 		// bytes: nodes send them only when someone serves them.
@@ -318,6 +321,10 @@ func (r *run) handle(now time.Time, e event) {
 			if e.report.Status != swarmpb.Status_STATUS_OK {
 				r.stop(now, sl, e.report.Status, e.report.Detail)
 			}
+		}
+		if r.o.ExitOnIdle && e.report.Idle && !r.stopping {
+			r.log.Info().Int("node", sl.index).Msg("swarm stopping: the group committed everything its topics held (--exit-on-idle)")
+			r.stopAll(now, nil)
 		}
 	}
 }

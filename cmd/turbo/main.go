@@ -38,7 +38,7 @@ const usage = `usage: turbo <command> [flags]
 commands:
   run      --config FILE [--include-consumers a,b] [--exclude-consumers c]
            [--include-topics t] [--exclude-topics t] [--exit-on-idle]
-  swarm    --config FILE [--nodes N] [the include/exclude flags of run]
+  swarm    --config FILE [--nodes N] [the include/exclude flags of run] [--exit-on-idle]
   dev      [--listen 127.0.0.1:9092] [--data-dir DIR] [--partitions 8]
   produce  --brokers HOST:PORT[,..] --topic T --count N [--keys K] [--rate R]
 

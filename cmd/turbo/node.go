@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -30,6 +31,10 @@ type nodeRun struct {
 
 	mu        sync.Mutex
 	consumers []*actors.Consumer
+
+	// idle: with turbo swarm --exit-on-idle, the group committed what the
+	// topics held when this node started (waitIdle); reports say so.
+	idle atomic.Bool
 }
 
 // nodeFromEnv returns the node identity when a supervisor started this
@@ -68,6 +73,7 @@ func (n *nodeRun) report() *swarmpb.Report {
 		pollStall: max(n.cfg.Swarm.NodeReportTimeout, pollStallFloor), grace: n.cfg.ShutdownTimeout,
 	})
 	r.RssBytes, r.HeapBytes = supervisor.SelfMemory()
+	r.Idle = n.idle.Load()
 	ready := n.obs.Ready()
 	r.Ready, r.ReadyDetail = ready.OK, ready.Reason
 	if n.observe {

@@ -172,6 +172,18 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 				idle <- err
 			}
 		})
+	} else if n := o.node; n != nil && os.Getenv(supervisor.EnvExitOnIdle) == "1" {
+		// turbo swarm --exit-on-idle: the node judges, its supervisor stops
+		// the swarm; a node that cannot judge says why and goes on.
+		bg.Go(func() {
+			switch err := waitIdle(watchCtx, kafka, cfg.Consumers, log); {
+			case err == nil:
+				log.Info().Msg("the group committed everything its topics held: telling the supervisor (--exit-on-idle)")
+				n.idle.Store(true)
+			case watchCtx.Err() == nil:
+				log.Error().Err(err).Msg("--exit-on-idle cannot judge progress; this node goes on until the swarm stops")
+			}
+		})
 	}
 	status := newStatus(o.stderr, log, consumers, o.node == nil)
 	bg.Go(func() { status.run(watchCtx) })
@@ -346,7 +358,7 @@ func configEnviron(environ []string) []string {
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case supervisor.EnvSocket, supervisor.EnvIndex, supervisor.EnvNodes, supervisor.ObserveEnv:
+		case supervisor.EnvSocket, supervisor.EnvIndex, supervisor.EnvNodes, supervisor.ObserveEnv, supervisor.EnvExitOnIdle:
 		default:
 			out = append(out, kv)
 		}

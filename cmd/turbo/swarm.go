@@ -23,6 +23,7 @@ func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSign
 	fs := newFlags("swarm", stderr)
 	cfgPath := fs.String("config", "", "configuration `file` (.yaml, .json or .toml)")
 	nodes := fs.Int("nodes", 0, "node processes to run (overrides swarm.nodes)")
+	exitOnIdle := fs.Bool("exit-on-idle", false, "stop the swarm, exit 0, once the groups committed everything their topics held at start")
 	sel := addSelectionFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -58,7 +59,8 @@ func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSign
 		Args:            append([]string{"run", "--config", *cfgPath}, sel.args()...),
 		Log:             log,
 		// Nodes do not speak to systemd: the supervisor does, for all.
-		Env: sdnotify.StripEnv(os.Environ()),
+		Env:        sdnotify.StripEnv(os.Environ()),
+		ExitOnIdle: *exitOnIdle,
 	})
 	if err != nil {
 		return err

@@ -259,7 +259,11 @@ type Report struct {
 	Metrics []byte `protobuf:"bytes,15,opt,name=metrics,proto3" json:"metrics,omitempty"`
 	// The node's /status document (JSON), for the supervisor's /status and
 	// console. Empty when the supervisor serves no /status.
-	StatusJson    []byte `protobuf:"bytes,16,opt,name=status_json,json=statusJson,proto3" json:"status_json,omitempty"`
+	StatusJson []byte `protobuf:"bytes,16,opt,name=status_json,json=statusJson,proto3" json:"status_json,omitempty"`
+	// With turbo swarm --exit-on-idle: the group has committed everything its
+	// topics held when this node started (the judgement of turbo run
+	// --exit-on-idle); the supervisor then stops the swarm, exit 0.
+	Idle          bool `protobuf:"varint,17,opt,name=idle,proto3" json:"idle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -406,6 +410,13 @@ func (x *Report) GetStatusJson() []byte {
 	return nil
 }
 
+func (x *Report) GetIdle() bool {
+	if x != nil {
+		return x.Idle
+	}
+	return false
+}
+
 var File_swarm_proto protoreflect.FileDescriptor
 
 const file_swarm_proto_rawDesc = "" +
@@ -418,7 +429,7 @@ const file_swarm_proto_rawDesc = "" +
 	"\x05Hello\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\tR\aversion\"\x93\x04\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\"\xa7\x04\n" +
 	"\x06Report\x12.\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x16.turbo.swarm.v1.StatusR\x06status\x12\x16\n" +
 	"\x06detail\x18\x02 \x01(\tR\x06detail\x12\x1b\n" +
@@ -439,7 +450,8 @@ const file_swarm_proto_rawDesc = "" +
 	"\fready_detail\x18\x0e \x01(\tR\vreadyDetail\x12\x18\n" +
 	"\ametrics\x18\x0f \x01(\fR\ametrics\x12\x1f\n" +
 	"\vstatus_json\x18\x10 \x01(\fR\n" +
-	"statusJson*y\n" +
+	"statusJson\x12\x12\n" +
+	"\x04idle\x18\x11 \x01(\bR\x04idle*y\n" +
 	"\x06Status\x12\r\n" +
 	"\tSTATUS_OK\x10\x00\x12\x1a\n" +
 	"\rSTATUS_SILENT\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\x17\n" +
