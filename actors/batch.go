@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/turbokafka/turbo/actors/pipeline"
@@ -140,7 +141,8 @@ func (r *runner) runCalls(b *runBatch) *ranRecords {
 // and whether any record failed. A record whose partition was taken away
 // before the call is not sent: it fails with its context's error.
 func (r *runner) handleCall(call []*envelope, start time.Time) (end time.Time, failed bool) {
-	r.errs = append(r.errs[:0], make([]error, len(call))...)
+	r.errs = slices.Grow(r.errs[:0], len(call))[:len(call)] // reused: no allocation per call
+	clear(r.errs)
 	parent := r.ctx
 	if shared := call[0].ctx; shared != nil {
 		for _, rec := range call[1:] {
@@ -166,7 +168,7 @@ func (r *runner) handleCall(call []*envelope, start time.Time) (end time.Time, f
 		recs = append(recs, &rec.Record)
 	}
 	if len(recs) > 0 {
-		end = r.call1(parent, call, recs, start)
+		end = r.invoke(parent, call, recs, start)
 	} else {
 		end = start
 	}
@@ -200,9 +202,9 @@ func containsUnit(units []string, u string) bool {
 	return false
 }
 
-// call1 makes the handler call proper for the records sent (recs, those of
+// invoke makes the handler call proper for the records sent (recs, those of
 // call not failed yet), and files their outcomes in r.errs.
-func (r *runner) call1(parent context.Context, call []*envelope, recs []*Record, start time.Time) time.Time {
+func (r *runner) invoke(parent context.Context, call []*envelope, recs []*Record, start time.Time) time.Time {
 	r.since.Store(start.UnixNano())
 	for _, rec := range call {
 		if rec.gate != nil {
