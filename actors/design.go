@@ -59,7 +59,15 @@ package actors
 //  3. coordinator: Pipeline.Add, then Dispatch gives runnable records to idle runners
 //     (runRecords; one record each for slow handlers, small batches for fast
 //     ones; a batch's unstarted tail can be taken back, its finished head
-//     accounted for early, so a slow record never holds the others).
+//     accounted for early, so a slow record never holds the others). With
+//     a BatchHandler a runner's batch is up to batch.max_records, which it
+//     hands over in calls (batch.go); a record after a failed one of its
+//     unit in a call comes back as pipeline.ErrNotRun and is requeued. What
+//     Dispatch gives out is bounded by the rate limit's tokens (SetQuota),
+//     an adaptive concurrency limit (SetLimit, actors/adaptive, fed by each
+//     ranRecords), and paused partitions (Hold/Release); batch.max_wait and a
+//     Retry-After under adaptive concurrency hold it back for a while
+//     (fillTurn).
 //  4. runner → coordinator: ranRecords; coordinator → orchestrator:
 //     recordsFinished (flushed once per mailbox drain).
 //  5. orchestrator → offsetController: markDone; every commit_interval (or at
