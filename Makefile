@@ -32,8 +32,10 @@ WITH_TOOLS = set -a && . ./$(TOOLS_ENV) && set +a &&
 
 all: build
 
+## build: the binary, stamped with its commit when built from a git checkout
+## (turbo version), whatever GOFLAGS says.
 build:
-	$(GO) build -o $(BIN) ./cmd/turbo
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/turbo
 
 ## run: the quickstart, on the embedded broker; ends by itself.
 run: build

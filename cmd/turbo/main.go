@@ -6,6 +6,7 @@
 //	swarm    run N node processes of `run` under a supervisor (Linux)
 //	dev      run the embedded Kafka-protocol broker alone
 //	produce  write keyed demo records
+//	version  print the build (also --version)
 //
 // Exit codes: 0 clean, 1 runtime failure, 2 usage or configuration error.
 package main
@@ -17,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +43,8 @@ commands:
   swarm    --config FILE [--nodes N] [the include/exclude flags of run] [--exit-on-idle]
   dev      [--listen 127.0.0.1:9092] [--data-dir DIR] [--partitions 8]
   produce  --brokers HOST:PORT[,..] --topic T --count N [--keys K] [--rate R]
+
+  version  (also --version) the build: version, commit, Go version, platform
 
 Run "turbo <command> -h" for a command's flags.
 `
@@ -122,6 +126,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
+	case "version", "--version":
+		fmt.Fprintln(stdout, versionLine(debug.ReadBuildInfo()))
+		return exitOK
 	default:
 		fmt.Fprintf(stderr, "turbo: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage
@@ -158,4 +165,29 @@ func tellSignal(stderr io.Writer, sig os.Signal, plain, msg string) {
 		return
 	}
 	fmt.Fprintln(stderr, plain)
+}
+
+// versionLine describes the build, from what the Go toolchain stamped into
+// the binary: the module's version ("(devel)" for a build from a checkout),
+// the commit and whether the tree had changes, the Go version, the
+// platform. ok is false for a binary without build information.
+func versionLine(bi *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return "turbo (no build information)"
+	}
+	s := map[string]string{}
+	for _, kv := range bi.Settings {
+		s[kv.Key] = kv.Value
+	}
+	commit := s["vcs.revision"]
+	switch {
+	case commit == "":
+		commit = "unknown commit"
+	case len(commit) > 12:
+		commit = commit[:12]
+	}
+	if s["vcs.modified"] == "true" {
+		commit += "-dirty"
+	}
+	return fmt.Sprintf("turbo %s (%s, %s, %s/%s)", bi.Main.Version, commit, bi.GoVersion, s["GOOS"], s["GOARCH"])
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +138,8 @@ func TestCommands(t *testing.T) {
 		{name: "help", args: []string{"help"}, code: exitOK, stdoutHas: "usage: turbo <command>"},
 		{name: "-h", args: []string{"-h"}, code: exitOK, stdoutHas: "usage: turbo <command>"},
 		{name: "--help", args: []string{"--help"}, code: exitOK, stdoutHas: "usage: turbo <command>"},
+		{name: "version", args: []string{"version"}, code: exitOK, stdoutHas: "turbo "},
+		{name: "--version", args: []string{"--version"}, code: exitOK, stdoutHas: "turbo "},
 		{name: "run -h", args: []string{"run", "-h"}, code: exitOK, stderrHas: []string{"-config"}},
 		{name: "run without --config", args: []string{"run"}, code: exitUsage, stderrHas: []string{"--config"}, stdoutNone: true},
 		{name: "run with empty --config", args: []string{"run", "--config", ""}, code: exitUsage, stderrHas: []string{"--config"}, stdoutNone: true},
@@ -323,5 +327,29 @@ func TestConfigEnvironDropsSwarmVariables(t *testing.T) {
 	}
 	if cfg.Log.Level != config.LogDebug {
 		t.Errorf("log.level = %q, want debug from TURBO_LOG_LEVEL", cfg.Log.Level)
+	}
+}
+
+// TestVersionLine: the version, the commit (12 characters, -dirty for a
+// modified tree), the Go version and the platform, from build information;
+// something sensible without it.
+func TestVersionLine(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "94f114f60935aa11bb22cc33dd44ee55ff667788"}, {Key: "vcs.modified", Value: "true"},
+		{Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "arm64"},
+	}}
+	if got, want := versionLine(bi, true), "turbo v1.4.0 (94f114f60935-dirty, go1.26.8, linux/arm64)"; got != want {
+		t.Fatalf("versionLine = %q, want %q", got, want)
+	}
+	bi.Settings = bi.Settings[2:]
+	if got, want := versionLine(bi, true), "turbo v1.4.0 (unknown commit, go1.26.8, linux/arm64)"; got != want {
+		t.Fatalf("without VCS stamps: %q, want %q", got, want)
+	}
+	if got := versionLine(nil, false); got != "turbo (no build information)" {
+		t.Fatalf("without build information: %q", got)
+	}
+	// The binary under test has its own: the line names this Go.
+	if got := versionLine(debug.ReadBuildInfo()); !strings.Contains(got, runtime.Version()) {
+		t.Fatalf("this build: %q does not name %s", got, runtime.Version())
 	}
 }

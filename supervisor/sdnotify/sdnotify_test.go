@@ -3,38 +3,20 @@ package sdnotify
 import (
 	"context"
 	"errors"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/turbokafka/turbo/supervisor/sdnotify/sdnotifytest"
 )
 
-// listen is a fake systemd: a unixgram socket whose messages come on the
-// channel.
+// listen is a fake systemd on name.
 func listen(t *testing.T, name string) (string, <-chan string) {
 	t.Helper()
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs := make(chan string, 1000)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
-	t.Cleanup(func() { conn.Close(); <-done })
-	return name, msgs
+	return name, sdnotifytest.Listen(t, name)
 }
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -13,36 +12,20 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/supervisor/sdnotify/sdnotifytest"
 	"github.com/turbokafka/turbo/test/testkit"
 )
 
-// fakeSystemd listens where $NOTIFY_SOCKET will point and collects every
-// message, with when it came.
+// fakeSystemd listens where $NOTIFY_SOCKET will point (with a watchdog of
+// 600 ms asked for) and collects every message.
 type fakeSystemd struct {
-	msgs chan string
+	msgs <-chan string
 }
 
 func newFakeSystemd(t *testing.T) *fakeSystemd {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeSystemd{msgs: make(chan string, 10_000)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			f.msgs <- string(buf[:n])
-		}
-	}()
-	t.Cleanup(func() { conn.Close(); <-done })
+	f := &fakeSystemd{msgs: sdnotifytest.Listen(t, path)}
 	t.Setenv("NOTIFY_SOCKET", path)
 	t.Setenv("WATCHDOG_USEC", "600000") // WatchdogSec=600ms: a ping every 300 ms
 	return f
