@@ -11,18 +11,17 @@ import (
 
 // cmdDev runs the embedded broker alone, for local development and for
 // several turbo processes to share.
-func cmdDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("dev", stderr)
-	listen := fs.String("listen", "127.0.0.1:9092", "address to listen on")
-	dataDir := fs.String("data-dir", "", "persist the broker's data in this `directory` (default: in memory)")
-	partitions := fs.Int("partitions", 8, "partitions of auto-created topics")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+// devFlags are turbo dev's flags.
+type devFlags struct {
+	listen, dataDir string
+	partitions      int
+}
+
+func cmdDev(ctx context.Context, f *devFlags, stdout io.Writer) error {
+	if f.partitions < 1 || f.partitions > config.MaxEmbeddedPartitions {
+		return fmt.Errorf("%w: --partitions must be between 1 and %d (got %d)", errUsage, config.MaxEmbeddedPartitions, f.partitions)
 	}
-	if *partitions < 1 || *partitions > config.MaxEmbeddedPartitions {
-		return fmt.Errorf("%w: --partitions must be between 1 and %d (got %d)", errUsage, config.MaxEmbeddedPartitions, *partitions)
-	}
-	b, err := embedded.Start(embedded.Options{Listen: *listen, DataDir: *dataDir, Partitions: *partitions})
+	b, err := embedded.Start(embedded.Options{Listen: f.listen, DataDir: f.dataDir, Partitions: f.partitions})
 	if err != nil {
 		return err
 	}

@@ -1,42 +1,19 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
-	"io"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"github.com/turbokafka/turbo/config"
 )
 
-var errHelp = errors.New("help shown")
-
-// newFlags returns a FlagSet whose errors are returned, not printed and
-// exited on, so every command maps them to exit code 2 the same way.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("turbo "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	return nil
-}
-
-// listFlag is a comma-separated list flag.
+// listFlag is a comma-separated list flag; it may be given more than once.
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+// Type names the value in help ("--brokers list").
+func (l *listFlag) Type() string { return "list" }
 
 func (l *listFlag) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {
@@ -47,10 +24,11 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// selection is the consumer and topic filters shared by run and swarm.
+// selection is the consumer and topic filters shared by run, swarm and
+// config.
 type selection struct{ incC, excC, incT, excT listFlag }
 
-func addSelectionFlags(fs *flag.FlagSet) *selection {
+func addSelectionFlags(fs *pflag.FlagSet) *selection {
 	s := &selection{}
 	fs.Var(&s.incC, "include-consumers", "run only these consumers (comma-separated names)")
 	fs.Var(&s.excC, "exclude-consumers", "do not run these consumers")

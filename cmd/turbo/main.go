@@ -6,7 +6,12 @@
 //	swarm    run N node processes of `run` under a supervisor (Linux)
 //	dev      run the embedded Kafka-protocol broker alone
 //	produce  write keyed demo records
+//	config   check a configuration file, or print the effective one
 //	version  print the build (also --version)
+//	completion bash|zsh|fish|powershell
+//
+// The command line is cobra's (cli.go); `turbo docs` prints the reference
+// the README carries.
 //
 // Exit codes: 0 clean, 1 runtime failure, 2 usage or configuration error.
 package main
@@ -19,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -34,20 +40,6 @@ const (
 	exitFailure = 1
 	exitUsage   = 2
 )
-
-const usage = `usage: turbo <command> [flags]
-
-commands:
-  run      --config FILE [--include-consumers a,b] [--exclude-consumers c]
-           [--include-topics t] [--exclude-topics t] [--exit-on-idle]
-  swarm    --config FILE [--nodes N] [the include/exclude flags of run] [--exit-on-idle]
-  dev      [--listen 127.0.0.1:9092] [--data-dir DIR] [--partitions 8]
-  produce  --brokers HOST:PORT[,..] --topic T --count N [--keys K] [--rate R]
-
-  version  (also --version) the build: version, commit, Go version, platform
-
-Run "turbo <command> -h" for a command's flags.
-`
 
 func main() {
 	// A write to a closed stdout or stderr (`turbo run 2>&1 | head -1`)
@@ -66,8 +58,10 @@ func main() {
 
 // runMain is main without the process around it, so tests can call it.
 func runMain(args []string, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		c.ctx = context.Background()
+		fmt.Fprint(stderr, newRoot(c).UsageString())
 		return exitUsage
 	}
 	// The first signal asks for a graceful stop; the second exits at once
@@ -113,25 +107,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 	})
 
-	var err error
-	switch args[0] {
-	case "run":
-		err = cmdRun(ctx, args[1:], stdout, stderr)
-	case "swarm":
-		err = cmdSwarm(ctx, args[1:], stderr, setOnSecond)
-	case "dev":
-		err = cmdDev(ctx, args[1:], stdout, stderr)
-	case "produce":
-		err = cmdProduce(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	case "version", "--version":
-		fmt.Fprintln(stdout, versionLine(debug.ReadBuildInfo()))
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "turbo: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
+	c.ctx, c.onSecondSignal = ctx, setOnSecond
+	root := newRoot(c)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err != nil && !c.started {
+		// Cobra's own errors (an unknown command or flag, a flag without
+		// its value) and the argument checks: the command line is wrong.
+		err = fmt.Errorf("%w: %s\n\nSee '%s --help'.", errUsage, strings.TrimRight(err.Error(), "\n"), cmd.CommandPath())
 	}
 	return exitCode(err, stderr)
 }
@@ -142,7 +125,7 @@ var errUsage = errors.New("usage")
 func exitCode(err error, stderr io.Writer) int {
 	code := exitFailure
 	switch {
-	case err == nil, errors.Is(err, errHelp):
+	case err == nil:
 		return exitOK
 	case errors.Is(err, errUsage), errors.Is(err, config.ErrInvalid):
 		code = exitUsage

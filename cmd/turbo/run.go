@@ -23,15 +23,15 @@ import (
 	"github.com/turbokafka/turbo/supervisor/web"
 )
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", stderr)
-	cfgPath := fs.String("config", "", "configuration `file` (.yaml, .json or .toml)")
-	sel := addSelectionFlags(fs)
-	exitOnIdle := fs.Bool("exit-on-idle", false, "process what the topics hold now, commit, and exit 0")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	cfg, err := loadSelected(*cfgPath, sel)
+// runFlags are turbo run's flags.
+type runFlags struct {
+	config     string
+	sel        *selection
+	exitOnIdle bool
+}
+
+func cmdRun(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error {
+	cfg, err := loadSelected(f.config, f.sel)
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return c
 	})
 	useSaramaLogger(log.With().Str("component", "sarama").Logger())
-	return run(ctx, cfg, runOptions{exitOnIdle: *exitOnIdle, stdout: stdout, stderr: stderr, log: log, node: node})
+	return run(ctx, cfg, runOptions{exitOnIdle: f.exitOnIdle, stdout: stdout, stderr: stderr, log: log, node: node})
 }
 
 type runOptions struct {

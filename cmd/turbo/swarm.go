@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,26 +18,25 @@ const version = "0.1.0"
 
 // cmdSwarm runs the supervisor: it re-executes this binary as `turbo run`
 // once per node and keeps the nodes healthy. It never connects to Kafka.
-func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSignal func(func())) error {
-	fs := newFlags("swarm", stderr)
-	cfgPath := fs.String("config", "", "configuration `file` (.yaml, .json or .toml)")
-	nodes := fs.Int("nodes", 0, "node processes to run (overrides swarm.nodes)")
-	exitOnIdle := fs.Bool("exit-on-idle", false, "stop the swarm, exit 0, once the groups committed everything their topics held at start")
-	sel := addSelectionFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	cfg, err := loadSelected(*cfgPath, sel)
+// swarmFlags are turbo swarm's flags.
+type swarmFlags struct {
+	config     string
+	nodes      int
+	nodesSet   bool // --nodes was given
+	exitOnIdle bool
+	sel        *selection
+}
+
+func cmdSwarm(ctx context.Context, f *swarmFlags, stderr io.Writer, onSecondSignal func(func())) error {
+	cfg, err := loadSelected(f.config, f.sel)
 	if err != nil {
 		return err
 	}
-	nodesSet := false
-	fs.Visit(func(f *flag.Flag) { nodesSet = nodesSet || f.Name == "nodes" })
-	if nodesSet {
-		if *nodes < 1 || *nodes > config.MaxNodes {
-			return fmt.Errorf("%w: --nodes must be between 1 and %d (got %d)", errUsage, config.MaxNodes, *nodes)
+	if f.nodesSet {
+		if f.nodes < 1 || f.nodes > config.MaxNodes {
+			return fmt.Errorf("%w: --nodes must be between 1 and %d (got %d)", errUsage, config.MaxNodes, f.nodes)
 		}
-		cfg.Swarm.Nodes = *nodes
+		cfg.Swarm.Nodes = f.nodes
 	}
 	if cfg.Kafka.IsEmbedded() {
 		return fmt.Errorf("%w: kafka.brokers: [%s] would start a separate broker in every node; a swarm needs a shared Kafka (e.g. `turbo dev`)",
@@ -56,11 +54,11 @@ func cmdSwarm(ctx context.Context, args []string, stderr io.Writer, onSecondSign
 		Swarm:           cfg.Swarm,
 		HTTP:            cfg.HTTP,
 		ShutdownTimeout: cfg.ShutdownTimeout,
-		Args:            append([]string{"run", "--config", *cfgPath}, sel.args()...),
+		Args:            append([]string{"run", "--config", f.config}, f.sel.args()...),
 		Log:             log,
 		// Nodes do not speak to systemd: the supervisor does, for all.
 		Env:        sdnotify.StripEnv(os.Environ()),
-		ExitOnIdle: *exitOnIdle,
+		ExitOnIdle: f.exitOnIdle,
 	})
 	if err != nil {
 		return err
