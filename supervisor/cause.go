@@ -21,10 +21,13 @@ const (
 	// causePollStalled: stopped because the node reported it had not
 	// polled Kafka for too long.
 	causePollStalled
+	// causeReload: restarted by a rolling restart after SIGHUP, to run
+	// the configuration as it is now (not counted against max_restarts).
+	causeReload
 	numCauses
 )
 
-var causeNames = [numCauses]string{"exit", "hung", "memory", "stuck_handler", "poll_stalled"}
+var causeNames = [numCauses]string{"exit", "hung", "memory", "stuck_handler", "poll_stalled", "reload"}
 
 func (c restartCause) String() string {
 	if c < 0 || c >= numCauses {

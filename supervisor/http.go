@@ -54,7 +54,9 @@ func (h httpSource) Live() web.Check  { return h.s.live(time.Now()) }
 func (h httpSource) Ready() web.Check { return readyCheck(h.s.view.Load()) }
 func (h httpSource) Status() web.Status {
 	now := time.Now()
-	return swarmStatus(h.s.view.Load(), h.s.live(now), now, h.s.badReports)
+	st := swarmStatus(h.s.view.Load(), h.s.live(now), now, h.s.badReports)
+	st.Config = h.s.config.Load()
+	return st
 }
 
 // live is GET /healthz: the control loop runs (it published within three

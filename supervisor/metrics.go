@@ -66,7 +66,7 @@ func (s *Supervisor) gatherer() prometheus.Gatherer {
 var (
 	restartsDesc = prometheus.NewDesc("turbo_swarm_node_restarts_total",
 		"Node processes restarted by the supervisor, by node and cause: exit (the node exited or died on its own), "+
-			"hung (no report within node_report_timeout), memory (over memory_limit), stuck_handler, poll_stalled.",
+			"hung (no report within node_report_timeout), memory (over memory_limit), stuck_handler, poll_stalled, reload (a rolling restart after SIGHUP).",
 		[]string{NodeLabel, "cause"}, nil)
 	stateDesc = prometheus.NewDesc("turbo_swarm_node_state",
 		"1 for the node slot's current state (waiting, starting, running, stopping), 0 for the others.",

@@ -245,17 +245,19 @@ func TestSwarmSeries(t *testing.T) {
 # TYPE turbo_swarm_node_ready gauge
 turbo_swarm_node_ready{node="0"} 1
 turbo_swarm_node_ready{node="1"} 0
-# HELP turbo_swarm_node_restarts_total Node processes restarted by the supervisor, by node and cause: exit (the node exited or died on its own), hung (no report within node_report_timeout), memory (over memory_limit), stuck_handler, poll_stalled.
+# HELP turbo_swarm_node_restarts_total Node processes restarted by the supervisor, by node and cause: exit (the node exited or died on its own), hung (no report within node_report_timeout), memory (over memory_limit), stuck_handler, poll_stalled, reload (a rolling restart after SIGHUP).
 # TYPE turbo_swarm_node_restarts_total counter
 turbo_swarm_node_restarts_total{cause="exit",node="0"} 2
 turbo_swarm_node_restarts_total{cause="hung",node="0"} 0
 turbo_swarm_node_restarts_total{cause="memory",node="0"} 1
 turbo_swarm_node_restarts_total{cause="poll_stalled",node="0"} 0
+turbo_swarm_node_restarts_total{cause="reload",node="0"} 0
 turbo_swarm_node_restarts_total{cause="stuck_handler",node="0"} 0
 turbo_swarm_node_restarts_total{cause="exit",node="1"} 0
 turbo_swarm_node_restarts_total{cause="hung",node="1"} 1
 turbo_swarm_node_restarts_total{cause="memory",node="1"} 0
 turbo_swarm_node_restarts_total{cause="poll_stalled",node="1"} 0
+turbo_swarm_node_restarts_total{cause="reload",node="1"} 0
 turbo_swarm_node_restarts_total{cause="stuck_handler",node="1"} 0
 # HELP turbo_swarm_node_rss_bytes The node process's resident memory, as last measured by the supervisor (0 while no process runs).
 # TYPE turbo_swarm_node_rss_bytes gauge

@@ -37,6 +37,13 @@ type Options struct {
 	// group has committed everything its topics held (turbo swarm
 	// --exit-on-idle).
 	ExitOnIdle bool
+	// Reload asks for a rolling restart (SIGHUP): when Validate accepts the
+	// configuration as it is now, the nodes are restarted one at a time,
+	// each once the one before is back and ready, and read it as they
+	// start. Nil: no reloads.
+	Reload <-chan struct{}
+	// Validate checks the configuration the nodes would read; nil accepts.
+	Validate func() error
 	// Stdout and Stderr are the nodes' outputs; nil means this process's.
 	Stdout, Stderr *os.File
 	Log            zerolog.Logger
@@ -62,6 +69,8 @@ type Supervisor struct {
 	httpAddr atomic.Value // string: http.listen's bound address, once listening
 	// badReports logs node reports whose metrics or status do not decode.
 	badReports *badReports
+	// config is the life of the configuration (reloads), for /status.
+	config atomic.Pointer[web.ConfigState]
 }
 
 // view is what the control loop last published, for the HTTP listener

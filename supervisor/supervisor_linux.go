@@ -53,6 +53,8 @@ type run struct {
 	devnull  *os.File
 	stopping bool  // shutting down: nothing starts again
 	result   error // what Run returns
+	roll     rolling
+	config   web.ConfigState
 }
 
 // Run starts the nodes and supervises them until ctx is cancelled (then it
@@ -97,6 +99,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.httpAddr.Store(srv.Addr())
 	r.spawner = newSpawner()
 	now := time.Now()
+	r.config.LoadedAt = now
+	s.config.Store(&web.ConfigState{LoadedAt: now})
+	r.roll.current = -1
 	for i := range r.cfg.Nodes {
 		r.slots = append(r.slots, &slot{index: i, startAt: now})
 	}
@@ -122,9 +127,11 @@ func (r *run) loop(ctx context.Context) {
 	// embeds it, and writing through the embedding would change Kill's
 	// channel under it.
 	kill := r.kill
+	reload := r.o.Reload
 	for {
 		now := time.Now()
 		r.startDue(now)
+		r.rollOn(now)
 		r.killOverdue(now)
 		if r.stopping && r.allGone() {
 			r.publish(time.Now())
@@ -142,6 +149,8 @@ func (r *run) loop(ctx context.Context) {
 		case <-kill:
 			kill = nil
 			r.killAll()
+		case <-reload:
+			r.reload(time.Now())
 		case e := <-r.events:
 			r.noticePause(time.Now())
 			r.handle(time.Now(), e)
@@ -299,7 +308,7 @@ func (r *run) handle(now time.Time, e event) {
 			r.result = ErrUnclean
 		}
 		lvl := r.log.Warn()
-		if r.stopping && clean {
+		if clean && (r.stopping || sl.stopCause == causeReload) {
 			lvl = r.log.Info()
 		}
 		lvl.Int("node", sl.index).Int("pid", e.pid).Str("exit", sl.lastExit).Msg("node exited")
@@ -334,6 +343,11 @@ func (r *run) handle(now time.Time, e event) {
 func (r *run) exited(now time.Time, sl *slot) {
 	sl.state, sl.pid = slotWaiting, 0
 	if r.stopping {
+		return
+	}
+	if sl.stopCause == causeReload {
+		sl.restarted()
+		sl.startAt = now // at once: the swarm is a node short meanwhile
 		return
 	}
 	if !r.budget.allow(now) {
@@ -462,4 +476,76 @@ func (r *run) terminate(sl *slot) {
 		r.result = ErrUnclean
 	}
 	sl.state, sl.killed = slotStopping, true // the exit event follows
+}
+
+// rolling is a rolling restart in progress: the nodes still to restart, and
+// the one restarted last, until it is back.
+type rolling struct {
+	pending []int
+	current int // the node restarted last, until it is running and ready; -1: none
+}
+
+// reload handles SIGHUP: when the configuration validates, every node is
+// restarted, one at a time (rollOn); otherwise the nodes keep running what
+// they read, and the refusal is logged and shown in /status.
+func (r *run) reload(now time.Time) {
+	if r.stopping {
+		return
+	}
+	if v := r.o.Validate; v != nil {
+		if err := v(); err != nil {
+			r.config.Refused++
+			r.config.LastError = err.Error()
+			r.publishConfig()
+			r.log.Error().Err(err).Msg("SIGHUP: the configuration was not reloaded; the nodes keep running the one they read")
+			return
+		}
+	}
+	r.config.Reloads++
+	r.config.LoadedAt = now
+	r.publishConfig()
+	r.roll.pending = r.roll.pending[:0]
+	for i := range r.slots {
+		r.roll.pending = append(r.roll.pending, i)
+	}
+	r.log.Info().Int("nodes", len(r.slots)).Msg("SIGHUP: the configuration is valid: restarting the nodes one at a time")
+	r.rollOn(now)
+}
+
+func (r *run) publishConfig() {
+	c := r.config
+	r.Supervisor.config.Store(&c)
+}
+
+// rollOn moves a rolling restart on: once the node restarted last is
+// running again and reports ready (back in its groups), the next one is
+// stopped gracefully; its restart follows at once and does not count
+// against max_restarts.
+func (r *run) rollOn(now time.Time) {
+	if r.stopping {
+		return
+	}
+	if i := r.roll.current; i >= 0 {
+		sl := r.slots[i]
+		if sl.state != slotRunning || sl.report == nil || !sl.report.Ready {
+			return
+		}
+		r.roll.current = -1
+		r.log.Info().Int("node", i).Int("pid", sl.pid).Msg("reload: node back and ready")
+		if len(r.roll.pending) == 0 {
+			r.log.Info().Msg("reload done: every node runs the configuration read at its start")
+		}
+	}
+	if len(r.roll.pending) == 0 {
+		return
+	}
+	i := r.roll.pending[0]
+	r.roll.pending = r.roll.pending[1:]
+	r.roll.current = i
+	sl := r.slots[i]
+	if sl.proc == nil || sl.state == slotStopping {
+		return // starting again anyway: it reads the configuration as it is now
+	}
+	sl.stopCause = causeReload
+	r.stop(now, sl, swarmpb.Status_STATUS_OK, "configuration reload")
 }

@@ -14,7 +14,8 @@ import (
 type cli struct {
 	ctx            context.Context
 	stdout, stderr io.Writer
-	onSecondSignal func(func()) // swarm: what a second signal does
+	onSecondSignal func(func())  // swarm: what a second signal does
+	reload         chan struct{} // SIGHUP: run and swarm reload their configuration
 
 	// started is set once the command line parsed and a command began:
 	// an error before that is a usage error (exit 2) whatever cobra
@@ -94,7 +95,7 @@ exit 0 (backfills, scripts, the quickstart).`,
   turbo run --config app.yaml --exit-on-idle
   turbo run --config app.yaml --include-consumers orders --exclude-topics audit`,
 		Args: noArgs,
-		RunE: func(*cobra.Command, []string) error { return cmdRun(c.ctx, f, c.stdout, c.stderr) },
+		RunE: func(*cobra.Command, []string) error { return cmdRun(c.ctx, f, c.reload, c.stdout, c.stderr) },
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.config, "config", "", configFlagHelp)
@@ -121,7 +122,7 @@ what their topics held at start; if a node's restarts run out it exits 1.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.nodesSet = cmd.Flags().Changed("nodes")
-			return cmdSwarm(c.ctx, f, c.stderr, c.onSecondSignal)
+			return cmdSwarm(c.ctx, f, c.reload, c.stderr, c.onSecondSignal)
 		},
 	}
 	fs := cmd.Flags()

@@ -222,10 +222,10 @@ func TestNoLiveLineWithoutTerminal(t *testing.T) {
 	var b bytes.Buffer
 	sink := newLogSink(&b, 1<<20)
 	defer sink.Close(10 * time.Second)
-	if st := newStatus(sink, zerolog.Nop(), nil, true); st.live != nil || st.interval != loggedInterval {
+	if st := newStatus(sink, zerolog.Nop(), true); st.live != nil || st.interval != loggedInterval {
 		t.Errorf("a sink over a buffer got a live line (interval %s)", st.interval)
 	}
-	if st := newStatus(&b, zerolog.Nop(), nil, true); st.live != nil {
+	if st := newStatus(&b, zerolog.Nop(), true); st.live != nil {
 		t.Error("a plain writer got a live line")
 	}
 }

@@ -68,7 +68,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	// (a swarm supervisor first kills its nodes). See signalPolicy.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, stopSignals...)
-	policy := signalPolicy{node: args[0] == "run" && os.Getenv(supervisor.EnvSocket) != ""}
+	node := args[0] == "run" && os.Getenv(supervisor.EnvSocket) != ""
+	policy := signalPolicy{node: node, reloads: !node && (args[0] == "run" || args[0] == "swarm")}
+	c.reload = make(chan struct{}, 1)
 	var onSecond atomic.Pointer[func()]
 	setOnSecond := func(f func()) { onSecond.Store(&f) }
 	defer signal.Stop(sigs)
@@ -93,6 +95,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 			switch policy.judge(sig) {
 			case stopGracefully:
 				cancel()
+			case reload:
+				select {
+				case c.reload <- struct{}{}: // the command says what it does with it
+				default: // one is pending already
+				}
+			case ignored:
+				tellSignal(stderr, sig, fmt.Sprintf("turbo: %s ignored: the swarm supervisor reloads the swarm", sig), "ignored: the swarm supervisor reloads the swarm")
 			case alreadyStopping:
 				tellSignal(stderr, sig, fmt.Sprintf("turbo: %s again: already stopping", sig), "already stopping")
 			case stopNow:

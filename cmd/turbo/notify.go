@@ -46,10 +46,16 @@ func notifyErrs(log zerolog.Logger) func(error) {
 // runService is what turbo run tells systemd: ready once every consumer is
 // in its group, live while every consumer is (GET /healthz), and the live
 // status line.
-func runService(consumers []*actors.Consumer, s *status) sdnotify.Service {
+func runService(gen *atomic.Pointer[generation], s *status) sdnotify.Service {
+	consumers := func() []*actors.Consumer {
+		if g := gen.Load(); g != nil {
+			return g.consumers
+		}
+		return nil
+	}
 	return sdnotify.Service{
 		Ready: func() bool {
-			for _, c := range consumers {
+			for _, c := range consumers() {
 				if !c.Ready().OK {
 					return false
 				}
@@ -57,7 +63,7 @@ func runService(consumers []*actors.Consumer, s *status) sdnotify.Service {
 			return true
 		},
 		Live: func() error {
-			for _, c := range consumers {
+			for _, c := range consumers() {
 				if chk := c.Live(); !chk.OK {
 					return fmt.Errorf("consumer %s: %s", c.Name(), chk.Reason)
 				}
@@ -66,7 +72,7 @@ func runService(consumers []*actors.Consumer, s *status) sdnotify.Service {
 		},
 		Status: func() string {
 			t := s.total()
-			return fmt.Sprintf("%d consumers: processed %d, in flight %d, lag %d, partitions %d", len(consumers), t.Processed, t.InFlight, t.Lag, t.Assigned)
+			return fmt.Sprintf("%d consumers: processed %d, in flight %d, lag %d, partitions %d", len(consumers()), t.Processed, t.InFlight, t.Lag, t.Assigned)
 		},
 	}
 }

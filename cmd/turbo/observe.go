@@ -22,17 +22,20 @@ import (
 // liveness, readiness and status. It serves http.listen (web.Source), and a
 // swarm node's reports.
 type observer struct {
-	reg      *prometheus.Registry
-	owner    string      // who holds the partitions: this process
-	stopping atomic.Bool // the run is stopping: not ready any more
+	reg       *prometheus.Registry
+	owner     string      // who holds the partitions: this process
+	stopping  atomic.Bool // the run is stopping: not ready any more
+	switching atomic.Bool // a reload replaces the consumers: not ready meanwhile
 
 	mu        sync.Mutex
 	consumers []observed
+	config    web.ConfigState
 }
 
 type observed struct {
-	c          *actors.Consumer
-	stuckAfter time.Duration
+	c           *actors.Consumer
+	stuckAfter  time.Duration
+	concurrency int
 }
 
 func newObserver() *observer {
@@ -49,9 +52,44 @@ func (o *observer) add(c *actors.Consumer, cc config.Consumer) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.consumers = append(o.consumers, observed{c: c, stuckAfter: stuckAfter(cc)})
+	o.consumers = append(o.consumers, observed{c: c, stuckAfter: stuckAfter(cc), concurrency: cc.Concurrency})
 	return nil
 }
+
+// retire forgets the consumers a reload or a stop ended: their series
+// leave /metrics (the next consumers' start from zero, which Prometheus
+// reads as a counter reset), and they leave /status.
+func (o *observer) retire() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, oc := range o.consumers {
+		o.reg.Unregister(oc.c.Collector())
+	}
+	o.consumers = nil
+}
+
+// loaded says a configuration took effect (at start and after a reload).
+func (o *observer) loaded(at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.config.LoadedAt.IsZero() {
+		o.config.Reloads++
+	}
+	o.config.LoadedAt = at
+	o.switching.Store(false)
+}
+
+// refused says a reload was refused, and why.
+func (o *observer) refused(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.config.Refused++
+	o.config.LastError = err.Error()
+}
+
+// reloading marks the consumers as being replaced: not ready until the
+// next ones are.
+func (o *observer) reloading() { o.switching.Store(true) }
 
 // minStuckAfter is the least age at which an unfinished record counts as
 // stuck on the console.
@@ -89,6 +127,9 @@ func (o *observer) Ready() web.Check {
 	if o.stopping.Load() {
 		return web.Check{Reason: "stopping"}
 	}
+	if o.switching.Load() {
+		return web.Check{Reason: "reloading the configuration"}
+	}
 	cs := o.list()
 	if len(cs) == 0 {
 		return web.Check{Reason: "starting"}
@@ -104,7 +145,10 @@ func (o *observer) Ready() web.Check {
 // Status implements web.Source.
 func (o *observer) Status() web.Status {
 	now := time.Now()
-	st := web.Status{Mode: web.ModeRun, Time: now, Live: o.Live(), Ready: o.Ready()}
+	o.mu.Lock()
+	cfg := o.config
+	o.mu.Unlock()
+	st := web.Status{Mode: web.ModeRun, Time: now, Live: o.Live(), Ready: o.Ready(), Config: &cfg}
 	for _, c := range o.list() {
 		st.Consumers = append(st.Consumers, o.consumerStatus(c, now))
 	}
@@ -120,7 +164,7 @@ func (o *observer) consumerStatus(oc observed, now time.Time) web.Consumer {
 		Fetched: s.Fetched, Processed: s.Processed, Failed: s.Failed, Retries: s.Retries, Skipped: s.Skipped,
 		DeadLettered: s.Dead, Inherited: s.Inherited, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
 		InFlight: s.InFlight, Buffered: s.Buffered, PausedPartitions: s.Paused, AssignedPartitions: s.Assigned, Lag: s.Lag,
-		StuckAfterSeconds: oc.stuckAfter.Seconds(), KafkaError: s.KafkaError,
+		StuckAfterSeconds: oc.stuckAfter.Seconds(), KafkaError: s.KafkaError, Concurrency: oc.concurrency,
 	}
 	for _, p := range c.Partitions() {
 		wp := web.Partition{

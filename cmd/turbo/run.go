@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/supervisor"
 	"github.com/turbokafka/turbo/supervisor/web"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // runFlags are turbo run's flags.
@@ -30,7 +32,7 @@ type runFlags struct {
 	exitOnIdle bool
 }
 
-func cmdRun(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error {
+func cmdRun(ctx context.Context, f *runFlags, reload <-chan struct{}, stdout, stderr io.Writer) error {
 	cfg, err := loadSelected(f.config, f.sel)
 	if err != nil {
 		return err
@@ -50,7 +52,11 @@ func cmdRun(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error {
 		return c
 	})
 	useSaramaLogger(log.With().Str("component", "sarama").Logger())
-	return run(ctx, cfg, runOptions{exitOnIdle: f.exitOnIdle, stdout: stdout, stderr: stderr, log: log, node: node})
+	o := runOptions{exitOnIdle: f.exitOnIdle, stdout: stdout, stderr: stderr, log: log, node: node}
+	if node == nil { // a node's supervisor restarts it to reload
+		o.reload, o.reread = reload, func() (*config.Config, error) { return loadSelected(f.config, f.sel) }
+	}
+	return run(ctx, cfg, o)
 }
 
 type runOptions struct {
@@ -59,15 +65,23 @@ type runOptions struct {
 	stderr     io.Writer
 	log        zerolog.Logger
 	node       *nodeRun // set when a swarm supervisor started this process
+
+	// reload asks for the configuration to be read again (SIGHUP), and
+	// reread reads it; nil for a swarm node, whose supervisor restarts it
+	// instead.
+	reload <-chan struct{}
+	reread func() (*config.Config, error)
 }
 
 // run starts every configured consumer and stops them in order when ctx ends
 // (a signal) or, with exitOnIdle, when everything the topics held at start is
-// committed.
+// committed. A reload that validates replaces the consumers: the old ones
+// stop gracefully (what finished is committed), the new ones start; the
+// listener, the embedded broker and the tracing exporter stay.
 func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	log := o.log
-	kafka := cfg.Kafka
-	if kafka.IsEmbedded() {
+	var embeddedAddrs []string
+	if cfg.Kafka.IsEmbedded() {
 		b, err := startEmbedded(ctx, cfg, log)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -76,7 +90,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 			return err
 		}
 		defer b.Close()
-		kafka.Brokers = b.Addrs()
+		embeddedAddrs = b.Addrs()
 	}
 
 	// Metrics, health and status: served on http.listen by a process of its
@@ -118,57 +132,128 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	if tracingErr != nil {
 		return tracingErr
 	}
-	defer stopTracing() // after stopAll below: the last attempts' spans are queued by then
-	var consumers []*actors.Consumer
-	var closers []io.Closer // handlers that hold connections (grpc): closed once their consumers stopped
-	stopAll := func() error {
-		// shutdown_timeout is a hard bound: each Stop returns within it.
-		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		errs := make([]error, len(consumers))
-		var wg sync.WaitGroup
-		for i, c := range consumers {
-			wg.Go(func() { errs[i] = c.Stop(stopCtx) })
+	defer stopTracing() // after the consumers stopped: the last attempts' spans are queued by then
+
+	start := time.Now()
+	status := newStatus(o.stderr, log, o.node == nil)
+	var bg sync.WaitGroup
+	statusCtx, stopStatus := context.WithCancel(context.Background())
+	bg.Go(func() { status.run(statusCtx) })
+	var gen atomic.Pointer[generation] // what systemd hears about
+	if o.node == nil {                 // a swarm's supervisor speaks for its nodes
+		if n := startNotifier(log); n != nil {
+			defer n.Close()
+			bg.Go(func() { n.Run(statusCtx, notifyTick, runService(&gen, status), notifyErrs(log)) })
 		}
-		wg.Wait()
-		for _, c := range closers {
-			_ = c.Close() // a second stopAll finds them closed already
-		}
-		return errors.Join(errs...)
 	}
-	for _, cc := range cfg.Consumers {
-		h, err := handlers.New(cc.Handler, cc.Concurrency, o.stdout)
+	defer func() {
+		stopStatus()
+		bg.Wait()
+		status.summary(time.Since(start))
+	}()
+
+	obs.loaded(time.Now())
+	for {
+		kafka := cfg.Kafka
+		if kafka.IsEmbedded() {
+			kafka.Brokers = embeddedAddrs
+		}
+		g := &generation{cfg: cfg, kafka: kafka, o: o, obs: obs, tp: tp, lost: lost, metrics: observe}
+		if err := g.start(); err != nil {
+			return err
+		}
+		gen.Store(g)
+		status.set(g.consumers)
+		next, err := g.serve(ctx, embeddedAddrs != nil)
+		status.retire(g.consumers)
+		if next == nil {
+			return err
+		}
+		cfg = next
+		obs.loaded(time.Now())
+		log.Info().Int("consumers", len(cfg.Consumers)).Msg("configuration reloaded: starting the consumers again")
+	}
+}
+
+// generation is one configuration's consumers: the whole run, or the time
+// between two reloads.
+type generation struct {
+	cfg   *config.Config
+	kafka config.Kafka // cfg.Kafka with the embedded broker's address
+	o     runOptions
+	obs   *observer
+	tp    trace.TracerProvider
+	lost  <-chan struct{}
+	// metrics: the consumers keep their histograms (someone serves them)
+	metrics bool
+
+	consumers []*actors.Consumer
+	closers   []io.Closer // handlers that hold connections (grpc): closed once their consumers stopped
+}
+
+// start creates and starts every consumer; on an error it stops those it
+// started.
+func (g *generation) start() error {
+	for _, cc := range g.cfg.Consumers {
+		h, err := handlers.New(cc.Handler, cc.Concurrency, g.o.stdout)
 		if c, ok := h.(io.Closer); ok && err == nil {
-			closers = append(closers, c)
+			g.closers = append(g.closers, c)
 		}
 		if err == nil {
 			var c *actors.Consumer
 			c, err = actors.New(actors.Options{
-				Consumer: cc, Kafka: kafka, ShutdownTimeout: cfg.ShutdownTimeout, Handler: h, Logger: log, Metrics: observe,
-				TracerProvider: tp,
+				Consumer: cc, Kafka: g.kafka, ShutdownTimeout: g.cfg.ShutdownTimeout, Handler: h, Logger: g.o.log, Metrics: g.metrics,
+				TracerProvider: g.tp,
 			})
 			if err == nil {
-				consumers = append(consumers, c)
-				err = obs.add(c, cc)
+				g.consumers = append(g.consumers, c)
+				err = g.obs.add(c, cc)
 			}
 			if err == nil {
-				if o.node != nil {
-					o.node.add(c)
+				if g.o.node != nil {
+					g.o.node.add(c)
 				}
 				continue
 			}
 		}
-		return errors.Join(err, stopAll())
+		return errors.Join(err, g.stop())
 	}
-	log.Info().Int("consumers", len(consumers)).Strs("brokers", kafka.Brokers).Msg("turbo running")
+	g.o.log.Info().Int("consumers", len(g.consumers)).Strs("brokers", g.kafka.Brokers).Msg("turbo running")
+	return nil
+}
 
-	start := time.Now()
+// stop stops every consumer; shutdown_timeout is a hard bound: each Stop
+// returns within it. A second call finds them stopped already.
+func (g *generation) stop() error {
+	stopCtx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
+	defer cancel()
+	errs := make([]error, len(g.consumers))
+	var wg sync.WaitGroup
+	for i, c := range g.consumers {
+		wg.Go(func() { errs[i] = c.Stop(stopCtx) })
+	}
+	wg.Wait()
+	for _, c := range g.closers {
+		_ = c.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// serve runs the generation until it ends: it returns the next
+// configuration after a reload that validated (the consumers stopped
+// gracefully, nil error), or nil and the run's result.
+func (g *generation) serve(ctx context.Context, embedded bool) (*config.Config, error) {
+	log, o := g.o.log, g.o
 	idle := make(chan error, 1)
 	var bg sync.WaitGroup
 	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer func() {
+		stopWatching()
+		bg.Wait()
+	}()
 	if o.exitOnIdle {
 		bg.Go(func() {
-			if err := waitIdle(watchCtx, kafka, cfg.Consumers, log); watchCtx.Err() == nil {
+			if err := waitIdle(watchCtx, g.kafka, g.cfg.Consumers, log); watchCtx.Err() == nil {
 				idle <- err
 			}
 		})
@@ -176,7 +261,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		// turbo swarm --exit-on-idle: the node judges, its supervisor stops
 		// the swarm; a node that cannot judge says why and goes on.
 		bg.Go(func() {
-			switch err := waitIdle(watchCtx, kafka, cfg.Consumers, log); {
+			switch err := waitIdle(watchCtx, g.kafka, g.cfg.Consumers, log); {
 			case err == nil:
 				log.Info().Msg("the group committed everything its topics held: telling the supervisor (--exit-on-idle)")
 				n.idle.Store(true)
@@ -185,18 +270,10 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 			}
 		})
 	}
-	status := newStatus(o.stderr, log, consumers, o.node == nil)
-	bg.Go(func() { status.run(watchCtx) })
-	if o.node == nil { // a swarm's supervisor speaks for its nodes
-		if n := startNotifier(log); n != nil {
-			defer n.Close()
-			bg.Go(func() { n.Run(watchCtx, notifyTick, runService(consumers, status), notifyErrs(log)) })
-		}
-	}
 	// A consumer that Kafka refuses at start-up (a wrong password, an
 	// untrusted certificate) ends the run: retrying will not cure it.
-	refused := make(chan error, len(consumers))
-	for _, c := range consumers {
+	refused := make(chan error, len(g.consumers))
+	for _, c := range g.consumers {
 		bg.Go(func() {
 			select {
 			case <-c.Failed():
@@ -207,40 +284,91 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	}
 
 	var idleErr, stopErr error
-	select {
-	case <-ctx.Done():
-		log.Info().Msg("stopping: signal received")
-	case stopErr = <-refused:
-		log.Error().Err(stopErr).Msg("stopping: Kafka refuses the connection")
-	case <-lost:
-		log.Warn().Msg("stopping: the swarm supervisor is gone")
-		stopErr = errSupervisorGone
-	case idleErr = <-idle:
-		if idleErr != nil {
-			log.Error().Err(idleErr).Msg("stopping: --exit-on-idle cannot judge progress")
-		} else {
-			log.Info().Msg("stopping: everything consumed and committed")
+	var next *config.Config
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info().Msg("stopping: signal received")
+		case stopErr = <-refused:
+			log.Error().Err(stopErr).Msg("stopping: Kafka refuses the connection")
+		case <-g.lost:
+			log.Warn().Msg("stopping: the swarm supervisor is gone")
+			stopErr = errSupervisorGone
+		case idleErr = <-idle:
+			if idleErr != nil {
+				log.Error().Err(idleErr).Msg("stopping: --exit-on-idle cannot judge progress")
+			} else {
+				log.Info().Msg("stopping: everything consumed and committed")
+			}
+		case <-o.reload:
+			cfg, err := o.reread()
+			if err == nil {
+				err = reloadable(cfg, embedded)
+			}
+			if err != nil {
+				g.obs.refused(err)
+				log.Error().Err(err).Msg("SIGHUP: the configuration was not reloaded; the one loaded before keeps running")
+				continue
+			}
+			for _, section := range restartOnly(g.cfg, cfg) {
+				log.Warn().Str("section", section).Msg("SIGHUP: this section takes effect when the process restarts; the rest of the configuration is reloaded")
+			}
+			log.Info().Msg("SIGHUP: reloading the configuration: stopping the consumers gracefully")
+			next = cfg
 		}
+		break wait
 	}
 	// Stop the consumers first: the watchers end with watchCtx, and the idle
 	// watcher's Kafka calls have short timeouts, but nothing waits for them
 	// before the consumers are stopped.
 	stopWatching()
-	obs.stop()
-	err := stopAll()
+	if next != nil {
+		g.obs.reloading()
+	} else {
+		g.obs.stop()
+	}
+	err := g.stop()
 	bg.Wait()
-	status.summary(time.Since(start))
-	if errors.Is(stopErr, kafkanet.ErrRefused) {
+	g.obs.retire()
+	switch {
+	case errors.Is(stopErr, kafkanet.ErrRefused):
 		// The cause first: what the stop says after it follows from it.
-		return errors.Join(stopErr, err)
+		return nil, errors.Join(stopErr, err)
+	case err != nil:
+		return nil, fmt.Errorf("stopping: %w", err)
+	case idleErr != nil:
+		return nil, fmt.Errorf("--exit-on-idle: %w", idleErr)
 	}
-	if err != nil {
-		return fmt.Errorf("stopping: %w", err)
+	return next, stopErr
+}
+
+// reloadable refuses a reload that cannot be applied without a restart of
+// the process: a switch to or from the embedded broker (its records live in
+// this process).
+func reloadable(cfg *config.Config, embedded bool) error {
+	if cfg.Kafka.IsEmbedded() != embedded {
+		return fmt.Errorf("%w: kafka.brokers: switching to or from the embedded broker needs a restart of turbo", config.ErrInvalid)
 	}
-	if idleErr != nil {
-		return fmt.Errorf("--exit-on-idle: %w", idleErr)
+	return nil
+}
+
+// restartOnly names the sections that changed but are the process's, not
+// the consumers': they take effect when turbo starts again.
+func restartOnly(old, cfg *config.Config) []string {
+	var out []string
+	for _, s := range []struct {
+		name     string
+		old, new any
+	}{
+		{"http", old.HTTP, cfg.HTTP}, {"tracing", old.Tracing, cfg.Tracing}, {"log", old.Log, cfg.Log},
+		{"swarm", old.Swarm, cfg.Swarm}, {"kafka.embedded", old.Kafka.Embedded, cfg.Kafka.Embedded},
+	} {
+		if !reflect.DeepEqual(s.old, s.new) {
+			out = append(out, s.name)
+		}
 	}
-	return stopErr
+	return out
 }
 
 func startEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*embedded.Broker, error) {

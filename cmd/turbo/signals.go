@@ -8,9 +8,10 @@ import (
 )
 
 // stopSignals ask turbo to stop gracefully, in every mode: SIGINT (^C),
-// SIGTERM (kill, Kubernetes, systemd), SIGHUP (the terminal or ssh session
-// went away: not a reason to lose finished work) and SIGQUIT (the stop
-// signal of some process managers; a goroutine dump is SIGABRT's job).
+// SIGTERM (kill, Kubernetes, systemd) and SIGQUIT (the stop signal of some
+// process managers; a goroutine dump is SIGABRT's job). SIGHUP reloads the
+// configuration of turbo run and turbo swarm (the convention of daemons,
+// and systemd's ExecReload); it stops the other commands gracefully.
 var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 // signalVerdict is what one signal means, given the ones before it.
@@ -20,6 +21,8 @@ const (
 	stopGracefully  signalVerdict = iota + 1 // the first request: stop in order
 	alreadyStopping                          // the same request again: nothing more to do
 	stopNow                                  // a second request: exit (a swarm: kill every node) at once
+	reload                                   // SIGHUP: read the configuration again and apply it
+	ignored                                  // SIGHUP in a swarm node: its supervisor reloads the swarm
 )
 
 // signalPolicy counts stop requests. The first signal stops gracefully; any
@@ -34,11 +37,21 @@ const (
 // operator who wants a node gone at once sends SIGINT, SIGQUIT or SIGKILL.
 type signalPolicy struct {
 	node     bool // this process is a swarm node
+	reloads  bool // the command reloads on SIGHUP (turbo run and turbo swarm)
 	stopping bool
 }
 
 func (p *signalPolicy) judge(sig os.Signal) signalVerdict {
 	switch {
+	case sig == syscall.SIGHUP && p.node:
+		// The supervisor restarts its nodes one at a time on its own
+		// SIGHUP; one that reaches a node (a terminal's hang-up sent to
+		// the whole process group) must not stop it.
+		return ignored
+	case sig == syscall.SIGHUP && p.reloads && p.stopping:
+		return alreadyStopping
+	case sig == syscall.SIGHUP && p.reloads:
+		return reload
 	case !p.stopping:
 		p.stopping = true
 		return stopGracefully

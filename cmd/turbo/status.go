@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,10 +23,13 @@ const (
 // status shows progress: a live line on a terminal, a periodic log line
 // otherwise, and a summary at the end.
 type status struct {
-	out       io.Writer
-	log       zerolog.Logger
-	consumers []*actors.Consumer
-	interval  time.Duration
+	out      io.Writer
+	log      zerolog.Logger
+	interval time.Duration
+
+	mu        sync.Mutex
+	consumers []*actors.Consumer // the running ones
+	retired   actors.Snapshot    // the counts of consumers stopped by a reload
 	// live draws the live line, nil when the status is logged instead.
 	live *logSink
 	// width is the terminal's width in columns (0: not known).
@@ -36,8 +40,8 @@ type status struct {
 // standard error sink over a terminal, and the log is not JSON (every line
 // is then a JSON object: the status is logged). Swarm nodes share their
 // supervisor's terminal, so they log instead.
-func newStatus(out io.Writer, log zerolog.Logger, consumers []*actors.Consumer, live bool) *status {
-	s := &status{out: out, log: log, consumers: consumers, interval: loggedInterval}
+func newStatus(out io.Writer, log zerolog.Logger, live bool) *status {
+	s := &status{out: out, log: log, interval: loggedInterval}
 	if sink, ok := out.(*logSink); ok && live && !sink.JSON() {
 		if f, ok := sink.Underlying().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			s.live, s.interval = sink, liveInterval
@@ -53,8 +57,38 @@ func newStatus(out io.Writer, log zerolog.Logger, consumers []*actors.Consumer, 
 	return s
 }
 
+// set shows these consumers from now on.
+func (s *status) set(consumers []*actors.Consumer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.consumers = consumers
+}
+
+// retire stops showing consumers that a reload stopped, keeping what they
+// counted: the totals and the exit summary cover the whole run.
+func (s *status) retire(consumers []*actors.Consumer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range consumers {
+		s.retired = s.retired.Add(counts(c.Stats()))
+	}
+	s.consumers = nil
+}
+
+// counts keeps the counters of a snapshot and drops its gauges (in flight,
+// lag, partitions...), which end with the consumer.
+func counts(s actors.Snapshot) actors.Snapshot {
+	return actors.Snapshot{
+		Fetched: s.Fetched, Processed: s.Processed, Failed: s.Failed, Retries: s.Retries, Skipped: s.Skipped, Dead: s.Dead,
+		Inherited: s.Inherited, FileLimit: s.FileLimit, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
+		Rebalances: s.Rebalances, Gained: s.Gained, Released: s.Released, CommitErrs: s.CommitErrs,
+	}
+}
+
 func (s *status) total() actors.Snapshot {
-	var t actors.Snapshot
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.retired
 	for _, c := range s.consumers {
 		t = t.Add(c.Stats())
 	}

@@ -27,7 +27,7 @@ type swarmFlags struct {
 	sel        *selection
 }
 
-func cmdSwarm(ctx context.Context, f *swarmFlags, stderr io.Writer, onSecondSignal func(func())) error {
+func cmdSwarm(ctx context.Context, f *swarmFlags, reload <-chan struct{}, stderr io.Writer, onSecondSignal func(func())) error {
 	cfg, err := loadSelected(f.config, f.sel)
 	if err != nil {
 		return err
@@ -38,12 +38,8 @@ func cmdSwarm(ctx context.Context, f *swarmFlags, stderr io.Writer, onSecondSign
 		}
 		cfg.Swarm.Nodes = f.nodes
 	}
-	if cfg.Kafka.IsEmbedded() {
-		return fmt.Errorf("%w: kafka.brokers: [%s] would start a separate broker in every node; a swarm needs a shared Kafka (e.g. `turbo dev`)",
-			config.ErrInvalid, config.EmbeddedBroker)
-	}
-	if cfg.HTTP.Control {
-		return fmt.Errorf("%w: http.control: pausing consumers is not available with turbo swarm yet (turbo run has it)", config.ErrInvalid)
+	if err := swarmChecks(cfg); err != nil {
+		return err
 	}
 	if err := supervisor.Supported(); err != nil {
 		return fmt.Errorf("%w: %w (turbo run works here)", errUsage, err)
@@ -59,6 +55,24 @@ func cmdSwarm(ctx context.Context, f *swarmFlags, stderr io.Writer, onSecondSign
 		// Nodes do not speak to systemd: the supervisor does, for all.
 		Env:        sdnotify.StripEnv(os.Environ()),
 		ExitOnIdle: f.exitOnIdle,
+		Reload:     reload,
+		// What a node will read when it starts again: refused here, the
+		// nodes keep running.
+		Validate: func() error {
+			next, err := loadSelected(f.config, f.sel)
+			if err == nil {
+				err = swarmChecks(next)
+			}
+			if err != nil {
+				return err
+			}
+			for _, section := range restartOnly(cfg, next) {
+				if section == "swarm" || section == "http" {
+					log.Warn().Str("section", section).Msg("SIGHUP: this section is the supervisor's and takes effect when turbo swarm restarts; the nodes read the rest")
+				}
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		return err
@@ -76,4 +90,16 @@ func cmdSwarm(ctx context.Context, f *swarmFlags, stderr io.Writer, onSecondSign
 	stopNotify() // STOPPING=1 when the supervisor stopped by itself; at the signal otherwise
 	wg.Wait()
 	return err
+}
+
+// swarmChecks refuses what a swarm cannot run.
+func swarmChecks(cfg *config.Config) error {
+	if cfg.Kafka.IsEmbedded() {
+		return fmt.Errorf("%w: kafka.brokers: [%s] would start a separate broker in every node; a swarm needs a shared Kafka (e.g. `turbo dev`)",
+			config.ErrInvalid, config.EmbeddedBroker)
+	}
+	if cfg.HTTP.Control {
+		return fmt.Errorf("%w: http.control: pausing consumers is not available with turbo swarm yet (turbo run has it)", config.ErrInvalid)
+	}
+	return nil
 }

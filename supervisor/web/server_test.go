@@ -108,7 +108,8 @@ func TestStatusShape(t *testing.T) {
 			StuckAfterSeconds: 30, KafkaError: "broker down",
 			Partitions: []Partition{{Topic: "orders", Partition: 3, Owner: "w-1", Committed: -1, HighWatermark: 10, Lag: 10,
 				InFlight: 2, Paused: true, OldestUnfinishedSeconds: 31.5}}}},
-		Nodes: []Node{{Index: 1, PID: 99, State: "running", RSSBytes: 1 << 20, SinceReportSeconds: 0.5, Ready: true}},
+		Nodes:  []Node{{Index: 1, PID: 99, State: "running", RSSBytes: 1 << 20, SinceReportSeconds: 0.5, Ready: true}},
+		Config: &ConfigState{LoadedAt: time.Date(2026, 11, 5, 9, 0, 0, 0, time.UTC), Reloads: 2, Refused: 1, LastError: "consumers[0].concurrency: must be at least 1"},
 	}}
 	url := start(t, nil, src)
 	resp, body := get(t, "GET", url+"/status")
@@ -128,8 +129,9 @@ func TestStatusShape(t *testing.T) {
 		return ks
 	}
 	want := map[string][]string{
-		"status":    {"consumers", "live", "mode", "nodes", "ready", "time"},
-		"consumer":  {"assigned_partitions", "buffered", "commits", "committed", "dead_lettered", "failed", "fetched", "group", "in_flight", "inherited", "kafka_error", "lag", "name", "node", "partitions", "paused", "paused_partitions", "processed", "ready", "restarts", "retries", "skipped", "stuck_after_seconds"},
+		"status":    {"config", "consumers", "live", "mode", "nodes", "ready", "time"},
+		"config":    {"last_error", "loaded_at", "refused", "reloads"},
+		"consumer":  {"assigned_partitions", "buffered", "commits", "committed", "concurrency", "dead_lettered", "failed", "fetched", "group", "in_flight", "inherited", "kafka_error", "lag", "name", "node", "partitions", "paused", "paused_partitions", "processed", "ready", "restarts", "retries", "skipped", "stuck_after_seconds"},
 		"partition": {"buffered", "committed", "high_watermark", "in_flight", "lag", "oldest_unfinished_seconds", "owner", "partition", "paused", "topic"},
 		"node": {"assigned_partitions", "buffered", "heap_bytes", "in_flight", "index", "lag", "last_exit", "partition_moves", "pid",
 			"processed", "ready", "restarts", "rss_bytes", "seconds_since_report", "state", "status_name"},
@@ -137,6 +139,7 @@ func TestStatusShape(t *testing.T) {
 	consumer := doc["consumers"].([]any)[0]
 	got := map[string][]string{
 		"status":    keys(doc),
+		"config":    keys(doc["config"]),
 		"consumer":  keys(consumer),
 		"partition": keys(consumer.(map[string]any)["partitions"].([]any)[0]),
 		"node":      keys(doc["nodes"].([]any)[0]),

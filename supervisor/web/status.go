@@ -31,6 +31,19 @@ type Status struct {
 	Ready     Check      `json:"ready"`
 	Consumers []Consumer `json:"consumers"`       // swarm: every node's consumers, each with Node set
 	Nodes     []Node     `json:"nodes,omitempty"` // swarm only
+	// Config: when the configuration took effect, and its reloads
+	// (SIGHUP); a turbo run's, and a swarm's own.
+	Config *ConfigState `json:"config,omitempty"`
+}
+
+// ConfigState is the life of a process's configuration: when the one
+// running was loaded, how many reloads were applied and refused, and why the
+// last refusal.
+type ConfigState struct {
+	LoadedAt  time.Time `json:"loaded_at"`
+	Reloads   int64     `json:"reloads"`
+	Refused   int64     `json:"refused"`
+	LastError string    `json:"last_error,omitempty"`
 }
 
 // The modes of Status.Mode.
@@ -48,6 +61,9 @@ type Consumer struct {
 	// Paused: paused by its operator (Consumer.Pause, POST
 	// /consumers/{name}/pause), not by back-pressure (see PausedPartitions).
 	Paused bool `json:"paused"`
+	// Concurrency is the consumer's configured concurrency (adaptive: its
+	// ceiling).
+	Concurrency int `json:"concurrency"`
 
 	Fetched      int64 `json:"fetched"`
 	Processed    int64 `json:"processed"`

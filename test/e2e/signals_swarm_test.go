@@ -98,27 +98,6 @@ func TestSwarmNodesStopGracefullyWhenTheSupervisorIsKilled(t *testing.T) {
 		brokerKind(), took.Round(time.Millisecond), len(handled), len(handled)-lost)
 }
 
-// Point 9: SIGHUP to the supervisor stops every node gracefully (exit 0).
-// Before the fix it killed the supervisor at once (exit 129); its nodes were
-// then orphaned as in the SIGKILL case.
-func TestSwarmStopsGracefullyOnSIGHUP(t *testing.T) {
-	var out testkit.Buffer
-	sw, addr, topic, ledger, nodes := startLedgerSwarm(t, 3000, &out)
-	sent := sw.Signal(t, syscall.SIGHUP)
-	code, how := sw.WaitHow(t, 30*time.Second)
-	awaitGone(t, nodes, 10*time.Second)
-	handled := ledger.Handled()
-	lost := finishedNotCommitted(t, addr, topic, topic, handled)
-	if code != 0 {
-		t.Errorf("turbo swarm ended with %s after SIGHUP, want exit code 0", how)
-	}
-	if lost != 0 {
-		t.Errorf("%d of the %d records the nodes finished are not committed", lost, len(handled))
-	}
-	t.Logf("FIGURES sighup-swarm broker=%s: SIGHUP → %s after %s; %d handled, %d of them committed",
-		brokerKind(), how, sw.Exited.Sub(sent).Round(time.Millisecond), len(handled), len(handled)-lost)
-}
-
 // Point 10: a signal during start-up is a clean stop. Before the fix,
 // SIGINT to the swarm right after start exited 1 ("not every node stopped
 // cleanly"): the nodes got the supervisor's SIGTERM before their runtime
