@@ -319,7 +319,8 @@ func runClaimScenario(t *testing.T, r sideRun) {
 func memSideRun(t *testing.T) sideRun {
 	cluster := memkafka.New()
 	tp := memkafka.TopicPartition{Topic: "t"}
-	g := &memGroup{cluster: cluster, topics: []string{"t"}, maxBatch: maxFetchBatch, revokeWait: 10 * time.Second,
+	topics, _ := config.Consumer{Topics: []string{"t"}}.Subscription()
+	g := &memGroup{cluster: cluster, topics: topics, maxBatch: maxFetchBatch, revokeWait: 10 * time.Second,
 		readMeta: true, stats: &consumerStats{}, log: zerolog.New(zerolog.NewTestWriter(t))}
 	return sideRun{
 		side: g, life: &g.sideLife,
@@ -357,7 +358,7 @@ func saramaSideRun(t *testing.T) sideRun {
 	consumer.Topics = []string{"t"}
 	log := zerolog.New(zerolog.NewTestWriter(t))
 	g := &kafkaGroup{
-		released: &releasedAt{}, brokers: b.Addrs(), groupID: consumer.Group, topics: consumer.Topics,
+		released: &releasedAt{}, brokers: b.Addrs(), groupID: consumer.Group, topics: mustSubscription(t, consumer), refresh: consumer.MetadataRefresh,
 		cfg: saramaConfig(cfg.Kafka, consumer, time.Second), net: kafkanet.New(cfg.Kafka, log), log: log,
 		retry:    backoff.Policy{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2},
 		maxBatch: maxFetchBatch, revokeWait: 10 * time.Second, readMeta: true, auxQueue: 16, stats: &consumerStats{},
@@ -420,4 +421,13 @@ func saramaSideRun(t *testing.T) sideRun {
 			return blk.Offset
 		},
 	}
+}
+
+func mustSubscription(t *testing.T, c config.Consumer) config.Subscription {
+	t.Helper()
+	s, err := c.Subscription()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -127,8 +127,13 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 	if opts.Metrics {
 		c.stats.enableHistograms(cc.Name)
 	}
+	topics, err := cc.Subscription()
+	if err != nil {
+		return nil, err
+	}
 	spec := &treeSpec{
 		consumer:        cc,
+		topics:          topics,
 		kafka:           cfg.Kafka,
 		net:             kn,
 		brokers:         cfg.Kafka.Brokers,

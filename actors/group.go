@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/turbokafka/turbo/actors/backoff"
 	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
+	"github.com/turbokafka/turbo/config"
 )
 
 // pauseAfter is how long a partition may lack credits before it is paused in
@@ -26,7 +28,8 @@ const pauseAfter = 100 * time.Millisecond
 type kafkaGroup struct {
 	brokers    []string
 	groupID    string
-	topics     []string
+	topics     config.Subscription
+	refresh    time.Duration // how often the topics matching patterns are looked up
 	cfg        *sarama.Config
 	net        *kafkanet.Net // secures cfg before every attempt to connect
 	log        zerolog.Logger
@@ -43,6 +46,8 @@ type kafkaGroup struct {
 	released   *releasedAt // where this consumer let partitions go, for when they come back (kept across generations)
 	commitReq  chan groupSession
 	commitStop chan struct{}
+
+	noMatch sync.Once // warned that no topic matches the patterns
 
 	claims     atomic.Int64  // ConsumeClaim calls running
 	claimEnded chan struct{} // signalled when one returns
@@ -102,7 +107,12 @@ func (g *kafkaGroup) run() {
 
 	failures := 0
 	for g.ctx.Err() == nil {
-		err := group.Consume(g.ctx, g.topics, g)
+		topics, ctx, endSession := g.subscribe(client)
+		if topics == nil {
+			continue // nothing to read yet, waited for
+		}
+		err := group.Consume(ctx, topics, g)
+		endSession()
 		if g.ctx.Err() != nil || errors.Is(err, sarama.ErrClosedConsumerGroup) {
 			break
 		}
@@ -667,4 +677,69 @@ func (g *kafkaGroup) rememberLost(tp TopicPartition, epoch uint64, fc finalCommi
 	if ok {
 		g.released.remember(tp, id, fc)
 	}
+}
+
+// subscribe returns the topics of the next session and the context it runs
+// under, and ends the session's watch. Without patterns those are the
+// named topics and the group's context. With patterns they are the topics
+// matching now; a watch looks them up again every metadata_refresh and
+// ends the session when they change, so the group joins again with them
+// (Kafka rebalances the group, as for Java's pattern subscription). When
+// nothing matches yet, or the lookup fails, it waits a refresh interval and
+// returns nil topics.
+func (g *kafkaGroup) subscribe(client sarama.Client) ([]string, context.Context, func()) {
+	if !g.topics.HasPatterns() {
+		return g.topics.Names(), g.ctx, func() {}
+	}
+	topics, err := g.matching(client)
+	if err != nil || len(topics) == 0 {
+		if err != nil {
+			g.log.Warn().Err(err).Stringer("retry_in", g.refresh).Msg("cannot list the topics to match the patterns against")
+		} else {
+			g.noMatch.Do(func() {
+				g.log.Warn().Stringer("metadata_refresh", g.refresh).Msg("no topic matches the consumer's patterns yet; looking again every metadata_refresh")
+			})
+		}
+		g.sleep(g.refresh)
+		return nil, nil, nil
+	}
+	ctx, cancel := context.WithCancel(g.ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		t := time.NewTicker(g.refresh)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			now, err := g.matching(client)
+			if err != nil || slices.Equal(now, topics) {
+				continue
+			}
+			g.log.Info().Strs("topics", now).Strs("before", topics).Msg("the topics matching the patterns changed: joining the group again with them")
+			cancel()
+			return
+		}
+	}()
+	g.log.Debug().Strs("topics", topics).Msg("subscribing to the topics matching the patterns")
+	return topics, ctx, func() {
+		cancel()
+		<-watched
+	}
+}
+
+// matching asks the brokers for every topic and returns those the
+// subscription reads.
+func (g *kafkaGroup) matching(client sarama.Client) ([]string, error) {
+	if err := client.RefreshMetadata(); err != nil {
+		return nil, err
+	}
+	all, err := client.Topics()
+	if err != nil {
+		return nil, err
+	}
+	return g.topics.Match(all), nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 )
@@ -23,7 +24,7 @@ import (
 // done is closed once all have returned.
 type memGroup struct {
 	cluster    *memkafka.Cluster
-	topics     []string
+	topics     config.Subscription
 	newest     bool // initial_offset: newest
 	maxBatch   int
 	revokeWait time.Duration
@@ -54,7 +55,13 @@ func (cl *memClaim) lose()   { cl.loseOnce.Do(func() { close(cl.lost) }) }
 func (g *memGroup) start(send func(msg any)) {
 	g.begin(send)
 	g.held = &g.stats.suspended
-	g.member = g.cluster.Join(g.topics)
+	// Patterns match the topics the cluster has when the consumer starts:
+	// the in-memory cluster's topics do not come and go.
+	var existing []string
+	for _, tp := range g.cluster.Partitions() {
+		existing = append(existing, tp.Topic)
+	}
+	g.member = g.cluster.Join(g.topics.Match(existing))
 	go g.run()
 }
 

@@ -21,6 +21,7 @@ import (
 // treeSpec is everything needed to build one generation of a consumer's tree.
 type treeSpec struct {
 	consumer        config.Consumer
+	topics          config.Subscription
 	kafka           config.Kafka
 	net             *kafkanet.Net // TLS and SASL, shared by every generation (one OAuth token)
 	brokers         []string
@@ -68,7 +69,7 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 	if s.inMemory != nil {
 		return &memGroup{
 			cluster:    s.inMemory,
-			topics:     s.consumer.Topics,
+			topics:     s.topics,
 			newest:     s.consumer.InitialOffset == config.OffsetNewest,
 			maxBatch:   maxFetchBatch,
 			revokeWait: s.shutdownTimeout + 5*time.Second,
@@ -82,7 +83,8 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 		released:   s.released,
 		brokers:    s.brokers,
 		groupID:    s.consumer.Group,
-		topics:     s.consumer.Topics,
+		topics:     s.topics,
+		refresh:    s.consumer.MetadataRefresh,
 		cfg:        saramaConfig(s.kafka, s.consumer, s.shutdownTimeout),
 		net:        s.net,
 		log:        s.log,

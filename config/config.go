@@ -117,6 +117,13 @@ type Consumer struct {
 	// DLQTopic receives the records given up on when OnFailure is
 	// OnFailureDLQ; required then, and a valid Kafka topic name.
 	DLQTopic string `mapstructure:"dlq_topic"`
+	// ExcludeTopics are never consumed, even when a pattern in Topics
+	// matches them (internal topics, starting with "__", and the
+	// dead-letter topics never are).
+	ExcludeTopics []string `mapstructure:"exclude_topics"`
+	// MetadataRefresh is how often the topics matching Topics' patterns
+	// are looked up again: a new matching topic is consumed within it.
+	MetadataRefresh time.Duration `mapstructure:"metadata_refresh"`
 	// MaxHandlerTime bounds one attempt: a handler running longer is
 	// cancelled and the attempt counts as failed. 0 means unlimited.
 	MaxHandlerTime time.Duration `mapstructure:"max_handler_time"`
@@ -408,6 +415,7 @@ func DefaultConsumer(name string) Consumer {
 		// KiB), and what bounds memory once records are large.
 		MaxBufferedBytes: DefaultMaxBufferedBytes,
 		CommitInterval:   time.Second,
+		MetadataRefresh:  time.Minute,
 		Handler: Handler{
 			Type:    HandlerNoop,
 			Timeout: 10 * time.Second,

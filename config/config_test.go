@@ -105,6 +105,7 @@ func fullWant() *Config {
 				MaxBuffered:      0,
 				MaxBufferedBytes: 32 * MiB,
 				CommitInterval:   250 * time.Millisecond,
+				MetadataRefresh:  time.Minute,
 				Handler:          Handler{Type: HandlerHTTP, URL: "https://svc.example/hook", Timeout: 2 * time.Second},
 				Retry: Retry{
 					MaxAttempts:    5,

@@ -19,7 +19,7 @@
 //	consumers:                      # 1 to 256; each is one actor tree
 //	  - name: orders                # required, unique, [0-9a-zA-Z._-]+
 //	    group: ""                   # consumer group, defaults to name
-//	    topics: [orders]            # 1 to 1000 Kafka topic names [a-zA-Z0-9._-]{1,249}
+//	    topics: [orders]            # 1 to 1000 Kafka topic names [a-zA-Z0-9._-]{1,249}, or /regex/ patterns
 //	    initial_offset: oldest      # oldest | newest
 //	    ordering: key               # key | partition | unordered
 //	    concurrency: 16             # 1..10000
@@ -27,6 +27,8 @@
 //	    max_buffered_bytes: 64MiB   # bytes of the records fetched and not finished
 //	                                # (keys, values, headers), 1MiB..16GiB
 //	    commit_interval: 1s         # 10ms..24h
+//	    metadata_refresh: 1m        # 100ms..24h: how soon a new topic matching a /pattern/ is read
+//	    exclude_topics: []          # never read, even when a /pattern/ of topics matches
 //	    handler:
 //	      type: noop                # http | noop | log | sleep | hash
 //	      url: ""                   # http: required absolute http(s) URL with a host

@@ -127,12 +127,14 @@ func withinLimits(c *Config) error {
 		p := fmt.Sprintf("consumers[%d].", i)
 		ints = append(ints,
 			ir{p + "topics (count)", len(cc.Topics), 1, 1000},
+			ir{p + "exclude_topics (count)", len(cc.ExcludeTopics), 0, 1000},
 			ir{p + "concurrency", cc.Concurrency, 1, 10_000},
 			ir{p + "max_buffered", cc.MaxBuffered, 0, 100_000},
 			ir{p + "retry.max_attempts", cc.Retry.MaxAttempts, 1, 1_000_000},
 		)
 		durs = append(durs,
 			dr{p + "commit_interval", cc.CommitInterval, 10 * ms, day},
+			dr{p + "metadata_refresh", cc.MetadataRefresh, 100 * ms, day},
 			dr{p + "retry.initial_backoff", cc.Retry.InitialBackoff, ms, day},
 			dr{p + "retry.max_backoff", cc.Retry.MaxBackoff, cc.Retry.InitialBackoff, day},
 			dr{p + "handler.timeout", cc.Handler.Timeout, ms, day},

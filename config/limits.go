@@ -90,6 +90,10 @@ const (
 	// MinCommitInterval: commit_interval 1ns kept a core busy while idle;
 	// at 10ms an idle consumer uses about 1.6% of a core, at 1ms 5.6%.
 	MinCommitInterval = 10 * time.Millisecond
+	// MinMetadataRefresh: each refresh asks the brokers for every topic.
+	MinMetadataRefresh = 100 * time.Millisecond
+	// MaxTopicPatternBytes bounds a /regex/ entry of topics.
+	MaxTopicPatternBytes = 1000
 	// MinSupervisionInterval: supervision_interval 1ns kept a core busy.
 	MinSupervisionInterval = 10 * time.Millisecond
 	// MinNodeReportInterval: each report is a protobuf message per node.

@@ -98,13 +98,13 @@ func TestLoadRejectsHostile(t *testing.T) {
 
 		// Point 12: names, addresses and types are checked.
 		{name: "topic with a space", content: "consumers:\n  - {name: a, topics: [\"a b\"]}\n",
-			want: `config: consumers[0].topics[0]: must be a Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], not . or .. (got "a b")`},
+			want: `config: consumers[0].topics[0]: must be a Kafka topic name (1 to 249 characters of [a-zA-Z0-9._-], not . or ..) or a /regular expression/ (got "a b")`},
 		{name: "topic of 300 characters", content: "consumers:\n  - {name: a, topics: [" + strings.Repeat("t", 300) + "]}\n",
-			want: `config: consumers[0].topics[0]: must be a Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], not . or .. (got "` + strings.Repeat("t", 64) + `"...)`},
+			want: `config: consumers[0].topics[0]: must be a Kafka topic name (1 to 249 characters of [a-zA-Z0-9._-], not . or ..) or a /regular expression/ (got "` + strings.Repeat("t", 64) + `"...)`},
 		{name: "topic ..", content: "consumers:\n  - {name: a, topics: [\"..\"]}\n",
-			want: `config: consumers[0].topics[0]: must be a Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], not . or .. (got "..")`},
+			want: `config: consumers[0].topics[0]: must be a Kafka topic name (1 to 249 characters of [a-zA-Z0-9._-], not . or ..) or a /regular expression/ (got "..")`},
 		{name: "topic with a newline", content: "consumers:\n  - {name: a, topics: [\"t\\nx\"]}\n",
-			want: `config: consumers[0].topics[0]: must be a Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], not . or .. (got "t\nx")`},
+			want: `config: consumers[0].topics[0]: must be a Kafka topic name (1 to 249 characters of [a-zA-Z0-9._-], not . or ..) or a /regular expression/ (got "t\nx")`},
 		{name: "seed topic", content: top + "kafka: {embedded: {seed: {topic: \"a b\"}}}\n",
 			want: `config: kafka.embedded.seed.topic: must be a Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], not . or .. (got "a b")`},
 		{name: "broker without port", content: top + "kafka: {brokers: [no-port]}\n",

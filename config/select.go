@@ -13,6 +13,11 @@ import (
 //  4. topics in excludeTopics are removed from each consumer;
 //  5. consumers left without topics are dropped.
 //
+// A /pattern/ in topics is filtered by what it matches: with includeTopics,
+// it is replaced by the included names it matches (a consumer whose pattern
+// matches none of them has nothing left of it); excludeTopics join the
+// consumer's exclude_topics, which the pattern never matches.
+//
 // A consumer name that matches no consumer is an error, since a typo in a
 // filter would otherwise silently run the wrong set. So is a selection that
 // leaves nothing to run. Topic names are not checked: the same topic filter
@@ -36,7 +41,28 @@ func (c *Config) Select(includeConsumers, excludeConsumers, includeTopics, exclu
 		// A fresh slice, so narrowing never writes into a topics array the
 		// caller may share.
 		var topics []string
+		patterns := false
 		for _, t := range cons.Topics {
+			if IsTopicPattern(t) {
+				// The filters apply to what the pattern matches: the
+				// included names it matches replace it; the excluded ones
+				// join exclude_topics.
+				patterns = true
+				if len(includeTopics) == 0 {
+					topics = append(topics, t)
+					continue
+				}
+				re, err := compileTopicPattern(t)
+				if err != nil {
+					return fieldErr("consumers", err.Error())
+				}
+				for _, inc := range includeTopics {
+					if re.MatchString(inc) && !slices.Contains(excludeTopics, inc) && !slices.Contains(topics, inc) {
+						topics = append(topics, inc)
+					}
+				}
+				continue
+			}
 			if len(includeTopics) > 0 && !slices.Contains(includeTopics, t) {
 				continue
 			}
@@ -49,6 +75,9 @@ func (c *Config) Select(includeConsumers, excludeConsumers, includeTopics, exclu
 			continue
 		}
 		cons.Topics = topics
+		if patterns && len(excludeTopics) > 0 {
+			cons.ExcludeTopics = slices.Concat(cons.ExcludeTopics, excludeTopics)
+		}
 		kept = append(kept, cons)
 	}
 	if len(kept) == 0 {

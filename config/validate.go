@@ -154,10 +154,27 @@ func (c *Consumer) validate(key string) error {
 		if strings.TrimSpace(t) == "" {
 			return fieldErr(k, "must not be empty")
 		}
+		if IsTopicPattern(t) {
+			if _, err := compileTopicPattern(t); err != nil {
+				return fieldErr(k, err.Error())
+			}
+			continue
+		}
 		if !validTopic(t) {
 			// `turbo dev` created such topics, and Kafka refuses them.
-			return topicErr(k, t)
+			return fieldErr(k, fmt.Sprintf("must be a Kafka topic name (1 to 249 characters of [a-zA-Z0-9._-], not . or ..) or a /regular expression/ (got %s)", quoteValue(t)))
 		}
+	}
+	if len(c.ExcludeTopics) > MaxTopics {
+		return fieldErr(key+".exclude_topics", fmt.Sprintf("at most %d topics (got %d)", MaxTopics, len(c.ExcludeTopics)))
+	}
+	for i, t := range c.ExcludeTopics {
+		if !validTopic(t) {
+			return topicErr(fmt.Sprintf("%s.exclude_topics[%d]", key, i), t)
+		}
+	}
+	if err := durRange(key+".metadata_refresh", c.MetadataRefresh, MinMetadataRefresh, MaxDuration); err != nil {
+		return err
 	}
 	if err := oneOf(key+".initial_offset", c.InitialOffset, OffsetOldest, OffsetNewest); err != nil {
 		return err

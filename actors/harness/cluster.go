@@ -55,7 +55,8 @@ func (h *Harness) Feed(recs ...Record) {
 // taken again once it is.
 func (h *Harness) Assign(topic string, partitions ...int32) {
 	h.t.Helper()
-	if !slices.Contains(h.cfg.Consumer.Topics, topic) {
+	sub, err := h.cfg.Consumer.Subscription()
+	if err != nil || !slices.Contains(sub.Match([]string{topic}), topic) {
 		h.t.Fatalf("harness: Assign: the consumer does not subscribe to %q (topics %v)", topic, h.cfg.Consumer.Topics)
 	}
 	h.cluster.Assign(tps(topic, partitions)...)

@@ -149,7 +149,22 @@ type target struct {
 func idleTargets(client sarama.Client, consumers []config.Consumer) ([]*target, error) {
 	var targets []*target
 	for _, c := range consumers {
-		for _, topic := range c.Topics {
+		topics := c.Topics
+		if sub, err := c.Subscription(); err != nil {
+			return nil, err
+		} else if sub.HasPatterns() {
+			// What the patterns match now: a topic created later is not
+			// what the topics held at start.
+			if err := client.RefreshMetadata(); err != nil {
+				return nil, fmt.Errorf("listing the topics: %w", err)
+			}
+			all, err := client.Topics()
+			if err != nil {
+				return nil, fmt.Errorf("listing the topics: %w", err)
+			}
+			topics = sub.Match(all)
+		}
+		for _, topic := range topics {
 			parts, err := client.Partitions(topic)
 			if err != nil {
 				return nil, fmt.Errorf("partitions of %s: %w", topic, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -194,7 +195,15 @@ type generation struct {
 // start creates and starts every consumer; on an error it stops those it
 // started.
 func (g *generation) start() error {
+	var deadLetters []string
 	for _, cc := range g.cfg.Consumers {
+		if cc.DLQTopic != "" {
+			deadLetters = append(deadLetters, cc.DLQTopic)
+		}
+	}
+	for _, cc := range g.cfg.Consumers {
+		// A pattern never matches a dead-letter topic, whoever's.
+		cc.ExcludeTopics = slices.Concat(cc.ExcludeTopics, deadLetters)
 		h, err := handlers.New(cc.Handler, cc.Concurrency, g.o.stdout)
 		if c, ok := h.(io.Closer); ok && err == nil {
 			g.closers = append(g.closers, c)
@@ -374,7 +383,11 @@ func restartOnly(old, cfg *config.Config) []string {
 func startEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*embedded.Broker, error) {
 	var topics []string
 	for _, c := range cfg.Consumers {
-		topics = append(topics, c.Topics...)
+		for _, t := range c.Topics {
+			if !config.IsTopicPattern(t) {
+				topics = append(topics, t)
+			}
+		}
 	}
 	e := cfg.Kafka.Embedded
 	b, err := embedded.Start(embedded.Options{Partitions: e.Partitions, Topics: topics})

@@ -128,3 +128,11 @@ func deleteTopic(t testing.TB, brokers []string, topic string) {
 		t.Logf("topic %q left on %v: deleting it: %v", topic, brokers, err)
 	}
 }
+
+// CreateTopics creates topics (partitions each) on the broker at addr, a
+// shared cluster's or a test's own `turbo dev`, and waits until they can
+// be written to; they are deleted at cleanup.
+func CreateTopics(t testing.TB, addr string, partitions int, topics ...string) {
+	t.Helper()
+	createTopics(t, []string{addr}, partitions, topics)
+}

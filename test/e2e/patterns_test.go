@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/test/testkit"
+)
+
+// topics: ["/regex/"]: the topics matching when turbo starts are consumed,
+// a matching topic created later is consumed within metadata_refresh (plus
+// the group's rejoin), and neither the dead-letter topic, an internal
+// ("__") topic nor one --exclude-topics names is ever consumed, though
+// each matches the pattern.
+func TestTopicPatternsFollowNewTopics(t *testing.T) {
+	const records, refresh = 100, 500 * time.Millisecond
+	base := testkit.TopicName("pattern")
+	early, late, excluded := base+".early", base+".late", base+".excluded"
+	dlq, internal := base+".dlq", "__"+base+".internal"
+	addr := testkit.Cluster(t, 2, early, dlq)
+	testkit.CreateTopics(t, addr, 2, internal)
+	for _, topic := range []string{early, dlq, internal} {
+		testkit.ProduceWithBinary(t, addr, topic, records, 10)
+	}
+	ledger := testkit.NewLedger(0)
+	// Offsets start again in every topic: a key's order is judged within
+	// each topic (the ledger's default judges a key across all).
+	ledger.UnitOf = func(rec *actors.Record) string { return rec.Topic + "/" + string(rec.Key) }
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+kafka:
+  brokers: [%q]
+consumers:
+  - name: pattern
+    group: %s
+    topics: ["/.*%s.*/"]
+    metadata_refresh: %s
+    on_failure: dlq
+    dlq_topic: %s
+    commit_interval: 100ms
+    handler: {type: http, url: %q, timeout: 5s}
+log: {level: info, format: json}
+`, addr, base, regexp.QuoteMeta(base), refresh, dlq, ledger.Endpoint(t)))
+	run := testkit.Start(t, nil, "run", "--config", cfg, "--exclude-topics", excluded)
+
+	byTopic := func() map[string]int {
+		out := map[string]int{}
+		for name := range ledger.Handled() {
+			topic, _, _ := strings.Cut(name, "/")
+			out[topic]++
+		}
+		return out
+	}
+	testkit.Eventually(t, time.Minute, "the records of the topic that matched at start", func() bool { return byTopic()[early] == records })
+
+	testkit.CreateTopics(t, addr, 2, late, excluded)
+	created := time.Now()
+	testkit.ProduceWithBinary(t, addr, late, records, 10)
+	testkit.ProduceWithBinary(t, addr, excluded, records, 10)
+	testkit.Eventually(t, 30*time.Second, "the records of the topic created after the start", func() bool { return byTopic()[late] == records })
+	pickedUp := time.Since(created)
+
+	// Three more refreshes: still nothing from the topics no pattern may match.
+	testkit.Holds(t, 3*refresh, "nothing consumed from the dead-letter, internal or excluded topics", func() error {
+		got := byTopic()
+		for _, topic := range []string{dlq, internal, excluded} {
+			if got[topic] != 0 {
+				return fmt.Errorf("%d records of %s consumed", got[topic], topic)
+			}
+		}
+		return nil
+	})
+	rep := ledger.Report()
+	if rep.Duplicates != 0 || rep.Overlaps != 0 || rep.OrderViolations != 0 {
+		t.Fatalf("%d duplicates, %d overlaps, %d order violations (%v)", rep.Duplicates, rep.Overlaps, rep.OrderViolations, rep.Examples)
+	}
+	run.Signal(t, syscall.SIGTERM)
+	if code := run.Wait(t, time.Minute); code != 0 {
+		t.Fatalf("turbo run exited %d", code)
+	}
+	t.Logf("FIGURES topic-pattern broker=%s metadata_refresh=%s new-topic-consumed-in=%s (from its creation to its last record handled)",
+		brokerKind(), refresh, pickedUp.Round(time.Millisecond))
+}
