@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/actors/memkafka"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
+	"github.com/turbokafka/turbo/config"
 )
 
 // memGroup is the client proxy's Kafka side over an in-memory cluster
