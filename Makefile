@@ -28,7 +28,7 @@ TOOLS_ENV := .cache/tools.env
 # Sources TOOLS_ENV into a recipe's shell.
 WITH_TOOLS = set -a && . ./$(TOOLS_ENV) && set +a &&
 
-.PHONY: all build run test test-web tools vet fmt-check proto proto-check bench bench-quick fuzz fuzz-config clean
+.PHONY: all build image run test test-web tools vet fmt-check proto proto-check bench bench-quick fuzz fuzz-config clean
 
 all: build
 
@@ -36,6 +36,16 @@ all: build
 ## (turbo version), whatever GOFLAGS says.
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/turbo
+
+## image: the container image (examples/container/Dockerfile, target
+## prebuilt) from a static binary built here, with podman; no registry needed.
+IMAGE     ?= localhost/turbo:dev
+IMAGE_DIR := .cache/image
+image:
+	@mkdir -p $(IMAGE_DIR)
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -ldflags="-s -w -buildid=" -o $(IMAGE_DIR)/turbo ./cmd/turbo
+	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/
+	podman build --target prebuilt -f examples/container/Dockerfile -t $(IMAGE) $(IMAGE_DIR)
 
 ## run: the quickstart, on the embedded broker; ends by itself.
 run: build

@@ -21,6 +21,13 @@
 # where an init system runs, start a Prometheus server, which the tests do not
 # want; promtool is a static binary that needs nothing else from it.
 #
+# podman: TURBO_TEST_PODMAN or podman on PATH, else Debian's podman and runc
+# packages, installed with apt-get like Chromium; for the container test
+# (test/container). `env` adds TURBO_TEST_PODMAN=... and, when runc is there,
+# TURBO_TEST_OCI_RUNTIME=... (crun, podman's default here, refuses hosts whose
+# cgroups are in hybrid mode, as some CI machines' are); a missing podman
+# only leaves its line out (the container test then fails and says why).
+#
 # Messages go to stderr; stdout carries only the paths (or the env lines).
 # Exit codes: 0 ok, 1 failure, 2 usage, 3 the tool is missing and cannot be
 # installed (as test/kafka/kafka.sh does for Java). `env` exits 3 when
@@ -76,31 +83,61 @@ find_chromium() {
 	return 1
 }
 
-install_chromium() {
-	local sudo
+# apt_install installs packages $2... with apt-get, named $1 in messages;
+# without their recommends unless APT_RECOMMENDS=yes.
+apt_install() {
+	local what=$1 sudo
+	shift
 	if ! sudo=$(sudo_cmd); then
-		log "not root and no password-less sudo: cannot install chromium"
+		log "not root and no password-less sudo: cannot install $what"
 		return 1
 	fi
 	if ! command -v apt-get >/dev/null; then
-		log "no apt-get: cannot install chromium"
+		log "no apt-get: cannot install $what"
 		return 1
 	fi
-	if [[ -z $(apt_candidate chromium) ]]; then
+	if [[ -z $(apt_candidate "$1") ]]; then
 		apt_update "$sudo" || return 1
 	fi
 	local started=$SECONDS
-	log "installing chromium $(apt_candidate chromium) with apt-get"
+	log "installing $what $(apt_candidate "$1") with apt-get"
 	# shellcheck disable=SC2086
 	if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=$APT_LOCK_TIMEOUT \
-		install -y -q --no-install-recommends chromium fonts-liberation >&2; then
+		install -y -q "$(recommends)" "$@" >&2; then
 		# Lists older than the mirror's files end in 404s: refresh, once.
 		apt_update "$sudo" || return 1
 		# shellcheck disable=SC2086
 		$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=$APT_LOCK_TIMEOUT \
-			install -y -q --no-install-recommends chromium fonts-liberation >&2 || return 1
+			install -y -q "$(recommends)" "$@" >&2 || return 1
 	fi
-	log "chromium installed in $((SECONDS - started)) s"
+	log "$what installed in $((SECONDS - started)) s"
+}
+
+recommends() {
+	if [[ ${APT_RECOMMENDS:-} == yes ]]; then
+		printf -- '--install-recommends'
+	else
+		printf -- '--no-install-recommends'
+	fi
+}
+
+install_chromium() { apt_install chromium chromium fonts-liberation; }
+
+# need_podman prints the path of podman (and installs it with runc when
+# missing), or fails with 3.
+need_podman() {
+	if [[ -n ${TURBO_TEST_PODMAN:-} && -x ${TURBO_TEST_PODMAN} ]]; then
+		printf '%s\n' "$TURBO_TEST_PODMAN"
+		return 0
+	fi
+	if ! command -v podman >/dev/null || ! command -v runc >/dev/null; then
+		# With its recommends (storage and network helpers), as tested.
+		if ! APT_RECOMMENDS=yes apt_install podman podman runc; then
+			log "podman cannot be installed; the container test cannot run"
+			return 3
+		fi
+	fi
+	command -v podman
 }
 
 need_chromium() {
@@ -206,6 +243,9 @@ chromium)
 promtool)
 	need_promtool
 	;;
+podman)
+	need_podman
+	;;
 env)
 	rc=0
 	if chromium=$(need_chromium); then
@@ -219,10 +259,16 @@ env)
 		prc=$?
 		[[ $prc -eq 3 ]] || rc=$prc
 	fi
+	if podman=$(need_podman); then
+		printf 'TURBO_TEST_PODMAN=%q\n' "$podman"
+		if runc=$(command -v runc); then
+			printf 'TURBO_TEST_OCI_RUNTIME=%q\n' "$runc"
+		fi
+	fi
 	exit $rc
 	;;
 *)
-	printf 'usage: %s [chromium|promtool|env]\n' "$0" >&2
+	printf 'usage: %s [chromium|promtool|podman|env]\n' "$0" >&2
 	exit 2
 	;;
 esac
