@@ -150,6 +150,11 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	defer func() {
 		stopStatus()
 		bg.Wait()
+		// The summary is the run's last line. sarama closes a client's
+		// broker connections on goroutines of its own after Close returns
+		// (safeAsyncClose), and each says so at debug level: those lines
+		// would follow it.
+		useSaramaLogger(zerolog.Nop())
 		status.summary(time.Since(start))
 	}()
 
