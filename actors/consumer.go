@@ -52,6 +52,11 @@ type Options struct {
 	// trace.go); nil makes none. Trace context reaches the handler's
 	// context either way.
 	TracerProvider trace.TracerProvider
+	// JoinGate, when set, is called once the consumer has connected to
+	// Kafka and before it first joins its group; the join waits until it
+	// returns (or until the consumer is stopped: done closes). A swarm's
+	// nodes use it to join together (supervisor.Node.AwaitStart).
+	JoinGate func(done <-chan struct{})
 }
 
 // Consumer is a running consumer. It is safe for concurrent use.
@@ -145,6 +150,7 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 		dispatcher:      c.pool,
 		inMemory:        cluster,
 		released:        &releasedAt{},
+		joinGate:        &joinGate{wait: opts.JoinGate},
 	}
 	if spec.batch == nil {
 		spec.handler = traced(opts.Handler, cc.Name, opts.TracerProvider)

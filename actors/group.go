@@ -29,6 +29,7 @@ type kafkaGroup struct {
 	brokers    []string
 	groupID    string
 	topics     config.Subscription
+	joinGate   *joinGate
 	refresh    time.Duration // how often the topics matching patterns are looked up
 	cfg        *sarama.Config
 	net        *kafkanet.Net // secures cfg before every attempt to connect
@@ -105,6 +106,7 @@ func (g *kafkaGroup) run() {
 		wg.Go(func() { g.unblockStop(client, consumed) })
 	}
 
+	g.joinGate.pass(g.ctx.Done())
 	failures := 0
 	for g.ctx.Err() == nil {
 		topics, ctx, endSession := g.subscribe(client)
@@ -742,4 +744,18 @@ func (g *kafkaGroup) matching(client sarama.Client) ([]string, error) {
 		return nil, err
 	}
 	return g.topics.Match(all), nil
+}
+
+// joinGate holds a consumer's first join until Options.JoinGate returns;
+// later joins (a rebalance, a restarted tree) pass at once.
+type joinGate struct {
+	wait func(done <-chan struct{})
+	once sync.Once
+}
+
+func (j *joinGate) pass(done <-chan struct{}) {
+	if j == nil || j.wait == nil {
+		return
+	}
+	j.once.Do(func() { j.wait(done) })
 }

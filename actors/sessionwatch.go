@@ -50,6 +50,12 @@ type sessionWatch struct {
 	conn *sarama.Broker // the probe's connection, used by one probe at a time
 }
 
+// probeInterval is the least time between two of the watch's own
+// heartbeats: sarama's (every 250 ms) are what tell a member of a
+// rebalance; the watch's judge the session's life, which a second's
+// resolution does against a 10 s session timeout.
+const probeInterval = time.Second
+
 func newSessionWatch(client sarama.Client, cfg *sarama.Config, groupID string, sess sarama.ConsumerGroupSession,
 	probes *sync.WaitGroup, log zerolog.Logger) *sessionWatch {
 	pc := *cfg
@@ -58,7 +64,7 @@ func newSessionWatch(client sarama.Client, cfg *sarama.Config, groupID string, s
 	pc.Net.ReadTimeout = max(2*cfg.Consumer.Group.Heartbeat.Interval, cfg.Consumer.Group.Session.Timeout/3)
 	return &sessionWatch{
 		client: client, cfg: &pc, groupID: groupID, sess: sess, probes: probes, log: log,
-		interval: cfg.Consumer.Group.Heartbeat.Interval,
+		interval: max(cfg.Consumer.Group.Heartbeat.Interval, probeInterval),
 		live:     newSessionLiveness(cfg.Consumer.Group.Session.Timeout, time.Now()),
 		lost:     make(chan struct{}),
 		stopCh:   make(chan struct{}),

@@ -22,6 +22,7 @@ import (
 type treeSpec struct {
 	consumer        config.Consumer
 	topics          config.Subscription
+	joinGate        *joinGate // once per consumer, not per generation of the tree
 	kafka           config.Kafka
 	net             *kafkanet.Net // TLS and SASL, shared by every generation (one OAuth token)
 	brokers         []string
@@ -83,6 +84,7 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 		released:   s.released,
 		brokers:    s.brokers,
 		groupID:    s.consumer.Group,
+		joinGate:   s.joinGate,
 		topics:     s.topics,
 		refresh:    s.consumer.MetadataRefresh,
 		cfg:        saramaConfig(s.kafka, s.consumer, s.shutdownTimeout),
@@ -129,10 +131,14 @@ func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Durati
 	cfg.Consumer.Group.Rebalance.Timeout = max(cfg.Consumer.Group.Rebalance.Timeout, shutdownTimeout+10*time.Second)
 	// Members learn of a rebalance from a heartbeat's answer, and a
 	// cooperative one takes two rounds: sarama's 3 s interval made every
-	// join cost several seconds of a member idling. A tenth of the session
-	// timeout, as far as the broker goes, is cheap (one small request a
-	// second per member).
-	cfg.Consumer.Group.Heartbeat.Interval = time.Second
+	// join cost several seconds of a member idling. At 1 s, a swarm's start
+	// still lost 3-4 s: the first member to join took every partition,
+	// started records for a second before it heard of the others, and
+	// then drained what it had started of the partitions it gave up
+	// (measured, TestSwarmExitOnIdle: 4.0 s from the first assignment to
+	// the last; 0.75 s at 250 ms). Four small requests a second per member
+	// are cheap for a broker.
+	cfg.Consumer.Group.Heartbeat.Interval = 250 * time.Millisecond
 	// A JoinGroup waits on the broker until every member has rejoined, up
 	// to the rebalance timeout — and a member rejoins only once its revoked
 	// partitions drained (up to shutdown_timeout). sarama reads every

@@ -23,6 +23,10 @@ const (
 	// when the group has committed what the topics held and says so in its
 	// reports (Report.idle), and goes on until the supervisor stops it.
 	EnvExitOnIdle = "TURBO_SWARM_EXIT_ON_IDLE"
+	// EnvStartGate names a file that appears once every node of the
+	// swarm's first start has said hello (Node.AwaitStart); nodes started
+	// later (restarts) do not get it.
+	EnvStartGate = "TURBO_SWARM_START_GATE"
 )
 
 // Node is a node's identity, given by its supervisor.
@@ -30,6 +34,8 @@ type Node struct {
 	Index  int
 	Nodes  int // the swarm's size: a node's share of a consumer-wide limit
 	Socket string
+	// StartGate: see EnvStartGate; "" for a node that need not wait.
+	StartGate string
 }
 
 // NodeFromEnv returns the node identity when this process was started by a
@@ -49,7 +55,40 @@ func NodeFromEnv(lookup func(string) (string, bool)) (n Node, ok bool, err error
 	if err != nil || nodes <= i {
 		return Node{}, false, fmt.Errorf("%s=%q is not a swarm size above node index %d", EnvNodes, count, i)
 	}
-	return Node{Index: i, Nodes: nodes, Socket: sock}, true, nil
+	gate, _ := lookup(EnvStartGate)
+	return Node{Index: i, Nodes: nodes, Socket: sock, StartGate: gate}, true, nil
+}
+
+// startGatePoll is how often AwaitStart looks for the gate.
+const startGatePoll = time.Millisecond
+
+// AwaitStart waits, at most max, until every node of the swarm's first
+// start has said hello to the supervisor, so that the nodes join their
+// consumer groups together: a node that joined alone would take every
+// partition, start their records, and a moment later (its next heartbeat)
+// hand most of them over, draining what it had started first — seconds
+// lost at every swarm start. It returns at once for a node without a gate
+// (a restart), and reports whether the gate opened.
+func (n Node) AwaitStart(done <-chan struct{}, max time.Duration) bool {
+	if n.StartGate == "" {
+		return true
+	}
+	t := time.NewTicker(startGatePoll)
+	defer t.Stop()
+	deadline := time.NewTimer(max)
+	defer deadline.Stop()
+	for {
+		if _, err := os.Stat(n.StartGate); err == nil {
+			return true
+		}
+		select {
+		case <-t.C:
+		case <-deadline.C:
+			return false
+		case <-done:
+			return false
+		}
+	}
 }
 
 // NodeOptions configure a node's link to its supervisor.

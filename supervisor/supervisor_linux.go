@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,10 @@ type run struct {
 	result   error // what Run returns
 	roll     rolling
 	config   web.ConfigState
+	// gate opens (the file appears) once every node of the first start
+	// said hello, or at gateBy; "" once open (Node.AwaitStart).
+	gate   string
+	gateBy time.Time
 }
 
 // Run starts the nodes and supervises them until ctx is cancelled (then it
@@ -104,6 +109,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	r.roll.current = -1
 	for i := range r.cfg.Nodes {
 		r.slots = append(r.slots, &slot{index: i, startAt: now})
+	}
+	if r.cfg.Nodes > 1 {
+		r.gate, r.gateBy = filepath.Join(filepath.Dir(r.health.path), "start"), now.Add(r.cfg.NodeReportTimeout)
 	}
 	r.log.Info().Int("nodes", r.cfg.Nodes).Str("socket", r.health.path).Msg("swarm starting")
 	r.loop(ctx)
@@ -226,6 +234,9 @@ func (r *run) start(now time.Time, sl *slot) {
 	if r.o.ExitOnIdle {
 		env = append(env, EnvExitOnIdle+"=1")
 	}
+	if r.gate != "" {
+		env = append(env, EnvStartGate+"="+r.gate)
+	}
 	if r.o.HTTP.Listen != "" {
 		// Metrics and status make a report up to maxFrame instead of 200
 		// bytes: nodes send them only when someone serves them.
@@ -319,6 +330,7 @@ func (r *run) handle(now time.Time, e event) {
 			sl.state = slotRunning
 		}
 		r.log.Info().Int("node", sl.index).Int("pid", e.pid).Str("version", e.version).Msg("node joined")
+		r.openGate(now)
 	case evReport:
 		sl.heard(now)
 		sl.report = e.report
@@ -360,8 +372,31 @@ func (r *run) exited(now time.Time, sl *slot) {
 	sl.startAt = now.Add(r.cfg.NodeRestartTimeout)
 }
 
+// openGate opens the start gate once every node has said hello, or when
+// gateBy has passed (a node that cannot start must not hold the others).
+func (r *run) openGate(now time.Time) {
+	if r.gate == "" {
+		return
+	}
+	waiting := 0
+	for _, sl := range r.slots {
+		if sl.state != slotRunning {
+			waiting++
+		}
+	}
+	if waiting > 0 && now.Before(r.gateBy) {
+		return
+	}
+	if err := os.WriteFile(r.gate, nil, 0o600); err != nil {
+		r.log.Warn().Err(err).Msg("cannot open the start gate: the nodes start when their wait ends")
+	}
+	r.log.Info().Int("not_yet_joined", waiting).Msg("every node joined: they join their consumer groups together")
+	r.gate = ""
+}
+
 // supervise is the periodic check: memory from /proc, silence, reports.
 func (r *run) supervise(now time.Time) {
+	r.openGate(now)
 	for _, sl := range r.slots {
 		if sl.proc == nil {
 			continue

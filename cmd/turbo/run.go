@@ -165,6 +165,13 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 			kafka.Brokers = embeddedAddrs
 		}
 		g := &generation{cfg: cfg, kafka: kafka, o: o, obs: obs, tp: tp, lost: lost, metrics: observe}
+		if n := o.node; n != nil {
+			g.joinGate = func(done <-chan struct{}) {
+				if !n.node.AwaitStart(done, cfg.Swarm.NodeReportTimeout) {
+					log.Warn().Msg("the swarm's nodes did not all start in time: joining the group anyway")
+				}
+			}
+		}
 		if err := g.start(); err != nil {
 			return err
 		}
@@ -192,6 +199,9 @@ type generation struct {
 	lost  <-chan struct{}
 	// metrics: the consumers keep their histograms (someone serves them)
 	metrics bool
+	// joinGate: a swarm node's consumers join their groups with the other
+	// nodes' (supervisor.Node.AwaitStart)
+	joinGate func(done <-chan struct{})
 
 	consumers []*actors.Consumer
 	closers   []io.Closer // handlers that hold connections (grpc): closed once their consumers stopped
@@ -217,7 +227,7 @@ func (g *generation) start() error {
 			var c *actors.Consumer
 			c, err = actors.New(actors.Options{
 				Consumer: cc, Kafka: g.kafka, ShutdownTimeout: g.cfg.ShutdownTimeout, Handler: h, Logger: g.o.log, Metrics: g.metrics,
-				TracerProvider: g.tp,
+				TracerProvider: g.tp, JoinGate: g.joinGate,
 			})
 			if err == nil {
 				g.consumers = append(g.consumers, c)
@@ -504,7 +514,7 @@ func configEnviron(environ []string) []string {
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case supervisor.EnvSocket, supervisor.EnvIndex, supervisor.EnvNodes, supervisor.ObserveEnv, supervisor.EnvExitOnIdle:
+		case supervisor.EnvSocket, supervisor.EnvIndex, supervisor.EnvNodes, supervisor.ObserveEnv, supervisor.EnvExitOnIdle, supervisor.EnvStartGate:
 		default:
 			out = append(out, kv)
 		}
