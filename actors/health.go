@@ -41,8 +41,7 @@ func (c *Consumer) Live() Check {
 // The rule is health.StuckHandler, which a swarm node's report shares.
 func stuckHandler(now time.Time, s Snapshot, maxHandler, grace time.Duration) Check {
 	if ran, stuck := health.StuckHandler(now, s.Oldest, maxHandler, grace); stuck {
-		return Check{Reason: fmt.Sprintf("a handler has run for %s, ignoring its cancellation (max_handler_time %s, shutdown_timeout %s)",
-			ran.Round(time.Second), maxHandler, grace)}
+		return Check{Reason: health.StuckReason(ran, maxHandler, grace)}
 	}
 	return Check{OK: true}
 }

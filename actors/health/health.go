@@ -5,7 +5,17 @@
 // actor system, so the supervisor side may use it without linking either.
 package health
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
+
+// StuckReason says what StuckHandler found, in the same words for the
+// liveness probe and a swarm node's report.
+func StuckReason(ran, maxHandler, grace time.Duration) string {
+	return fmt.Sprintf("a handler has run for %s, ignoring its cancellation (max_handler_time %s, shutdown_timeout %s)",
+		ran.Round(time.Second), maxHandler, grace)
+}
 
 // StuckHandler judges the oldest running handler, started at oldest (zero:
 // none runs). It is stuck when it has run for longer than maxHandler plus

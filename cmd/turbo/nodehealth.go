@@ -65,8 +65,7 @@ func buildReport(now, started time.Time, consumers []consumerHealth, lim healthL
 		if stalled := now.Sub(poll); stalled > lim.pollStall {
 			r.Status, r.Detail = swarmpb.Status_STATUS_POLL_STALLED, fmt.Sprintf("not polling Kafka for %s", stalled.Round(time.Second))
 		} else if ran, stuck := health.StuckHandler(now, s.Oldest, c.maxHandlerTime, lim.grace); stuck {
-			r.Status, r.Detail = swarmpb.Status_STATUS_HANDLER_STUCK,
-				fmt.Sprintf("a handler has run for %s (max_handler_time %s)", ran.Round(time.Second), c.maxHandlerTime)
+			r.Status, r.Detail = swarmpb.Status_STATUS_HANDLER_STUCK, health.StuckReason(ran, c.maxHandlerTime, lim.grace)
 		}
 	}
 	return r

@@ -36,7 +36,7 @@ func TestBuildReport(t *testing.T) {
 		t.Errorf("a handler within max_handler_time + grace: %v, want OK", r.Status)
 	}
 	if r := buildReport(t0.Add(41*time.Second), t0, []consumerHealth{stuck}, lim); r.Status != swarmpb.Status_STATUS_HANDLER_STUCK ||
-		r.Detail != "a handler has run for 41s (max_handler_time 10s)" {
+		r.Detail != "a handler has run for 41s, ignoring its cancellation (max_handler_time 10s, shutdown_timeout 30s)" {
 		t.Errorf("a handler past max_handler_time + grace: %v %q, want HANDLER_STUCK saying how long it ran", r.Status, r.Detail)
 	}
 	stuck.maxHandlerTime = 0
