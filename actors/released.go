@@ -43,11 +43,13 @@ type releasedAt struct {
 	final map[TopicPartition]releasedFinal
 }
 
-// releasedFinal is a partition's final watermark at its last release, and
-// the id of the topic it was read from.
+// releasedFinal is what this member finished of a partition, as its
+// releases said: everything below offset, and ranges above it; and the id
+// of the topic it was read from.
 type releasedFinal struct {
-	fc    finalCommit
-	topic topicID
+	offset int64
+	ranges []offsetmeta.Range // sorted, disjoint, above offset
+	topic  topicID
 }
 
 // topicID is a topic's id (KIP-516): a topic deleted and created again under
@@ -58,29 +60,61 @@ type topicID [16]byte
 func (id topicID) known() bool { return id != topicID{} }
 
 // remember records that tp, read from the topic with id, was released at fc.
+//
+// Releases of the same topic add up: everything any of them says was
+// finished was finished here. The last release alone may know less than
+// an earlier one — a lost claim's final watermark may come after a later
+// claim of the partition was released, and a tree restarting over one
+// record that never succeeds releases at that record every time, each
+// generation having read only part of what the one before finished — so
+// it must not replace it. A different topic id replaces everything.
 func (r *releasedAt) remember(tp TopicPartition, id topicID, fc finalCommit) {
 	if !fc.ok || fc.offset < 0 {
 		return
+	}
+	ranges, err := offsetmeta.Decode(fc.offset, fc.meta)
+	if err != nil {
+		ranges = nil // our own encoding; unreadable would be a bug, and the offset alone is still true
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.final == nil {
 		r.final = make(map[TopicPartition]releasedFinal)
 	}
-	// A lost claim's final watermark may come after a later claim of the
-	// partition was released: the higher one of the same topic stays
-	// (everything below either was finished here).
-	if old, ok := r.final[tp]; ok && old.topic == id && old.fc.offset > fc.offset {
-		return
+	next := releasedFinal{offset: fc.offset, ranges: ranges, topic: id}
+	if old, ok := r.final[tp]; ok && old.topic == id {
+		next.offset = max(old.offset, fc.offset)
+		next.ranges = above(next.offset, unionRanges(append(slices.Clone(old.ranges), ranges...)))
 	}
-	r.final[tp] = releasedFinal{fc: fc, topic: id}
+	if len(next.ranges) > maxReleasedRanges {
+		next.ranges = next.ranges[:maxReleasedRanges:maxReleasedRanges] // the lowest: a new claim reads them first
+	}
+	r.final[tp] = next
+}
+
+// maxReleasedRanges bounds what a partition's memory keeps above its
+// watermark (16 bytes a range). Each release's ranges fit in the commit
+// metadata budget, but their union could grow with every release.
+const maxReleasedRanges = 4096
+
+// above returns the parts of the sorted, disjoint ranges rs above offset.
+func above(offset int64, rs []offsetmeta.Range) []offsetmeta.Range {
+	out := rs[:0]
+	for _, r := range rs {
+		if r.To < offset {
+			continue
+		}
+		r.From = max(r.From, offset)
+		out = append(out, r)
+	}
+	return out
 }
 
 // finished returns the offsets at or above committed (where a new claim of
 // tp starts reading; negative when the group has no commit) known to be
 // finished: broker's ranges (from the committed metadata) and what this
-// member had finished when it last released tp, merged, sorted and
-// disjoint. id is the topic's id now (zero if unknown).
+// member had finished when it released tp, merged, sorted and disjoint. id
+// is the topic's id now (zero if unknown).
 func (r *releasedAt) finished(tp TopicPartition, id topicID, committed int64, broker []offsetmeta.Range) []offsetmeta.Range {
 	r.mu.Lock()
 	m, ok := r.final[tp]
@@ -92,14 +126,14 @@ func (r *releasedAt) finished(tp TopicPartition, id topicID, committed int64, br
 		return broker // the topic was created again: other records
 	case committed < 0 && !(id.known() && id == m.topic):
 		return broker // no commit, and no proof it is the same topic
-	case m.fc.offset <= committed:
+	case m.offset <= committed && len(above(committed, slices.Clone(m.ranges))) == 0:
 		return broker // the broker knows as much, or more
 	}
 	out := slices.Clone(broker)
-	out = append(out, offsetmeta.Range{From: max(committed, 0), To: m.fc.offset - 1})
-	if mine, err := offsetmeta.Decode(m.fc.offset, m.fc.meta); err == nil {
-		out = append(out, mine...)
+	if m.offset > committed {
+		out = append(out, offsetmeta.Range{From: max(committed, 0), To: m.offset - 1})
 	}
+	out = append(out, above(max(committed, 0), slices.Clone(m.ranges))...)
 	return unionRanges(out)
 }
 

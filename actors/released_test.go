@@ -84,3 +84,36 @@ func TestReleasedAtKeepsTheHigherWatermark(t *testing.T) {
 		t.Errorf("after the topic was created again: %v, want [{5 9}]", got)
 	}
 }
+
+// Each generation of a tree that restarts over one record that never
+// succeeds releases the partition at the same watermark, having read only
+// part of what the last one finished when it halts: what the member
+// finished is the union of what every release said, not the last one
+// (TestRestartKeepsWhatTheTreeFinishedWhenCommitsFail once ran 34 records
+// again when a release with less replaced one with more).
+func TestReleasedAtKeepsWhatEveryReleaseFinished(t *testing.T) {
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	topic := topicID{1}
+	enc := func(committed int64, rs ...offsetmeta.Range) string {
+		meta, _, err := offsetmeta.Encode(committed, rs, 4000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return meta
+	}
+	var r releasedAt
+	r.remember(tp, topic, finalCommit{offset: 50, meta: enc(50, offsetmeta.Range{From: 51, To: 94}), ok: true})
+	r.remember(tp, topic, finalCommit{offset: 50, meta: enc(50, offsetmeta.Range{From: 51, To: 60}), ok: true})
+	want := []offsetmeta.Range{{From: 0, To: 49}, {From: 51, To: 94}}
+	if got := r.finished(tp, topic, -2, nil); !slices.Equal(got, want) {
+		t.Errorf("after a release that had read less: %v, want %v", got, want)
+	}
+	// A higher watermark keeps the earlier ranges above it, and a lower one
+	// arriving late takes nothing away.
+	r.remember(tp, topic, finalCommit{offset: 70, meta: enc(70, offsetmeta.Range{From: 96, To: 97}), ok: true})
+	r.remember(tp, topic, finalCommit{offset: 40, ok: true})
+	want = []offsetmeta.Range{{From: 0, To: 94}, {From: 96, To: 97}}
+	if got := r.finished(tp, topic, -2, nil); !slices.Equal(got, want) {
+		t.Errorf("after a higher watermark and a late lower one: %v, want %v", got, want)
+	}
+}
