@@ -18,7 +18,8 @@ import (
 // so never waited for.
 //
 // It publishes what is worth committing once per commit_interval (sooner for
-// a partition whose watermark moved a lot), with commit metadata that
+// a partition whose watermark moved a lot, and for one that has just
+// drained: see commitAllowance), with commit metadata that
 // records which offsets above the watermark already finished, so whoever
 // holds the partition next skips them.
 type offsetController struct {
@@ -42,6 +43,16 @@ type partitionWatermark struct {
 	gate      *gate // the partition's fetch gate (to bound the watermark window)
 	limitFrom int64 // the committable offset the gate's limit was last set from
 	arrivals  arrivals
+	allowance commitAllowance // drain commits
+	drainNow  bool            // drained and allowed to commit at once (handleDone → publish)
+}
+
+// drained reports whether every record of the partition up to its high
+// watermark (as of the last fetch) has finished: nothing is left to run or
+// to read.
+func (p *partitionWatermark) drained() bool {
+	off, ok := p.tracker.Committable()
+	return ok && p.gate != nil && p.tracker.Pending() == 0 && off >= p.gate.watch.hwm.Load() && p.gate.watch.hwm.Load() >= 0
 }
 
 // showOldest publishes when the partition's oldest unfinished record
@@ -187,9 +198,19 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 			urgent = true
 		}
 	}
+	var now time.Time
 	for _, p := range touched {
 		p.checkWindow()
 		p.showOldest()
+		if p.dirty && p.drained() {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			if p.allowance.drained(now, oc.interval) {
+				p.drainNow = true
+				urgent = true
+			}
+		}
 	}
 	if urgent {
 		oc.publish(c, true)
@@ -197,16 +218,26 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 }
 
 // publish sends the committable offset and metadata of every partition with
-// news (only those whose watermark moved a lot when urgent).
+// news (when urgent, only those whose watermark moved a lot or that drained
+// with allowance left). What a tick publishes is charged to the allowance.
 func (oc *offsetController) publish(c actor.Context, urgent bool) {
 	var out []partitionOffset
+	var now time.Time
 	for tp, p := range oc.parts {
 		if !p.dirty {
 			continue
 		}
 		off, ok := p.tracker.Committable()
-		if !ok || (urgent && off-p.published < oc.commitEvery) {
+		drainNow := p.drainNow
+		p.drainNow = false
+		if !ok || (urgent && !drainNow && off-p.published < oc.commitEvery) {
 			continue
+		}
+		if !urgent {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			p.allowance.ticked(now, oc.interval)
 		}
 		p.dirty = false
 		p.published = off
