@@ -24,6 +24,7 @@ import (
 	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/test/testkit"
 )
 
 const topic = "orders"
@@ -667,4 +668,28 @@ func TestRecordCancelledByAnExpiredRevocationIsNotAFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A partition that drains — every record read up to its high watermark
+// finished — commits at once rather than at the next commit_interval tick
+// (an hour here), twice in a row; a third drain within the interval waits
+// for the tick: over any stretch a partition commits at most once per
+// interval plus that burst of two.
+func TestADrainedPartitionCommitsWithoutWaitingForTheTick(t *testing.T) {
+	h := harness.New(t, consumer(func(c *config.Consumer) { c.CommitInterval = time.Hour }), nil)
+	h.Feed(harness.Seq(topic, 0, 0, 20, 5)...)
+	h.Assign(topic, 0)
+	h.AwaitCommitted(topic, 0, 20) // Config.Timeout, far below the hour
+	h.Feed(harness.Seq(topic, 0, 20, 20, 5)...)
+	if c := h.AwaitCommitted(topic, 0, 40); c.Commits != 2 {
+		t.Errorf("two drains took %d commits, want 2", c.Commits)
+	}
+	h.Feed(harness.Seq(topic, 0, 40, 20, 5)...)
+	h.AwaitHandled(60)
+	testkit.Holds(t, 200*time.Millisecond, "no third drain commit within the interval", func() error {
+		if c := h.Committed(topic, 0); c.Offset != 40 || c.Commits != 2 {
+			return fmt.Errorf("committed %d after %d commits: a third drain committed at once", c.Offset, c.Commits)
+		}
+		return nil
+	})
 }
