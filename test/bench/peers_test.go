@@ -23,6 +23,8 @@ import (
 //     --nodes N --config FILE`), with the built-in `sleep` or `noop` handler;
 //   - plain sarama: ./plainsarama, a sarama consumer group with one
 //     goroutine per partition, mark + auto-commit;
+//   - plain franz-go: ./plainfranz, the same with franz-go, the fastest Go
+//     client (its own goroutine-per-partition example, autocommit marks);
 //   - the Confluent Parallel Consumer: ./parallelconsumer, a Java program
 //     around its ParallelStreamProcessor (see pcJar).
 //
@@ -194,6 +196,18 @@ func swarmAvailable(b *testing.B) error {
 func plainSarama() peer {
 	return peer{name: "plain sarama", command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
 		bin, err := goBinary(b, "plainsarama")
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command(bin, "--brokers", strings.Join(j.brokers, ","), "--topic", j.topic, "--group", group,
+			"--work", j.work.String(), "--commit-interval", commitInterval.String()), nil
+	}}
+}
+
+// plainFranz is ./plainfranz, plainSarama's twin on franz-go.
+func plainFranz() peer {
+	return peer{name: "plain franz-go", command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
+		bin, err := goBinary(b, "plainfranz")
 		if err != nil {
 			return nil, err
 		}
