@@ -148,6 +148,31 @@ bench:
 bench-quick:
 	TURBO_BENCH_QUICK=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./test/bench/
 
+## bench-kafka: the whole table on a real Apache Kafka broker, once per line
+## of KAFKA_LINES (3.9: Kafka 3.9.2, 4: Kafka 4.4.0, where the share-group
+## peer runs too), each started by test/kafka/kafka.sh for the run and always
+## stopped; each line's table goes to .bench/results-kafka-<line>.md and
+## .json. BENCH picks scenarios (a -bench regexp, default all);
+## TURBO_BENCH_QUICK=1 scales them down.
+BENCH ?= .
+bench-kafka:
+	@rc=0; for line in $(KAFKA_LINES); do \
+		$(MAKE) --no-print-directory bench-kafka-line KAFKA_LINE=$$line || rc=1; \
+	done; exit $$rc
+
+.PHONY: bench-kafka bench-kafka-line
+bench-kafka-line:
+	@rc=0; TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) fetch || rc=$$?; \
+	if [ $$rc -eq 3 ]; then echo "bench-kafka: skipped: Java cannot be installed"; exit 0; fi; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
+	state=$$(mktemp -d) || exit 1; \
+	trap 'bash $(KAFKA_SH) stop "$$state"; rm -rf "$$state"' EXIT; \
+	trap 'exit 130' INT TERM; \
+	TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) start "$$state" >/dev/null || exit 1; \
+	unset TURBO_TEST_KAFKA_LINE; set -a; . "$$state/env" || exit 1; set +a; \
+	echo "bench-kafka: Kafka $$TURBO_TEST_KAFKA_VERSION at $$TURBO_TEST_BROKERS"; \
+	TURBO_BENCH_OUT=results-kafka-$(KAFKA_LINE) $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 60m ./test/bench/
+
 ## fuzz: a short run of every fuzz target.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzScheduler -fuzztime 20s ./actors/schedule/

@@ -22,6 +22,7 @@
 //	TURBO_BENCH_RECORDS=N         the no-op scenario's record count
 //	TURBO_BENCH_ROUNDS=N          no-op rounds whose median is reported (3)
 //	TURBO_BENCH_PEERS=a,b         run only the peers whose names contain a or b
+//	TURBO_BENCH_OUT=name          write .bench/name.md and .json (default: results)
 package bench
 
 import (
@@ -72,6 +73,12 @@ type scale struct {
 	memWindow    time.Duration // how long each peer drains it
 	rateRecords  int           // records of the rate-limit run (at rateLimit per second)
 	batchRecords int           // records of each batch-size run (20 ms per request)
+	// BenchmarkScaling: records per point (and the most distinct keys),
+	// records per runner of a concurrency point, the most value bytes of a
+	// value-size point.
+	scaleRecords   int
+	scalePerRunner int
+	scalingBytes   int64
 }
 
 // ioCase is one I/O-bound workload; its ideal time is records × work /
@@ -97,6 +104,9 @@ var (
 		memWindow:    20 * time.Second,
 		rateRecords:  15_000, // 30 s at rateLimit
 		batchRecords: 20_000, // 12.5 s one record per request, 32 at once
+		scaleRecords:   1_000_000,
+		scalePerRunner: 400, // 2 s of 5 ms records per runner
+		scalingBytes:   512 << 20,
 	}
 	quickScale = scale{
 		noopRecords: 200_000,
@@ -112,6 +122,9 @@ var (
 		memWindow:    4 * time.Second,
 		rateRecords:  3_000, // 6 s
 		batchRecords: 4_000,
+		scaleRecords:   200_000,
+		scalePerRunner: 100,
+		scalingBytes:   64 << 20,
 	}
 )
 
@@ -530,6 +543,9 @@ func brokers(b *testing.B) []string {
 
 func brokerDescription() string {
 	if env := os.Getenv("TURBO_TEST_BROKERS"); env != "" {
+		if v := os.Getenv("TURBO_TEST_KAFKA_VERSION"); v != "" {
+			return "Apache Kafka " + v + " (test/kafka/kafka.sh, one KRaft node on the same machine) at " + env
+		}
 		return "TURBO_TEST_BROKERS=" + env
 	}
 	return "`turbo dev` (the embedded kfake broker) in its own process"
@@ -554,11 +570,28 @@ func uniformKeys(keys int) func(int) string {
 // the job of reading it. On a shared broker the topic is deleted when the
 // benchmark ends.
 func newTopic(b *testing.B, brokers []string, name string, n int, keyOf func(int) string) job {
+	return newTopicWith(b, brokers, name, topicSpec{records: n, partitions: partitions, keyOf: keyOf})
+}
+
+// topicSpec is what newTopicWith writes.
+type topicSpec struct {
+	records, partitions int
+	keyOf               func(int) string
+	valueBytes          int // 0: a small JSON document per record
+}
+
+// newTopicWith is newTopic for any partition count and value size.
+func newTopicWith(b *testing.B, brokers []string, name string, t topicSpec) job {
 	b.Helper()
 	topic := fmt.Sprintf("bench-%s-%d", name, time.Now().UnixNano())
 	admin, client := testkit.Admin(b, brokers)
 	defer admin.Close()
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
+	detail := &sarama.TopicDetail{NumPartitions: int32(t.partitions), ReplicationFactor: 1}
+	if t.valueBytes > 0 {
+		limit := strconv.Itoa(2*t.valueBytes + 1<<10) // a 1 MiB value is above Kafka's default 1 MiB + 12 B record batch
+		detail.ConfigEntries = map[string]*string{"max.message.bytes": &limit}
+	}
+	if err := admin.CreateTopic(topic, detail, false); err != nil {
 		b.Fatalf("creating %s: %v", topic, err)
 	}
 	if os.Getenv("TURBO_TEST_BROKERS") != "" {
@@ -570,25 +603,26 @@ func newTopic(b *testing.B, brokers []string, name string, n int, keyOf func(int
 			}
 		})
 	}
-	produce(b, brokers, topic, n, keyOf)
+	produce(b, brokers, topic, t)
 	ends := map[int32]int64{}
 	total := int64(0)
-	for p := range int32(partitions) {
+	for p := range int32(t.partitions) {
 		end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
 		if err != nil {
 			b.Fatalf("end offset of %s/%d: %v", topic, p, err)
 		}
 		ends[p], total = end, total+end
 	}
-	if total != int64(n) {
-		b.Fatalf("%s holds %d records, want %d", topic, total, n)
+	if total != int64(t.records) {
+		b.Fatalf("%s holds %d records, want %d", topic, total, t.records)
 	}
-	return job{brokers: brokers, topic: topic, ends: ends, records: n}
+	return job{brokers: brokers, topic: topic, ends: ends, records: t.records}
 }
 
 // produce writes the records, batched, and waits for every acknowledgement.
-func produce(b *testing.B, brokers []string, topic string, n int, keyOf func(int) string) {
+func produce(b *testing.B, brokers []string, topic string, t topicSpec) {
 	b.Helper()
+	n, keyOf := t.records, t.keyOf
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V3_6_0_0
 	cfg.Producer.Return.Successes = true
@@ -597,6 +631,15 @@ func produce(b *testing.B, brokers []string, topic string, n int, keyOf func(int
 	cfg.Producer.Flush.Bytes = 1 << 20
 	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	var value sarama.ByteEncoder // one shared value when sized: its bytes do not matter
+	if t.valueBytes > 0 {
+		value = make(sarama.ByteEncoder, t.valueBytes)
+		for i := range value {
+			value[i] = byte('a' + i%26)
+		}
+		cfg.Producer.MaxMessageBytes = 2*t.valueBytes + 1<<10
+		cfg.Producer.Flush.Bytes = max(cfg.Producer.Flush.Bytes, 2*t.valueBytes)
+	}
 	p, err := sarama.NewAsyncProducer(brokers, cfg)
 	if err != nil {
 		b.Fatalf("producer: %v", err)
@@ -620,8 +663,13 @@ func produce(b *testing.B, brokers []string, topic string, n int, keyOf func(int
 	}()
 	for i := range n {
 		key := keyOf(i)
-		p.Input() <- &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(key),
-			Value: sarama.StringEncoder(`{"key":"` + key + `","n":` + strconv.Itoa(i) + `}`)}
+		msg := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(key)}
+		if value != nil {
+			msg.Value = value
+		} else {
+			msg.Value = sarama.StringEncoder(`{"key":"` + key + `","n":` + strconv.Itoa(i) + `}`)
+		}
+		p.Input() <- msg
 	}
 	p.AsyncClose() // flushes, then closes both channels
 	err = errors.Join(<-done, <-done)

@@ -241,7 +241,7 @@ func (w *groupWatch) committed(b *testing.B) (int64, bool) {
 			}
 		}
 		n += max(0, min(off, end))
-		all = all && off >= end
+		all = all && (off >= end || end == 0) // an empty partition has nothing to commit (512 partitions, 1,000 keys)
 	}
 	return n, all
 }

@@ -46,6 +46,7 @@ type job struct {
 	rate        float64         // turbo's rate.limit, attempts per second; 0: none
 	url         string          // turbo's http handler posts here; "": the built-in handlers
 	batch       int             // turbo's batch.max_records; 0: one record per call
+	maxBuffered int             // turbo's max_buffered; 0: max(1000, 4 × batch)
 }
 
 // peer is one consumer implementation.
@@ -150,6 +151,10 @@ func turboConfigWith(b *testing.B, j job, group string, o config.Ordering, concu
 	case j.work > 0:
 		handler = fmt.Sprintf("{type: sleep, duration: %s}", j.work)
 	}
+	maxBuffered := j.maxBuffered
+	if maxBuffered == 0 {
+		maxBuffered = max(1000, 4*j.batch)
+	}
 	yaml := fmt.Sprintf(`kafka:
   brokers: [%s]
 consumers:
@@ -166,7 +171,7 @@ consumers:
 shutdown_timeout: 30s
 log:
   level: warn
-%s`, strings.Join(j.brokers, ", "), group, j.topic, o, concurrency, commitInterval, handler, j.rate, max(1000, 4*j.batch), max(1, j.batch), extra)
+%s`, strings.Join(j.brokers, ", "), group, j.topic, o, concurrency, commitInterval, handler, j.rate, maxBuffered, max(1, j.batch), extra)
 	path := filepath.Join(b.TempDir(), "app.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		b.Fatal(err)

@@ -81,6 +81,16 @@ func row(scenario, peer string, o outcome, ratio float64, ratioTo string) result
 
 // report prints the table and the targets, and writes both under .bench/ at
 // the module root as results.md and results.json.
+// resultsName is the base name of the table's files in .bench/:
+// TURBO_BENCH_OUT (make bench-kafka names each Kafka line's run), or
+// "results".
+func resultsName() string {
+	if v := os.Getenv("TURBO_BENCH_OUT"); v != "" && filepath.Base(v) == v {
+		return v
+	}
+	return "results"
+}
+
 func report() {
 	reportMu.Lock()
 	defer reportMu.Unlock()
@@ -131,7 +141,8 @@ func report() {
 		"cpus": runtime.NumCPU(), "broker": brokerDescription(), "scale": scaleName(),
 		"results": results, "targets": targets,
 	}, "", "  ")
-	for name, data := range map[string][]byte{"results.json": js, "results.md": []byte(md.String())} {
+	base := resultsName()
+	for name, data := range map[string][]byte{base + ".json": js, base + ".md": []byte(md.String())} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 		}

@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/turbokafka/turbo/config"
+)
+
+// BenchmarkScaling: what a record costs as the work grows, one dimension at
+// a time, everything else as in the no-op scenario (key ordering, 8
+// partitions, 1,000 keys, concurrency 16, no-op handler, one turbo run per
+// point):
+//
+//   - partitions: 8, 64, 512 (one member owns them all);
+//   - distinct keys: 10, 10,000, 1,000,000 (every record's key its own at
+//     the last point);
+//   - concurrency: 10, 100, 1,000 with a 5 ms handler and 400 records per
+//     runner, so each point's ideal is 2 s; max_buffered is 20 records per
+//     runner (100 ms of work each, the longest sarama waits before it
+//     fetches again once every partition is paused);
+//   - value size: 100 B, 10 KiB, 1 MiB, at most scalingBytes of values per
+//     point, so the record count falls as the size grows.
+//
+// Each point reports throughput, CPU per record and peak RSS; the table
+// goes to .bench/scaling.md and each dimension's curves to
+// .bench/scaling-<dimension>.png. The judged target: peak RSS flat in the
+// number of distinct keys (1,000,000 within 20 % of 10).
+func BenchmarkScaling(b *testing.B) {
+	s := sizes()
+	bro := brokers(b)
+	var dims []scalingDim
+	for range b.N {
+		dims = append(dims,
+			scaleDimension(b, "partitions", "partitions", []float64{8, 64, 512}, func(x float64) (job, string) {
+				j := newTopicWith(b, bro, "scale-parts", topicSpec{records: s.scaleRecords, partitions: int(x), keyOf: uniformKeys(1000)})
+				j.concurrency = 16
+				return j, fmt.Sprintf("%s records, %d partitions", thousands(float64(s.scaleRecords)), int(x))
+			}),
+			scaleDimension(b, "keys", "distinct keys", []float64{10, 10_000, float64(s.scaleRecords)}, func(x float64) (job, string) {
+				j := newTopicWith(b, bro, "scale-keys", topicSpec{records: s.scaleRecords, partitions: partitions, keyOf: uniformKeys(int(x))})
+				j.concurrency = 16
+				return j, fmt.Sprintf("%s records, %s distinct keys", thousands(float64(s.scaleRecords)), thousands(x))
+			}),
+			scaleDimension(b, "concurrency", "concurrency (5 ms handler)", []float64{10, 100, 1000}, func(x float64) (job, string) {
+				n := int(x) * s.scalePerRunner
+				j := newTopicWith(b, bro, "scale-conc", topicSpec{records: n, partitions: partitions, keyOf: uniformKeys(n)})
+				j.concurrency, j.work, j.maxBuffered = int(x), 5*time.Millisecond, 20*int(x)
+				ideal := time.Duration(s.scalePerRunner) * j.work
+				return j, fmt.Sprintf("%s records, concurrency %d, 5 ms each (ideal %s)", thousands(float64(n)), int(x), human(ideal))
+			}),
+			scaleDimension(b, "record-size", "value bytes", []float64{100, 10 << 10, 1 << 20}, func(x float64) (job, string) {
+				n := min(s.scaleRecords, int(s.scalingBytes/int64(x)))
+				j := newTopicWith(b, bro, "scale-size", topicSpec{records: n, partitions: partitions, keyOf: uniformKeys(1000), valueBytes: int(x)})
+				j.concurrency = 16
+				return j, fmt.Sprintf("%s records of %s values", thousands(float64(n)), bytesLabel(int(x)))
+			}),
+		)
+	}
+	writeScaling(b, dims)
+	for _, d := range dims {
+		if d.name != "keys" || len(d.points) < 3 || d.points[0].rssMiB == 0 {
+			continue
+		}
+		few, many := d.points[0].rssMiB, d.points[len(d.points)-1].rssMiB
+		grow := many / few
+		judge(fmt.Sprintf("memory: peak RSS at %s distinct keys within 20 %% of 10 keys", thousands(d.points[len(d.points)-1].x)),
+			true, grow <= 1.2, "%.0f MiB against %.0f MiB (%.2f×)", many, few, grow)
+	}
+}
+
+// scalingDim is one dimension's measured points.
+type scalingDim struct {
+	name, label string
+	points      []scalePoint
+}
+
+// scalePoint is one run: x, and what it cost.
+type scalePoint struct {
+	x         float64
+	what      string
+	perSec    float64 // records committed per second of wall time
+	cpuUS     float64 // CPU µs per record
+	rssMiB    float64 // peak RSS
+	idealTime float64 // wall time over the ideal (concurrency points), else 0
+}
+
+// scaleDimension runs turbo (key ordering) once per x, on the job setup(x)
+// returns, and records each run as a row of the table.
+func scaleDimension(b *testing.B, name, label string, xs []float64, setup func(x float64) (job, string)) scalingDim {
+	d := scalingDim{name: name, label: label}
+	p := turbo(config.OrderingKey)
+	for _, x := range xs {
+		j, what := setup(x)
+		o := runPeer(b, p, j, limits{cap: runCap})
+		pt := scalePoint{x: x, what: what}
+		ratioTo, r := "", 0.0
+		if o.na == "" && o.done && o.wall > 0 {
+			pt.perSec = o.rate()
+			pt.cpuUS = float64(o.cpu.Microseconds()) / float64(j.records)
+			pt.rssMiB = float64(o.rss) / (1 << 20)
+			if j.work > 0 {
+				r = timeRatio(o, j.records, time.Duration(j.records)*j.work/time.Duration(j.concurrency))
+				pt.idealTime, ratioTo = r, "the ideal (time)"
+			}
+		}
+		record(row("scaling, "+label+": "+what, p.name, o, r, ratioTo))
+		d.points = append(d.points, pt)
+	}
+	return d
+}
+
+// writeScaling writes .bench/scaling.md and one PNG per dimension.
+func writeScaling(b *testing.B, dims []scalingDim) {
+	dir := filepath.Join(moduleRoot, ".bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "%s, %s; broker: %s; turbo, key ordering, one run per point.\n\n", time.Now().Format("2006-01-02 15:04"), scaleName(), brokerDescription())
+	fmt.Fprintf(&md, "| dimension | point | records/s | CPU µs/record | peak RSS | vs ideal |\n|---|---|---:|---:|---:|---:|\n")
+	for _, d := range dims {
+		for _, p := range d.points {
+			fmt.Fprintf(&md, "| %s | %s | %s | %s | %s | %s |\n", d.label, p.what, thousands(p.perSec),
+				orDash(p.cpuUS, "%.2f"), orDash(p.rssMiB, "%.0f MiB"), orDash(p.idealTime, "%.2f×"))
+		}
+		png := filepath.Join(dir, "scaling-"+d.name+".png")
+		if err := plotScaling(png, d); err != nil {
+			b.Errorf("plotting %s: %v", png, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scaling.md"), []byte(md.String()), 0o644); err != nil {
+		b.Error(err)
+	}
+}
+
+// plotScaling draws a dimension's three curves side by side — records per
+// second, CPU µs per record, peak RSS in MiB — against x on a log axis, and
+// writes them to path as a PNG. Points that did not finish are left out.
+func plotScaling(path string, d scalingDim) error {
+	panels := []struct {
+		title string
+		y     func(scalePoint) float64
+	}{
+		{"records/s", func(p scalePoint) float64 { return p.perSec }},
+		{"CPU µs per record", func(p scalePoint) float64 { return p.cpuUS }},
+		{"peak RSS (MiB)", func(p scalePoint) float64 { return p.rssMiB }},
+	}
+	row := make([]*plot.Plot, len(panels))
+	for i, panel := range panels {
+		p := plot.New()
+		p.Title.Text = panel.title
+		p.X.Label.Text = d.label
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		// The axis spans every point asked for, measured or not: a log
+		// axis cannot start at zero.
+		p.X.Min, p.X.Max = math.Inf(1), math.Inf(-1)
+		for _, pt := range d.points {
+			if pt.x > 0 {
+				p.X.Min, p.X.Max = min(p.X.Min, pt.x/2), max(p.X.Max, pt.x*2)
+			}
+		}
+		if math.IsInf(p.X.Min, 0) {
+			p.X.Min, p.X.Max = 1, 10
+		}
+		p.Y.Min = 0
+		var xys plotter.XYs
+		for _, pt := range d.points {
+			if y := panel.y(pt); pt.x > 0 && y > 0 && !math.IsInf(y, 0) {
+				xys = append(xys, plotter.XY{X: pt.x, Y: y})
+			}
+		}
+		if len(xys) > 0 {
+			line, points, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return err
+			}
+			p.Add(line, points, plotter.NewGrid())
+		}
+		row[i] = p
+	}
+	const w, h = 15 * vg.Centimeter * 3, 12 * vg.Centimeter
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Centimeter, PadTop: vg.Centimeter / 2,
+		PadBottom: vg.Centimeter / 2, PadLeft: vg.Centimeter / 2, PadRight: vg.Centimeter / 2}
+	canvases := plot.Align([][]*plot.Plot{row}, tiles, dc)
+	for i, p := range row {
+		p.Draw(canvases[0][i])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// bytesLabel writes a size the way the table does: 100 B, 10 KiB, 1 MiB.
+func bytesLabel(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
