@@ -98,12 +98,12 @@ var (
 			{records: 1000, keys: 100, concurrency: 10, work: 100 * time.Millisecond, withSarama: true}, // the seed's demo
 			{records: 20_000, keys: 2000, concurrency: 200, work: 20 * time.Millisecond},
 		},
-		hotRecords:   5000,
-		cpuRecords:   250_000, // SHA-256 of 256 KiB: ~0.2 ms here, ~27 s on two runners, so that a swarm's join (~1 s) is not what is measured
-		memBacklogs:  [2]int{100_000, 1_000_000},
-		memWindow:    20 * time.Second,
-		rateRecords:  15_000, // 30 s at rateLimit
-		batchRecords: 20_000, // 12.5 s one record per request, 32 at once
+		hotRecords:     5000,
+		cpuRecords:     250_000, // SHA-256 of 256 KiB: ~0.2 ms here, ~27 s on two runners, so that a swarm's join (~1 s) is not what is measured
+		memBacklogs:    [2]int{100_000, 1_000_000},
+		memWindow:      20 * time.Second,
+		rateRecords:    15_000, // 30 s at rateLimit
+		batchRecords:   20_000, // 12.5 s one record per request, 32 at once
 		scaleRecords:   1_000_000,
 		scalePerRunner: 400, // 2 s of 5 ms records per runner
 		scalingBytes:   512 << 20,
@@ -116,12 +116,12 @@ var (
 			{records: 300, keys: 30, concurrency: 10, work: 100 * time.Millisecond, withSarama: true},
 			{records: 10_000, keys: 1000, concurrency: 200, work: 20 * time.Millisecond},
 		},
-		hotRecords:   1000,
-		cpuRecords:   30_000,
-		memBacklogs:  [2]int{100_000, 300_000},
-		memWindow:    4 * time.Second,
-		rateRecords:  3_000, // 6 s
-		batchRecords: 4_000,
+		hotRecords:     1000,
+		cpuRecords:     30_000,
+		memBacklogs:    [2]int{100_000, 300_000},
+		memWindow:      4 * time.Second,
+		rateRecords:    3_000, // 6 s
+		batchRecords:   4_000,
 		scaleRecords:   200_000,
 		scalePerRunner: 100,
 		scalingBytes:   64 << 20,
