@@ -26,7 +26,9 @@ import (
 //   - plain franz-go: ./plainfranz, the same with franz-go, the fastest Go
 //     client (its own goroutine-per-partition example, autocommit marks);
 //   - the Confluent Parallel Consumer: ./parallelconsumer, a Java program
-//     around its ParallelStreamProcessor (see pcJar).
+//     around its ParallelStreamProcessor (see javaPeer);
+//   - a share group (KIP-932, Kafka 4.2+): ./sharegroup, a Java program of
+//     KafkaShareConsumers (see shareGroup).
 //
 // Every peer commits every commitInterval (turbo's commit_interval, sarama's
 // auto-commit interval, the Parallel Consumer's commitInterval): the wall
@@ -52,6 +54,10 @@ type job struct {
 // peer is one consumer implementation.
 type peer struct {
 	name string
+	// selfTimed: the process exits 0 once the broker has every record
+	// acknowledged, and its exit ends the wall time (a share group has no
+	// committed offsets to watch from outside).
+	selfTimed bool
 	// command returns the process that runs j in consumer group group, or an
 	// error saying why this peer is not available here.
 	command func(b *testing.B, j job, group string) (*exec.Cmd, error)
@@ -226,7 +232,7 @@ func plainFranz() peer {
 // fastest mode) and exits by itself once everything is committed.
 func parallelConsumer(o config.Ordering) peer {
 	return peer{name: "parallel consumer " + string(o), command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
-		jar, err := pcJar(b)
+		jar, err := pcProgram.jar(b)
 		if err != nil {
 			return nil, err
 		}
@@ -238,6 +244,45 @@ func parallelConsumer(o config.Ordering) peer {
 			"--concurrency", fmt.Sprint(j.concurrency), "--work-ms", fmt.Sprint(j.work.Milliseconds()),
 			"--commit-interval-ms", fmt.Sprint(commitInterval.Milliseconds())), nil
 	}}
+}
+
+// shareGroup is Kafka's share groups (KIP-932): one KafkaShareConsumer per
+// partition, each running the records of a poll at once on concurrency /
+// partitions threads and acknowledging every record (ShareBench.java). Of
+// the configurations tried on Kafka 4.4.0 (10,000 records of 20 ms,
+// concurrency 200) this was the fastest: 8 consumers × 25 threads 4.6 s,
+// 4 × 50 4.3 s, 20 × 10 4.8 s, 200 consumers of one thread each 10–15 s (200
+// clients' threads and heartbeats keep two cores busy). It needs Apache
+// Kafka 4.2 or newer: elsewhere its row says why not.
+func shareGroup() peer {
+	return peer{name: "share group", selfTimed: true, command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
+		if err := shareGroupsAvailable(); err != nil {
+			return nil, err
+		}
+		jar, err := shareProgram.jar(b)
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command("java", "-jar", jar, "--brokers", strings.Join(j.brokers, ","), "--topic", j.topic,
+			"--group", group, "--records", fmt.Sprint(j.records), "--consumers", fmt.Sprint(len(j.ends)),
+			"--threads-per-consumer", fmt.Sprint(max(1, j.concurrency/len(j.ends))),
+			"--work-ms", fmt.Sprint(j.work.Milliseconds())), nil
+	}}
+}
+
+// shareGroupsAvailable tells whether the broker has share groups: Apache
+// Kafka 4.2 or newer, as kafka.sh says in TURBO_TEST_KAFKA_VERSION (the
+// embedded broker and Kafka 3.9 have none).
+func shareGroupsAvailable() error {
+	v := os.Getenv("TURBO_TEST_KAFKA_VERSION")
+	if os.Getenv("TURBO_TEST_BROKERS") == "" || v == "" {
+		return errors.New("share groups need Apache Kafka 4.2+ (make bench-kafka)")
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil || major < 4 || (major == 4 && minor < 2) {
+		return fmt.Errorf("share groups need Apache Kafka 4.2+, the broker is %s", v)
+	}
+	return nil
 }
 
 var (

@@ -515,6 +515,20 @@ num.io.threads=4
 num.recovery.threads.per.data.dir=1
 EOF
 	)
+	if [[ $KAFKA_LINE != 3.9 ]]; then
+		# Share groups (KIP-932, on by default since 4.2) keep their state in
+		# __share_group_state, three replicas by default: one here too, or
+		# no share consumer ever gets a record.
+		cat >>"$work/server.properties" <<EOF
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.num.partitions=4
+# A share consumer learns its assignment from a heartbeat: every 5 s by
+# default, which made a benchmark's share group idle its first ~5 s.
+group.share.min.heartbeat.interval.ms=500
+group.share.heartbeat.interval.ms=500
+EOF
+	fi
 	write_log_config "$work"
 }
 

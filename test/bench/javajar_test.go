@@ -15,40 +15,46 @@ import (
 	"time"
 )
 
-// The Parallel Consumer peer is the Java program in ./parallelconsumer,
-// built by Maven into one jar (its dependencies shaded in) outside the
-// source tree: in .cache/bench/ at the module root (git-ignored), named by a
-// hash of the program's files, so a second run does not build again and an
-// edited program is built afresh. Maven's own downloads land in ~/.m2.
-const pcSources = "parallelconsumer"
-
-var (
-	pcOnce sync.Once
-	pcPath string
-	pcErr  error
-)
-
-// pcJar returns the Parallel Consumer peer's jar, building it if needed, or
-// an error that the peer's rows show as n/a: "java unavailable" without a
-// Java runtime, "maven unavailable" without Maven and no jar built before.
-func pcJar(b *testing.B) (string, error) {
-	pcOnce.Do(func() { pcPath, pcErr = buildPCJar(b) })
-	return pcPath, pcErr
+// The Java peers — the Confluent Parallel Consumer (./parallelconsumer) and
+// a share-group consumer (./sharegroup) — are Maven projects, each built
+// into one jar (its dependencies shaded in) outside the source tree: in
+// .cache/bench/ at the module root (git-ignored), named by a hash of the
+// program's files, so a second run does not build again and an edited
+// program is built afresh. Maven's own downloads land in ~/.m2.
+type javaPeer struct {
+	sources string // the Maven project's directory, under test/bench
+	name    string // its artifact: target/<name>.jar, cached as <name>-<hash>.jar
+	once    sync.Once
+	path    string
+	err     error
 }
 
-func buildPCJar(b *testing.B) (string, error) {
+var (
+	pcProgram    = &javaPeer{sources: "parallelconsumer", name: "pc-bench"}
+	shareProgram = &javaPeer{sources: "sharegroup", name: "share-bench"}
+)
+
+// jar returns the peer's jar, building it if needed, or an error that the
+// peer's rows show as n/a: "java unavailable" without a Java runtime,
+// "maven unavailable" without Maven and no jar built before.
+func (p *javaPeer) jar(b *testing.B) (string, error) {
+	p.once.Do(func() { p.path, p.err = p.build(b) })
+	return p.path, p.err
+}
+
+func (p *javaPeer) build(b *testing.B) (string, error) {
 	if _, err := exec.LookPath("java"); err != nil {
 		return "", errors.New("java unavailable")
 	}
-	files, err := sourceFiles(pcSources)
+	files, err := sourceFiles(p.sources)
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", pcSources, err)
+		return "", fmt.Errorf("reading %s: %w", p.sources, err)
 	}
-	hash, err := hashFiles(pcSources, files)
+	hash, err := hashFiles(p.sources, files)
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", pcSources, err)
+		return "", fmt.Errorf("reading %s: %w", p.sources, err)
 	}
-	jar := filepath.Join(moduleRoot, ".cache", "bench", "pc-bench-"+hash[:16]+".jar")
+	jar := filepath.Join(moduleRoot, ".cache", "bench", p.name+"-"+hash[:16]+".jar")
 	if _, err := os.Stat(jar); err == nil {
 		return jar, nil
 	}
@@ -56,15 +62,15 @@ func buildPCJar(b *testing.B) (string, error) {
 		return "", errors.New("maven unavailable")
 	}
 	// Maven builds in a copy, so that its target/ never lands in the tree.
-	work, err := os.MkdirTemp("", "turbo-pc-build-")
+	work, err := os.MkdirTemp("", "turbo-"+p.name+"-build-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(work)
-	if err := copyFiles(pcSources, work, files); err != nil {
+	if err := copyFiles(p.sources, work, files); err != nil {
 		return "", err
 	}
-	b.Logf("building the Parallel Consumer peer with Maven (once; cached as %s)", jar)
+	b.Logf("building the %s peer with Maven (once; cached as %s)", p.sources, jar)
 	start := time.Now()
 	cmd := exec.Command("mvn", "-q", "-B", "-DskipTests", "package")
 	cmd.Dir = work
@@ -78,7 +84,7 @@ func buildPCJar(b *testing.B) (string, error) {
 	}
 	// Rename is atomic: a concurrent run sees the whole jar or none.
 	tmp := jar + fmt.Sprintf(".%d.tmp", os.Getpid())
-	data, err := os.ReadFile(filepath.Join(work, "target", "pc-bench.jar"))
+	data, err := os.ReadFile(filepath.Join(work, "target", p.name+".jar"))
 	if err != nil {
 		return "", err
 	}
@@ -89,7 +95,7 @@ func buildPCJar(b *testing.B) (string, error) {
 		return "", err
 	}
 	// Jars of earlier versions of the program are of no further use.
-	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(jar), "pc-bench-*.jar"))
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(jar), p.name+"-*.jar"))
 	for _, f := range stale {
 		if f != jar {
 			_ = os.Remove(f)
