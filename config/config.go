@@ -104,7 +104,10 @@ type Consumer struct {
 	// held the same way. A partition whose share is used up is paused; a
 	// single record larger than its share is still read, alone.
 	MaxBufferedBytes ByteSize `mapstructure:"max_buffered_bytes"`
-	// CommitInterval is how often completed offsets are committed.
+	// CommitInterval is how often completed offsets are committed. A
+	// partition whose work has all finished up to its high watermark
+	// commits at once instead, within one commit per interval plus a burst
+	// of two over any stretch of time (actors.commitAllowance).
 	CommitInterval time.Duration `mapstructure:"commit_interval"`
 	// Handler is what is done with each record.
 	Handler Handler `mapstructure:"handler"`

@@ -35,7 +35,8 @@ import (
 //
 // Each point reports throughput, CPU per record and peak RSS; the table
 // goes to .bench/scaling.md and each dimension's curves to
-// .bench/scaling-<dimension>.png. The judged target: peak RSS flat in the
+// .bench/scaling-<dimension>.png (under make bench-kafka,
+// scaling-kafka-<line>.md and scaling-kafka-<line>-<dimension>.png). The judged target: peak RSS flat in the
 // number of distinct keys (1,000,000 within 20 % of 10).
 func BenchmarkScaling(b *testing.B) {
 	s := sizes()
@@ -135,14 +136,21 @@ func writeScaling(b *testing.B, dims []scalingDim) {
 			fmt.Fprintf(&md, "| %s | %s | %s | %s | %s | %s |\n", d.label, p.what, thousands(p.perSec),
 				orDash(p.cpuUS, "%.2f"), orDash(p.rssMiB, "%.0f MiB"), orDash(p.idealTime, "%.2f×"))
 		}
-		png := filepath.Join(dir, "scaling-"+d.name+".png")
+		png := filepath.Join(dir, scalingName()+"-"+d.name+".png")
 		if err := plotScaling(png, d); err != nil {
 			b.Errorf("plotting %s: %v", png, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "scaling.md"), []byte(md.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, scalingName()+".md"), []byte(md.String()), 0o644); err != nil {
 		b.Error(err)
 	}
+}
+
+// scalingName is the base name of the scaling files: "scaling", or
+// "scaling-kafka-4" when TURBO_BENCH_OUT is results-kafka-4 (make
+// bench-kafka), so that each broker's run keeps its own.
+func scalingName() string {
+	return "scaling" + strings.TrimPrefix(resultsName(), "results")
 }
 
 // plotScaling draws a dimension's three curves side by side — records per
