@@ -664,6 +664,10 @@ func produce(b *testing.B, brokers []string, topic string, t topicSpec) {
 	cfg.Producer.Flush.Bytes = 1 << 20
 	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	// A topic just created may not have its leaders everywhere yet (Kafka
+	// 3.9 answered NOT_LEADER_OR_FOLLOWER for one of 512 new partitions
+	// after sarama's default 3 retries of 100 ms): retry for up to ~10 s.
+	cfg.Producer.Retry.Max, cfg.Producer.Retry.Backoff = 40, 250*time.Millisecond
 	var value sarama.ByteEncoder // one shared value when sized: its bytes do not matter
 	if t.valueBytes > 0 {
 		value = make(sarama.ByteEncoder, t.valueBytes)

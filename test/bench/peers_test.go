@@ -204,21 +204,16 @@ func swarmAvailable(b *testing.B) error {
 
 // plainSarama is ./plainsarama. It has no ordering or concurrency setting:
 // one record at a time per partition is what it is.
-func plainSarama() peer {
-	return peer{name: "plain sarama", command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
-		bin, err := goBinary(b, "plainsarama")
-		if err != nil {
-			return nil, err
-		}
-		return exec.Command(bin, "--brokers", strings.Join(j.brokers, ","), "--topic", j.topic, "--group", group,
-			"--work", j.work.String(), "--commit-interval", commitInterval.String()), nil
-	}}
-}
+func plainSarama() peer { return plainPeer("plain sarama", "plainsarama") }
 
 // plainFranz is ./plainfranz, plainSarama's twin on franz-go.
-func plainFranz() peer {
-	return peer{name: "plain franz-go", command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
-		bin, err := goBinary(b, "plainfranz")
+func plainFranz() peer { return plainPeer("plain franz-go", "plainfranz") }
+
+// plainPeer runs the Go program in test/bench/dir with plainpeer's command
+// line.
+func plainPeer(name, dir string) peer {
+	return peer{name: name, command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
+		bin, err := goBinary(b, dir)
 		if err != nil {
 			return nil, err
 		}

@@ -18,36 +18,16 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/turbokafka/turbo/test/bench/plainpeer"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func main() {
-	brokers := flag.String("brokers", "", "bootstrap brokers, comma-separated (required)")
-	topic := flag.String("topic", "", "topic to consume (required)")
-	group := flag.String("group", "", "consumer group (required)")
-	work := flag.Duration("work", 0, "simulated work per record (a sleep; 0: none)")
-	commitInterval := flag.Duration("commit-interval", time.Second, "auto-commit interval")
-	flag.Parse()
-	if *brokers == "" || *topic == "" || *group == "" {
-		flag.Usage()
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := consume(ctx, strings.Split(*brokers, ","), *topic, *group, *work, *commitInterval); err != nil {
-		fmt.Fprintln(os.Stderr, "plainfranz:", err)
-		os.Exit(1)
-	}
-}
+func main() { plainpeer.Main("plainfranz", consume) }
 
 type tp struct {
 	topic     string
@@ -69,17 +49,17 @@ type worker struct {
 	done   chan struct{}
 }
 
-func consume(ctx context.Context, brokers []string, topic, group string, work, commitInterval time.Duration) error {
-	ps := &partitions{work: work, live: map[tp]*worker{}}
+func consume(ctx context.Context, a plainpeer.Args) error {
+	ps := &partitions{work: a.Work, live: map[tp]*worker{}}
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers...),
+		kgo.SeedBrokers(a.Brokers...),
 		kgo.ClientID("plainfranz"),
-		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topic),
+		kgo.ConsumerGroup(a.Group),
+		kgo.ConsumeTopics(a.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.AutoCommitMarks(),
-		kgo.AutoCommitInterval(commitInterval),
+		kgo.AutoCommitInterval(a.CommitInterval),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(ps.assigned),
 		kgo.OnPartitionsRevoked(ps.revoked),
@@ -193,26 +173,10 @@ func (w *worker) run(ctx context.Context, cl *kgo.Client, work time.Duration) {
 			if ctx.Err() != nil {
 				break // stopped: drain the channel, mark nothing more
 			}
-			if err := simulate(ctx, work); err != nil {
+			if err := plainpeer.Simulate(ctx, work); err != nil {
 				break
 			}
 			cl.MarkCommitRecords(r)
 		}
-	}
-}
-
-// simulate is the simulated work, the same as turbo's `handler.type: sleep`
-// (actors/handlers.Sleep): a timer, cut short when the context is cancelled.
-func simulate(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -14,51 +14,29 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/turbokafka/turbo/test/bench/plainpeer"
 )
 
-func main() {
-	brokers := flag.String("brokers", "", "bootstrap brokers, comma-separated (required)")
-	topic := flag.String("topic", "", "topic to consume (required)")
-	group := flag.String("group", "", "consumer group (required)")
-	work := flag.Duration("work", 0, "simulated work per record (a sleep; 0: none)")
-	commitInterval := flag.Duration("commit-interval", time.Second, "auto-commit interval")
-	flag.Parse()
-	if *brokers == "" || *topic == "" || *group == "" {
-		flag.Usage()
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := consume(ctx, strings.Split(*brokers, ","), *topic, *group, *work, *commitInterval); err != nil {
-		fmt.Fprintln(os.Stderr, "plainsarama:", err)
-		os.Exit(1)
-	}
-}
+func main() { plainpeer.Main("plainsarama", consume) }
 
-func consume(ctx context.Context, brokers []string, topic, group string, work, commitInterval time.Duration) error {
+func consume(ctx context.Context, a plainpeer.Args) error {
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V3_6_0_0
 	cfg.ClientID = "plainsarama"
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
-	cfg.Consumer.Offsets.AutoCommit.Interval = commitInterval
+	cfg.Consumer.Offsets.AutoCommit.Interval = a.CommitInterval
 	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyCooperativeSticky()}
-	cg, err := sarama.NewConsumerGroup(brokers, group, cfg)
+	cg, err := sarama.NewConsumerGroup(a.Brokers, a.Group, cfg)
 	if err != nil {
 		return err
 	}
-	h := handler{work: work}
+	h := handler{work: a.Work}
 	// Consume returns at every rebalance; it is called again until stopped.
 	for ctx.Err() == nil {
-		if err := cg.Consume(ctx, []string{topic}, h); err != nil && !errors.Is(err, sarama.ErrClosedConsumerGroup) && ctx.Err() == nil {
+		if err := cg.Consume(ctx, []string{a.Topic}, h); err != nil && !errors.Is(err, sarama.ErrClosedConsumerGroup) && ctx.Err() == nil {
 			_ = cg.Close()
 			return err
 		}
@@ -74,26 +52,10 @@ func (handler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 // ConsumeClaim handles one partition's records in order, one at a time.
 func (h handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	for msg := range claim.Messages() {
-		if err := simulate(sess.Context(), h.work); err != nil {
+		if err := plainpeer.Simulate(sess.Context(), h.work); err != nil {
 			return nil // the session ends (rebalance or shutdown): what is marked gets committed
 		}
 		sess.MarkMessage(msg, "")
 	}
 	return nil
-}
-
-// simulate is the simulated work, the same as turbo's `handler.type: sleep`
-// (actors/handlers.Sleep): a timer, cut short when the context is cancelled.
-func simulate(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
