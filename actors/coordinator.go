@@ -100,6 +100,10 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 	if co.adapt != nil {
 		co.p.SetLimit(co.adapt.Limit())
 	}
+	// The final commit of a revoked partition records what finished above
+	// its watermark, and the next owner skips it: a revocation need not run
+	// the buffered records below the highest one started.
+	co.p.SetSkipsFinished(spec.consumer.CommitMetadataBytes > 0)
 	return co
 }
 

@@ -483,6 +483,54 @@ func TestRevocationDrainsAndCommits(t *testing.T) {
 	}
 }
 
+// A revocation waits only for the running records. Its unstarted ones are
+// dropped even below an offset that finished, because the final commit's
+// metadata lists what finished above the watermark and the next owner skips
+// it: nothing runs twice, and a rebalance does not wait for a key's backlog.
+// With commit metadata off, the records below the highest one started still
+// run before the release, so the watermark passes every finished record.
+func TestRevocationWaitsOnlyForRunningRecords(t *testing.T) {
+	for _, metaBytes := range []int{4000, 0} {
+		t.Run(fmt.Sprintf("commit_metadata_bytes=%d", metaBytes), func(t *testing.T) {
+			release := make(chan struct{})
+			cfg := consumer(func(c *config.Consumer) { c.CommitMetadataBytes = metaBytes })
+			cfg.ShutdownTimeout = 30 * time.Second
+			h := harness.New(t, cfg, harness.Block(harness.At(topic, 0, 0), release, nil))
+			h.Feed(harness.Rec(topic, 0, 0, "a", "v"), harness.Rec(topic, 0, 1, "a", "v"), // 1 waits for 0
+				harness.Rec(topic, 0, 2, "b", "v"), harness.Rec(topic, 0, 3, "c", "v"))
+			h.Assign(topic, 0)
+			h.AwaitStarted(topic, 0, 0)
+			h.AwaitHandled(2) // offsets 2 and 3, past the unstarted 1
+			h.AwaitBuffered(1)
+			h.Revoke(topic, 0)
+			if metaBytes > 0 {
+				h.AwaitBuffered(0) // the revocation dropped offset 1
+			} // else offset 1 runs before the release, whenever the revocation arrives
+			close(release)
+			h.AwaitReleased(topic, 0)
+			c := h.Committed(topic, 0)
+			if metaBytes > 0 {
+				if want := []offsetmeta.Range{{From: 2, To: 3}}; c.Offset != 1 || !slices.Equal(c.Finished, want) {
+					t.Errorf("released at %d with %v finished, want 1 with %v (offset 1 dropped unstarted)", c.Offset, c.Finished, want)
+				}
+				if a := h.HandledOffsets("a"); !slices.Equal(a, []int64{0}) {
+					t.Errorf("key a handled %v before the release, want [0]", a)
+				}
+			} else {
+				if c.Offset != 4 || len(c.Finished) != 0 {
+					t.Errorf("released at %d with %v finished, want 4 and nothing above", c.Offset, c.Finished)
+				}
+				if a := h.HandledOffsets("a"); !slices.Equal(a, []int64{0, 1}) {
+					t.Errorf("key a handled %v before the release, want [0 1]", a)
+				}
+			}
+			h.Assign(topic, 0)
+			h.AwaitAllCommitted()
+			checkPartitionOnce(t, h, 0, 4)
+		})
+	}
+}
+
 // A record parked for a retry holds its key even when its partition is
 // revoked: the key's later records are dropped with it, not run past it,
 // and the watermark stays below it (its metadata lists what finished).

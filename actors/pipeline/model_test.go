@@ -94,6 +94,7 @@ type harness struct {
 	notRunBack     int             // records a handler call did not run, accounted for
 	everHeld       map[uint64]bool // epochs held (paused) at some point
 	dispatchedOver bool            // a batch was given out beyond the limit (SetLimit)
+	skipsFinished  bool            // revocations drop every unstarted record (SetSkipsFinished)
 }
 
 type epochState struct {
@@ -125,10 +126,12 @@ func (k hooks) Judge(r *rec, err error) Verdict {
 
 var errFailed = errors.New("handler failed")
 
-func newHarness(t testing.TB, runners, maxRun int) *harness {
+func newHarness(t testing.TB, runners, maxRun int, skipsFinished bool) *harness {
 	h := &harness{t: t, epochs: map[uint64]*epochState{}, runners: map[int]*runnerState{},
-		armed: map[*rec]bool{}, offsets: map[uint64]int64{}, quota: -1, everHeld: map[uint64]bool{}}
+		armed: map[*rec]bool{}, offsets: map[uint64]int64{}, quota: -1, everHeld: map[uint64]bool{},
+		skipsFinished: skipsFinished}
 	h.p = New[*rec](hooks{h}, runners, maxRun)
+	h.p.SetSkipsFinished(skipsFinished)
 	return h
 }
 
@@ -539,7 +542,8 @@ func (h *harness) flush(reported map[*rec]bool) {
 }
 
 // revoke applies the naive drop rule of a revocation: after the tails come
-// back, records above the highest offset started or finished, and those
+// back, records above the highest offset started or finished (every
+// unstarted one when the next owner skips finished records), and those
 // behind a retry, are dropped with the retries.
 func (h *harness) revoke(epoch uint64) {
 	e := h.epochs[epoch]
@@ -555,7 +559,7 @@ func (h *harness) revoke(epoch uint64) {
 	high := int64(-1)
 	blocked := map[string]bool{}
 	for _, r := range h.recs {
-		if r.epoch != epoch {
+		if r.epoch != epoch || h.skipsFinished {
 			continue
 		}
 		switch {
@@ -602,8 +606,8 @@ func (h *harness) halt() {
 }
 
 // runModel drives a Pipeline with the choices src makes.
-func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int) map[how]int {
-	h := newHarness(t, runners, maxRun)
+func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int, skipsFinished bool) map[how]int {
+	h := newHarness(t, runners, maxRun, skipsFinished)
 	units := []string{""}
 	for i := 1; i <= nUnits; i++ {
 		units = append(units, "u"+strconv.Itoa(i))
@@ -863,7 +867,7 @@ func TestModelRandom(t *testing.T) {
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(seed)))
-			for k, n := range runModel(t, modeltest.Rand(r, 2*2000), 1+seed%6, 1+seed%5, 1+seed%4) {
+			for k, n := range runModel(t, modeltest.Rand(r, 2*2000), 1+seed%6, 1+seed%5, 1+seed%4, seed%7 < 3) {
 				total[k] += n
 			}
 		})
@@ -890,7 +894,7 @@ func FuzzPipeline(f *testing.F) {
 		}
 		// The ledger is quadratic: long inputs would only slow the fuzzer.
 		ops = ops[:min(len(ops), 2048)]
-		runModel(t, modeltest.Bytes(ops[3:]), 1+int(ops[0])%8, 1+int(ops[1])%6, 1+int(ops[2])%5)
+		runModel(t, modeltest.Bytes(ops[3:]), 1+int(ops[0])%8, 1+int(ops[1])%6, 1+int(ops[2])%5, ops[2]&0x80 != 0)
 	})
 }
 

@@ -130,7 +130,8 @@ type Pipeline[T comparable] struct {
 	ready       []T // retries due, run before anything else
 	inFlight    int // records in batches out with runners
 	halted      bool
-	batch       int // records per batch beyond the first run (SetBatchSize)
+	batch       int  // records per batch beyond the first run (SetBatchSize)
+	skipsDone   bool // the next owner skips finished records (SetSkipsFinished)
 	maxRun      int
 	quota       int // records Dispatch may still give out; -1: no bound (SetQuota)
 	limit       int // runners busy at most (SetLimit): an adaptive concurrency limit
@@ -175,6 +176,14 @@ func (p *Pipeline[T]) Reset() {
 // joins it (the first run may be up to maxRun long: its records could only
 // run one after the other anyway).
 func (p *Pipeline[T]) SetBatchSize(n int) { p.batch = max(1, n) }
+
+// SetSkipsFinished tells the Pipeline whether a partition's next owner
+// skips the records that finished above the committed watermark (turbo
+// records them in the commit's metadata). When it does, a revocation drops
+// every unstarted record at once and waits only for the running ones;
+// otherwise it still runs the unstarted records below the highest offset
+// started or finished, so that the watermark passes every finished record.
+func (p *Pipeline[T]) SetSkipsFinished(on bool) { p.skipsDone = on }
 
 // SetLimit bounds how many runners Dispatch keeps busy, from 1 to the
 // maximum given to New (an adaptive concurrency limit). Lowering it takes
@@ -707,11 +716,15 @@ func (p *Pipeline[T]) DeadLettered(acked, failed []T) {
 
 // Revoke drains a revoked partition; it reports false when nothing of it
 // ever reached the Pipeline (the caller reports it drained at once). Its
-// unstarted records are taken back from the runners; those below the highest
-// offset already started or finished still run, so that the watermark
-// committed for the next owner passes every record that finished (none of
-// them is handled twice); the rest are dropped. It is drained (Flush) when
-// none of its records is left. The caller dispatches afterwards.
+// unstarted records are taken back from the runners and dropped: the next
+// owner starts at the watermark and skips what finished above it
+// (SetSkipsFinished), so only the running records are waited for. Without
+// that, those below the highest offset already started or finished still
+// run, so that the watermark committed for the next owner passes every
+// record that finished (none of them is handled twice) — under key ordering
+// nearly the whole buffer, which is why a rebalance is slow that way. It is
+// drained (Flush) when none of its records is left. The caller dispatches
+// afterwards.
 func (p *Pipeline[T]) Revoke(epoch uint64) bool {
 	a := p.parts[epoch]
 	if a == nil {
@@ -724,16 +737,9 @@ func (p *Pipeline[T]) Revoke(epoch uint64) bool {
 	// A unit whose record waits for a retry must not run past it: its other
 	// records are dropped with the retry (the next owner starts below them).
 	blocked := p.parkedUnits(epoch)
-	high := a.maxDone
-	for _, b := range p.batches {
-		if b == nil {
-			continue
-		}
-		for _, rec := range b.records[b.seen:b.limit] { // started, not yet accounted for
-			if p.it.Epoch(rec) == epoch {
-				high = max(high, p.it.Offset(rec))
-			}
-		}
+	high := int64(-1) // every unstarted record is dropped
+	if !p.skipsDone {
+		high = p.highestStarted(epoch, a)
 	}
 	dropped := p.sched.DropIf(func(r T) bool {
 		if p.it.Epoch(r) != epoch {
@@ -748,6 +754,23 @@ func (p *Pipeline[T]) Revoke(epoch uint64) bool {
 	// so the orchestrator marks them done before it finalizes the partition.
 	p.out.Flush = true
 	return true
+}
+
+// highestStarted is the highest offset of the assignment that finished or
+// is running now (started, not yet accounted for), -1 if none.
+func (p *Pipeline[T]) highestStarted(epoch uint64, a *assignment[T]) int64 {
+	high := a.maxDone
+	for _, b := range p.batches {
+		if b == nil {
+			continue
+		}
+		for _, rec := range b.records[b.seen:b.limit] {
+			if p.it.Epoch(rec) == epoch {
+				high = max(high, p.it.Offset(rec))
+			}
+		}
+	}
+	return high
 }
 
 // Drop drops a partition that is someone else's now: its unstarted records
