@@ -52,7 +52,11 @@ type partitionWatermark struct {
 // to read.
 func (p *partitionWatermark) drained() bool {
 	off, ok := p.tracker.Committable()
-	return ok && p.gate != nil && p.tracker.Pending() == 0 && off >= p.gate.watch.hwm.Load() && p.gate.watch.hwm.Load() >= 0
+	if !ok || p.gate == nil || p.tracker.Pending() != 0 {
+		return false
+	}
+	hwm := p.gate.watch.hwm.Load() // -1 until a fetch reported it
+	return hwm >= 0 && off >= hwm
 }
 
 // showOldest publishes when the partition's oldest unfinished record
