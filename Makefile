@@ -116,16 +116,12 @@ test-kafka-line:
 	@rc=0; TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) fetch || rc=$$?; \
 	if [ $$rc -eq 3 ]; then echo "test-kafka: skipped: Java cannot be installed"; exit 0; fi; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
-	state=$$(mktemp -d) || exit 1; \
-	trap 'bash $(KAFKA_SH) stop "$$state"; rm -rf "$$state"' EXIT; \
-	trap 'exit 130' INT TERM; \
-	TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) start "$$state" >/dev/null || exit 1; \
-	unset TURBO_TEST_KAFKA_LINE; set -a; . "$$state/env" || exit 1; TURBO_TEST_STATE=$$state; set +a; \
-	echo "test-kafka: Kafka $$TURBO_TEST_KAFKA_VERSION: TURBO_TEST_BROKERS=$$TURBO_TEST_BROKERS (PLAINTEXT)," \
-		"SASL_SSL $$TURBO_TEST_SASL_SSL_BROKERS, SSL $$TURBO_TEST_SSL_BROKERS"; \
-	bash test/kafka/gotest.sh "$$state/alone.log" $(GO) -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_ALONE) || exit $$?; \
-	bash test/kafka/gotest.sh "$$state/plain.log" $(GO) -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_PKGS) || exit $$?; \
-	$(KAFKA_SECURED_RUNS)
+	TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) with bash -c ' \
+		echo "test-kafka: Kafka $$TURBO_TEST_KAFKA_VERSION: TURBO_TEST_BROKERS=$$TURBO_TEST_BROKERS (PLAINTEXT)," \
+			"SASL_SSL $$TURBO_TEST_SASL_SSL_BROKERS, SSL $$TURBO_TEST_SSL_BROKERS"; \
+		bash test/kafka/gotest.sh "$$TURBO_TEST_STATE/alone.log" $(GO) -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_ALONE) || exit $$?; \
+		bash test/kafka/gotest.sh "$$TURBO_TEST_STATE/plain.log" $(GO) -tags kafka -race -count=1 -timeout $(TEST_TIMEOUT) $(KAFKA_PKGS) || exit $$?; \
+		$(KAFKA_SECURED_RUNS)'
 
 ## kafka-start: a real Kafka broker in the background for manual runs
 ## (TURBO_TEST_KAFKA_LINE=4 for Kafka 4.x); then TURBO_TEST_BROKERS=<the address it
@@ -165,13 +161,9 @@ bench-kafka-line:
 	@rc=0; TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) fetch || rc=$$?; \
 	if [ $$rc -eq 3 ]; then echo "bench-kafka: skipped: Java cannot be installed"; exit 0; fi; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
-	state=$$(mktemp -d) || exit 1; \
-	trap 'bash $(KAFKA_SH) stop "$$state"; rm -rf "$$state"' EXIT; \
-	trap 'exit 130' INT TERM; \
-	TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) start "$$state" >/dev/null || exit 1; \
-	unset TURBO_TEST_KAFKA_LINE; set -a; . "$$state/env" || exit 1; set +a; \
-	echo "bench-kafka: Kafka $$TURBO_TEST_KAFKA_VERSION at $$TURBO_TEST_BROKERS"; \
-	TURBO_BENCH_OUT=results-kafka-$(KAFKA_LINE) $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 60m ./test/bench/
+	TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) with bash -c ' \
+		echo "bench-kafka: Kafka $$TURBO_TEST_KAFKA_VERSION at $$TURBO_TEST_BROKERS"; \
+		TURBO_BENCH_OUT=results-kafka-$(KAFKA_LINE) $(GO) test -run "^$$" -bench "$(BENCH)" -benchtime 1x -timeout 60m ./test/bench/'
 
 ## fuzz: a short run of every fuzz target.
 fuzz:

@@ -6,6 +6,10 @@
 #                               prints its PLAINTEXT HOST:PORT on stdout when
 #                               it is ready, and writes STATE_DIR/env
 #   kafka.sh env   [STATE_DIR]  print STATE_DIR/env
+#   kafka.sh with COMMAND...    run COMMAND with a broker of its own, started
+#                               in a state dir of its own (TURBO_TEST_STATE)
+#                               with STATE_DIR/env exported, and stopped
+#                               however COMMAND ends; exits with its code
 #   kafka.sh stop  [STATE_DIR]  stop it and delete its data (idempotent)
 #   kafka.sh restart [STATE_DIR] [--kill]
 #                               stop the broker (SIGTERM, or SIGKILL with
@@ -761,8 +765,30 @@ cmd_env() {
 	cat "$state/env"
 }
 
+# cmd_with runs COMMAND beside a broker of its own (what make test-kafka and
+# make bench-kafka do for each line): its env file exported, its state dir
+# in TURBO_TEST_STATE, and the broker stopped however COMMAND ends.
+cmd_with() {
+	(($# > 0)) || usage
+	cmd_fetch
+	local state rc=0
+	state=$(mktemp -d)
+	# shellcheck disable=SC2064 # state is fixed now
+	trap "cmd_stop '$state'; rm -rf '$state'" EXIT
+	trap 'exit 130' INT TERM
+	cmd_start "$state" >/dev/null
+	unset TURBO_TEST_KAFKA_LINE
+	set -a
+	# shellcheck source=/dev/null
+	. "$state/env"
+	TURBO_TEST_STATE=$state
+	set +a
+	"$@" || rc=$?
+	exit "$rc"
+}
+
 usage() {
-	echo "usage: $0 fetch | start [STATE_DIR] | stop [STATE_DIR] | restart [STATE_DIR] [--kill] | env [STATE_DIR]" >&2
+	echo "usage: $0 fetch | start [STATE_DIR] | stop [STATE_DIR] | restart [STATE_DIR] [--kill] | env [STATE_DIR] | with COMMAND..." >&2
 	exit 2
 }
 
@@ -772,5 +798,6 @@ start) cmd_start "${2:-}" ;;
 stop) cmd_stop "${2:-}" ;;
 restart) cmd_restart "${2:-}" "${3:-}" ;;
 env) cmd_env "${2:-}" ;;
+with) shift && cmd_with "$@" ;;
 *) usage ;;
 esac
