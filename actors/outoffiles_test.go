@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/handlers/sleep"
 	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/config"
 )
@@ -229,14 +230,7 @@ func outOfFilesChild(t *testing.T) {
 			return fmt.Errorf("dialing: %w", err)
 		}
 		defer c.Close()
-		t := time.NewTimer(20 * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return sleep.For(ctx, 20*time.Millisecond)
 	})
 	h := harness.New(t, consumer(func(c *config.Consumer) {
 		c.Concurrency = 16

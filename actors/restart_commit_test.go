@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/handlers/sleep"
 	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 	"github.com/turbokafka/turbo/config"
@@ -27,16 +28,7 @@ import (
 // work is a handler that takes a little time, as real ones do (so a
 // failure finds records running), and returns at once when cancelled.
 func work(d time.Duration) actors.Handler {
-	return actors.HandlerFunc(func(ctx context.Context, _ *actors.Record) error {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
+	return actors.HandlerFunc(func(ctx context.Context, _ *actors.Record) error { return sleep.For(ctx, d) })
 }
 
 // One record fails every attempt under on_failure: fail, so the tree

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/handlers/sleep"
 	"github.com/turbokafka/turbo/config"
 )
 
@@ -62,17 +63,7 @@ func Noop() actors.Handler {
 // early with the context's error when cancelled.
 func Sleep(d time.Duration) actors.Handler {
 	return actors.HandlerFunc(func(ctx context.Context, _ *actors.Record) error {
-		if d <= 0 {
-			return nil
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return sleep.For(ctx, d)
 	})
 }
 

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turbokafka/turbo/actors/handlers/sleep"
 	"github.com/turbokafka/turbo/test/bench/plainpeer"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -173,7 +174,7 @@ func (w *worker) run(ctx context.Context, cl *kgo.Client, work time.Duration) {
 			if ctx.Err() != nil {
 				break // stopped: drain the channel, mark nothing more
 			}
-			if err := plainpeer.Simulate(ctx, work); err != nil {
+			if err := sleep.For(ctx, work); err != nil {
 				break
 			}
 			cl.MarkCommitRecords(r)

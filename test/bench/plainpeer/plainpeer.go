@@ -47,19 +47,3 @@ func Main(name string, consume func(context.Context, Args) error) {
 		os.Exit(1)
 	}
 }
-
-// Simulate is the simulated work, the same as turbo's `handler.type: sleep`
-// (actors/handlers.Sleep): a timer, cut short when the context is cancelled.
-func Simulate(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/turbokafka/turbo/actors/handlers/sleep"
 	"github.com/turbokafka/turbo/test/bench/plainpeer"
 )
 
@@ -52,7 +53,7 @@ func (handler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 // ConsumeClaim handles one partition's records in order, one at a time.
 func (h handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	for msg := range claim.Messages() {
-		if err := plainpeer.Simulate(sess.Context(), h.work); err != nil {
+		if err := sleep.For(sess.Context(), h.work); err != nil {
 			return nil // the session ends (rebalance or shutdown): what is marked gets committed
 		}
 		sess.MarkMessage(msg, "")
