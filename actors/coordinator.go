@@ -30,6 +30,7 @@ type coordinator struct {
 	log      zerolog.Logger
 	maxTime  time.Duration // max_handler_time
 	runners  int           // concurrency
+	metaOn   bool          // commits record what finished above the watermark (commit_metadata_bytes > 0)
 	limit    *rate.Limiter // rate.limit; nil: none
 	batch    BatchHandler  // nil: one record per handler call
 	fill     int           // batch.max_records
@@ -81,6 +82,7 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 		props:      spec.props,
 		parts:      make(map[uint64]*assignment),
 		policy:     newFailurePolicy(spec.consumer),
+		metaOn:     spec.consumer.CommitMetadataBytes > 0,
 		log:        spec.log,
 		parked:     make(map[*envelope]scheduler.CancelFunc),
 	}
@@ -100,10 +102,6 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 	if co.adapt != nil {
 		co.p.SetLimit(co.adapt.Limit())
 	}
-	// The final commit of a revoked partition records what finished above
-	// its watermark, and the next owner skips it: a revocation need not run
-	// the buffered records below the highest one started.
-	co.p.SetSkipsFinished(spec.consumer.CommitMetadataBytes > 0)
 	return co
 }
 
@@ -513,9 +511,13 @@ func failures(fs []pipeline.Failure[*envelope]) []recordFailure {
 }
 
 // handleRevoke drains a revoked partition (pipeline.Revoke says how); it is
-// reported drained from flush.
+// reported drained from flush. A rebalance waits only for the running
+// records: the final commit's metadata lists what finished above the
+// watermark, and the next owner skips it. A member that is leaving, or
+// whose commits carry no metadata, first runs the records below the highest
+// one started, so the committed offset passes every record that finished.
 func (co *coordinator) handleRevoke(c actor.Context, m *revokePartition) {
-	if !co.p.Revoke(m.epoch) { // nothing of it ever reached the coordinator
+	if !co.p.Revoke(m.epoch, m.leaving || !co.metaOn) { // nothing of it ever reached the coordinator
 		co.drainedNow(c, m.tp, m.epoch)
 		return
 	}

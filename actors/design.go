@@ -101,8 +101,11 @@ package actors
 //
 // sarama closes a revoked claim's channel; the claim goroutine sends
 // claimEnding and waits. proxy → orchestrator: partitionRevoked → coordinator
-// drops the partition's buffered records and answers partitionDrained once
-// none of its records runs → offsetController: finalizePartition →
+// drops the partition's buffered records (in a rebalance all of them: the
+// final commit's metadata lets the next owner skip what finished above the
+// watermark; when the member is stopping, or commits carry no metadata,
+// those below the highest record started still run first) and answers
+// partitionDrained once none of its records runs → offsetController: finalizePartition →
 // partitionFinal → proxy: partitionReleased, and the claim goroutine commits
 // that watermark before it returns, which is when sarama lets the partition
 // go. The wait is bounded by shutdown_timeout; past it the partition is

@@ -13,10 +13,13 @@ type scheduleRecords struct {
 }
 
 // revokePartition drops a partition's buffered records; the coordinator answers
-// partitionDrained once none of its records runs any more.
+// partitionDrained once none of its records runs any more. leaving: the
+// member is stopping (intake stopped), not handing the partition over in a
+// rebalance.
 type revokePartition struct {
-	tp    TopicPartition
-	epoch uint64
+	tp      TopicPartition
+	epoch   uint64
+	leaving bool
 }
 
 // retryDue is the coordinator's timer: a parked record's backoff is over.

@@ -25,6 +25,7 @@ type orchestrator struct {
 
 	proxy, offsets, coord *actor.PID
 	failed                bool
+	leaving               bool // the tree is stopping (startDrain): revocations are not a rebalance's
 }
 
 // escalate makes a parent pass any failure of its children up, so that every
@@ -46,7 +47,7 @@ func (o *orchestrator) Receive(c actor.Context) {
 	case *partitionAssigned:
 		c.Send(o.offsets, &trackPartition{tp: m.tp, epoch: m.epoch})
 	case *partitionRevoked:
-		c.Send(o.coord, &revokePartition{tp: m.tp, epoch: m.epoch})
+		c.Send(o.coord, &revokePartition{tp: m.tp, epoch: m.epoch, leaving: o.leaving})
 	case *revocationExpired:
 		c.Send(o.coord, &dropPartition{tp: m.tp, epoch: m.epoch})
 	case *partitionLost:
@@ -58,6 +59,7 @@ func (o *orchestrator) Receive(c actor.Context) {
 	case *deadLetterDone:
 		o.handleDeadLetterDone(c, m)
 	case *startDrain:
+		o.leaving = true
 		if m.halt {
 			c.Send(o.coord, &haltRunners{})
 		}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/handlers/sleep"
 	"github.com/turbokafka/turbo/actors/harness"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 	"github.com/turbokafka/turbo/config"
@@ -483,50 +484,86 @@ func TestRevocationDrainsAndCommits(t *testing.T) {
 	}
 }
 
-// A revocation waits only for the running records. Its unstarted ones are
-// dropped even below an offset that finished, because the final commit's
-// metadata lists what finished above the watermark and the next owner skips
-// it: nothing runs twice, and a rebalance does not wait for a key's backlog.
-// With commit metadata off, the records below the highest one started still
-// run before the release, so the watermark passes every finished record.
+// A rebalance's revocation waits only for the running records. Its
+// unstarted ones are dropped even below an offset that finished, because the
+// final commit's metadata lists what finished above the watermark and the
+// next owner skips it: nothing runs twice, and a rebalance does not wait for
+// a key's backlog. With commit metadata off, or when the member is stopping,
+// the records below the highest one started still run before the release,
+// so the committed offset passes every finished record.
 func TestRevocationWaitsOnlyForRunningRecords(t *testing.T) {
-	for _, metaBytes := range []int{4000, 0} {
-		t.Run(fmt.Sprintf("commit_metadata_bytes=%d", metaBytes), func(t *testing.T) {
+	// Key a: offset 0 blocks, 1–200 wait behind it and take 2 ms each (so a
+	// revocation that dropped them could not come too late to matter); key
+	// b's offset 201 finishes at once.
+	const waiting = 200
+	for _, tc := range []struct {
+		name      string
+		metaBytes int
+		stop      bool // the consumer stops, rather than the partition being revoked
+	}{
+		{"rebalance", 4000, false},
+		{"rebalance without metadata", 0, false},
+		{"stop", 4000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})
-			cfg := consumer(func(c *config.Consumer) { c.CommitMetadataBytes = metaBytes })
+			cfg := consumer(func(c *config.Consumer) { c.CommitMetadataBytes = tc.metaBytes })
 			cfg.ShutdownTimeout = 30 * time.Second
-			h := harness.New(t, cfg, harness.Block(harness.At(topic, 0, 0), release, nil))
-			h.Feed(harness.Rec(topic, 0, 0, "a", "v"), harness.Rec(topic, 0, 1, "a", "v"), // 1 waits for 0
-				harness.Rec(topic, 0, 2, "b", "v"), harness.Rec(topic, 0, 3, "c", "v"))
+			h := harness.New(t, cfg, harness.Block(harness.At(topic, 0, 0), release,
+				actors.HandlerFunc(func(ctx context.Context, r *actors.Record) error {
+					if string(r.Key) == "a" {
+						return sleep.For(ctx, 2*time.Millisecond)
+					}
+					return nil
+				})))
+			for off := range int64(waiting + 1) {
+				h.Feed(harness.Rec(topic, 0, off, "a", "v"))
+			}
+			h.Feed(harness.Rec(topic, 0, waiting+1, "b", "v"))
 			h.Assign(topic, 0)
 			h.AwaitStarted(topic, 0, 0)
-			h.AwaitHandled(2) // offsets 2 and 3, past the unstarted 1
-			h.AwaitBuffered(1)
-			h.Revoke(topic, 0)
-			if metaBytes > 0 {
-				h.AwaitBuffered(0) // the revocation dropped offset 1
-			} // else offset 1 runs before the release, whenever the revocation arrives
+			h.AwaitHandled(1) // b's record, past a's unstarted ones
+			h.AwaitBuffered(waiting)
+			dropped := tc.metaBytes > 0 && !tc.stop
+			stopped := make(chan error, 1)
+			if tc.stop {
+				go func() { stopped <- h.Stop() }()
+			} else {
+				h.Revoke(topic, 0)
+			}
+			if dropped {
+				h.AwaitBuffered(0) // the revocation dropped a's waiting records
+			}
 			close(release)
-			h.AwaitReleased(topic, 0)
-			c := h.Committed(topic, 0)
-			if metaBytes > 0 {
-				if want := []offsetmeta.Range{{From: 2, To: 3}}; c.Offset != 1 || !slices.Equal(c.Finished, want) {
-					t.Errorf("released at %d with %v finished, want 1 with %v (offset 1 dropped unstarted)", c.Offset, c.Finished, want)
+			if tc.stop {
+				if err := <-stopped; err != nil {
+					t.Fatalf("Stop: %v", err)
 				}
-				if a := h.HandledOffsets("a"); !slices.Equal(a, []int64{0}) {
+			} else {
+				h.AwaitReleased(topic, 0)
+			}
+			c := h.Committed(topic, 0)
+			a := h.HandledOffsets("a")
+			if dropped {
+				if want := []offsetmeta.Range{{From: waiting + 1, To: waiting + 1}}; c.Offset != 1 || !slices.Equal(c.Finished, want) {
+					t.Errorf("released at %d with %v finished, want 1 with %v (a's waiting records dropped)", c.Offset, c.Finished, want)
+				}
+				if !slices.Equal(a, []int64{0}) {
 					t.Errorf("key a handled %v before the release, want [0]", a)
 				}
 			} else {
-				if c.Offset != 4 || len(c.Finished) != 0 {
-					t.Errorf("released at %d with %v finished, want 4 and nothing above", c.Offset, c.Finished)
+				if c.Offset != waiting+2 || len(c.Finished) != 0 {
+					t.Errorf("released at %d with %v finished, want %d and nothing above", c.Offset, c.Finished, waiting+2)
 				}
-				if a := h.HandledOffsets("a"); !slices.Equal(a, []int64{0, 1}) {
-					t.Errorf("key a handled %v before the release, want [0 1]", a)
+				if len(a) != waiting+1 {
+					t.Errorf("key a handled %d records before the release, want all %d", len(a), waiting+1)
 				}
 			}
-			h.Assign(topic, 0)
-			h.AwaitAllCommitted()
-			checkPartitionOnce(t, h, 0, 4)
+			if !tc.stop {
+				h.Assign(topic, 0)
+				h.AwaitAllCommitted()
+				checkPartitionOnce(t, h, 0, waiting+2)
+			}
 		})
 	}
 }

@@ -63,9 +63,10 @@ func (h *Harness) Assign(topic string, partitions ...int32) {
 }
 
 // Revoke takes partitions of topic away. It returns at once; the partition
-// goes through turbo's revocation (the running records finish, the
-// unstarted ones are dropped, the watermark is committed with what finished
-// above it) and is released after that: AwaitReleased waits for it.
+// goes through turbo's revocation in a rebalance (the running records
+// finish, the unstarted ones are dropped, the watermark is committed with
+// what finished above it) and is released after that: AwaitReleased waits
+// for it.
 func (h *Harness) Revoke(topic string, partitions ...int32) {
 	h.cluster.Revoke(tps(topic, partitions)...)
 }

@@ -94,7 +94,6 @@ type harness struct {
 	notRunBack     int             // records a handler call did not run, accounted for
 	everHeld       map[uint64]bool // epochs held (paused) at some point
 	dispatchedOver bool            // a batch was given out beyond the limit (SetLimit)
-	skipsFinished  bool            // revocations drop every unstarted record (SetSkipsFinished)
 }
 
 type epochState struct {
@@ -126,12 +125,10 @@ func (k hooks) Judge(r *rec, err error) Verdict {
 
 var errFailed = errors.New("handler failed")
 
-func newHarness(t testing.TB, runners, maxRun int, skipsFinished bool) *harness {
+func newHarness(t testing.TB, runners, maxRun int) *harness {
 	h := &harness{t: t, epochs: map[uint64]*epochState{}, runners: map[int]*runnerState{},
-		armed: map[*rec]bool{}, offsets: map[uint64]int64{}, quota: -1, everHeld: map[uint64]bool{},
-		skipsFinished: skipsFinished}
+		armed: map[*rec]bool{}, offsets: map[uint64]int64{}, quota: -1, everHeld: map[uint64]bool{}}
 	h.p = New[*rec](hooks{h}, runners, maxRun)
-	h.p.SetSkipsFinished(skipsFinished)
 	return h
 }
 
@@ -542,13 +539,13 @@ func (h *harness) flush(reported map[*rec]bool) {
 }
 
 // revoke applies the naive drop rule of a revocation: after the tails come
-// back, records above the highest offset started or finished (every
-// unstarted one when the next owner skips finished records), and those
-// behind a retry, are dropped with the retries.
-func (h *harness) revoke(epoch uint64) {
+// back, every unstarted record is dropped with the retries — with
+// finishGaps, only those above the highest offset started or finished and
+// those behind a retry.
+func (h *harness) revoke(epoch uint64, finishGaps bool) {
 	e := h.epochs[epoch]
 	known := h.p.Known(epoch)
-	if got := h.p.Revoke(epoch); got != known {
+	if got := h.p.Revoke(epoch, finishGaps); got != known {
 		h.fatalf("Revoke(%d) = %v, Known said %v", epoch, got, known)
 	}
 	if !known {
@@ -559,7 +556,7 @@ func (h *harness) revoke(epoch uint64) {
 	high := int64(-1)
 	blocked := map[string]bool{}
 	for _, r := range h.recs {
-		if r.epoch != epoch || h.skipsFinished {
+		if r.epoch != epoch || !finishGaps {
 			continue
 		}
 		switch {
@@ -606,8 +603,8 @@ func (h *harness) halt() {
 }
 
 // runModel drives a Pipeline with the choices src makes.
-func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int, skipsFinished bool) map[how]int {
-	h := newHarness(t, runners, maxRun, skipsFinished)
+func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int) map[how]int {
+	h := newHarness(t, runners, maxRun)
 	units := []string{""}
 	for i := 1; i <= nUnits; i++ {
 		units = append(units, "u"+strconv.Itoa(i))
@@ -688,7 +685,7 @@ func runModel(t testing.TB, src modeltest.Source, nUnits, runners, maxRun int, s
 		case op < 27:
 			h.flush(reported)
 		case op == 27 && arg%4 == 0 && len(epochs) > 0:
-			h.revoke(epochs[arg%len(epochs)])
+			h.revoke(epochs[arg%len(epochs)], arg&8 != 0)
 			h.apply()
 			h.p.Dispatch()
 		case op == 28 && arg%8 == 0 && len(epochs) > 0:
@@ -743,7 +740,7 @@ func (h *harness) finish(epochs []uint64, reported map[*rec]bool) {
 	h.haltIfStuck()
 	for _, epoch := range epochs {
 		if e := h.epochs[epoch]; e != nil && !e.revoked && !e.dropped {
-			h.revoke(epoch)
+			h.revoke(epoch, epoch%2 == 0)
 			h.apply()
 		}
 	}
@@ -867,7 +864,7 @@ func TestModelRandom(t *testing.T) {
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(seed)))
-			for k, n := range runModel(t, modeltest.Rand(r, 2*2000), 1+seed%6, 1+seed%5, 1+seed%4, seed%7 < 3) {
+			for k, n := range runModel(t, modeltest.Rand(r, 2*2000), 1+seed%6, 1+seed%5, 1+seed%4) {
 				total[k] += n
 			}
 		})
@@ -894,7 +891,7 @@ func FuzzPipeline(f *testing.F) {
 		}
 		// The ledger is quadratic: long inputs would only slow the fuzzer.
 		ops = ops[:min(len(ops), 2048)]
-		runModel(t, modeltest.Bytes(ops[3:]), 1+int(ops[0])%8, 1+int(ops[1])%6, 1+int(ops[2])%5, ops[2]&0x80 != 0)
+		runModel(t, modeltest.Bytes(ops[3:]), 1+int(ops[0])%8, 1+int(ops[1])%6, 1+int(ops[2])%5)
 	})
 }
 

@@ -130,8 +130,7 @@ type Pipeline[T comparable] struct {
 	ready       []T // retries due, run before anything else
 	inFlight    int // records in batches out with runners
 	halted      bool
-	batch       int  // records per batch beyond the first run (SetBatchSize)
-	skipsDone   bool // the next owner skips finished records (SetSkipsFinished)
+	batch       int // records per batch beyond the first run (SetBatchSize)
 	maxRun      int
 	quota       int // records Dispatch may still give out; -1: no bound (SetQuota)
 	limit       int // runners busy at most (SetLimit): an adaptive concurrency limit
@@ -176,14 +175,6 @@ func (p *Pipeline[T]) Reset() {
 // joins it (the first run may be up to maxRun long: its records could only
 // run one after the other anyway).
 func (p *Pipeline[T]) SetBatchSize(n int) { p.batch = max(1, n) }
-
-// SetSkipsFinished tells the Pipeline whether a partition's next owner
-// skips the records that finished above the committed watermark (turbo
-// records them in the commit's metadata). When it does, a revocation drops
-// every unstarted record at once and waits only for the running ones;
-// otherwise it still runs the unstarted records below the highest offset
-// started or finished, so that the watermark passes every finished record.
-func (p *Pipeline[T]) SetSkipsFinished(on bool) { p.skipsDone = on }
 
 // SetLimit bounds how many runners Dispatch keeps busy, from 1 to the
 // maximum given to New (an adaptive concurrency limit). Lowering it takes
@@ -716,16 +707,17 @@ func (p *Pipeline[T]) DeadLettered(acked, failed []T) {
 
 // Revoke drains a revoked partition; it reports false when nothing of it
 // ever reached the Pipeline (the caller reports it drained at once). Its
-// unstarted records are taken back from the runners and dropped: the next
-// owner starts at the watermark and skips what finished above it
-// (SetSkipsFinished), so only the running records are waited for. Without
-// that, those below the highest offset already started or finished still
-// run, so that the watermark committed for the next owner passes every
-// record that finished (none of them is handled twice) — under key ordering
-// nearly the whole buffer, which is why a rebalance is slow that way. It is
-// drained (Flush) when none of its records is left. The caller dispatches
+// unstarted records are taken back from the runners and dropped, and it is
+// drained (Flush) when none of its records is left: only the running ones
+// are waited for. The committed watermark then stays below the dropped
+// records, and the finished ones above it are for the next owner to skip
+// (turbo records them in the commit's metadata). With finishGaps, the
+// unstarted records below the highest offset already started or finished
+// still run first, so that the watermark passes every record that finished —
+// under key ordering nearly the whole buffer, since a key's records wait
+// behind one another while other keys run ahead. The caller dispatches
 // afterwards.
-func (p *Pipeline[T]) Revoke(epoch uint64) bool {
+func (p *Pipeline[T]) Revoke(epoch uint64, finishGaps bool) bool {
 	a := p.parts[epoch]
 	if a == nil {
 		return false
@@ -738,7 +730,7 @@ func (p *Pipeline[T]) Revoke(epoch uint64) bool {
 	// records are dropped with the retry (the next owner starts below them).
 	blocked := p.parkedUnits(epoch)
 	high := int64(-1) // every unstarted record is dropped
-	if !p.skipsDone {
+	if finishGaps {
 		high = p.highestStarted(epoch, a)
 	}
 	dropped := p.sched.DropIf(func(r T) bool {
