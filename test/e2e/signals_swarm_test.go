@@ -87,15 +87,21 @@ func TestSwarmNodesStopGracefullyWhenTheSupervisorIsKilled(t *testing.T) {
 	}
 	took := awaitGone(t, nodes, 8*time.Second+2*time.Second)
 	handled := ledger.Handled()
-	lost := finishedNotCommitted(t, addr, topic, topic, handled)
+	// The nodes stop together, each when its SIGTERM is handled: one that
+	// leaves first makes a rebalance in the others, whose revocations drop
+	// what has not started and record the finished records above the
+	// watermark in the commit's metadata. Those count as committed: the next
+	// owner skips them.
+	above, inMeta := finishedNotCommitted(t, addr, topic, topic, handled)
+	lost := above - inMeta
 	if lost != 0 {
-		t.Errorf("%d of the %d records the nodes finished are not committed", lost, len(handled))
+		t.Errorf("%d of the %d records the nodes finished are not committed (%d above the committed offsets, %d of them in the commits' metadata)", lost, len(handled), above, inMeta)
 	}
 	if s := out.String(); strings.Contains(s, "second signal") {
 		t.Errorf("a node took its supervisor's death for two signals:\n%s", grepLines(s, "second signal"))
 	}
-	t.Logf("FIGURES supervisor-sigkill broker=%s: nodes gone %s after SIGKILL; %d handled, %d of them committed",
-		brokerKind(), took.Round(time.Millisecond), len(handled), len(handled)-lost)
+	t.Logf("FIGURES supervisor-sigkill broker=%s: nodes gone %s after SIGKILL; %d handled, %d of them committed (%d of those in the commits' metadata)",
+		brokerKind(), took.Round(time.Millisecond), len(handled), len(handled)-lost, inMeta)
 }
 
 // Point 10: a signal during start-up is a clean stop. Before the fix,
