@@ -38,7 +38,7 @@ type ownedPartition struct {
 	meta      string
 	hwm       int64
 	ending    chan<- finalCommit
-	endedAt   time.Time            // when the revocation in progress began
+	revokedAt time.Time            // when the revocation in progress began
 	timeout   scheduler.CancelFunc // of the revocation in progress
 }
 
@@ -198,7 +198,7 @@ func (p *clientProxy) handleClaimEnding(c actor.Context, m *claimEnding) {
 		m.reply <- finalCommit{}
 		return
 	}
-	hp.ending, hp.endedAt = m.reply, time.Now()
+	hp.ending, hp.revokedAt = m.reply, time.Now()
 	c.Send(c.Parent(), &partitionRevoked{tp: m.tp, epoch: m.epoch})
 	hp.timeout = scheduler.NewTimerScheduler(c).SendOnce(p.revokeTimeout, c.Self(), &revokeTimeout{tp: m.tp, epoch: m.epoch})
 }
@@ -263,7 +263,7 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 	p.resizeGates()
 	p.updateLag()
 	p.log.Info().Str("partition", tp.String()).Int64("committed", fc.offset).
-		Stringer("revocation", time.Since(hp.endedAt).Round(time.Microsecond)).Msg("partition released")
+		Stringer("revocation", time.Since(hp.revokedAt).Round(time.Microsecond)).Msg("partition released")
 }
 
 func (p *clientProxy) updateLag() {

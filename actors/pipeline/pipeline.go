@@ -726,20 +726,19 @@ func (p *Pipeline[T]) Revoke(epoch uint64, finishGaps bool) bool {
 	a.revoking = true
 	// Tails first: giveBack must still see the parked records' pins.
 	p.stealAll()
-	// A unit whose record waits for a retry must not run past it: its other
-	// records are dropped with the retry (the next owner starts below them).
-	blocked := p.parkedUnits(epoch)
-	high := int64(-1) // every unstarted record is dropped
+	keep := func(T) bool { return false } // every unstarted record is dropped
 	if finishGaps {
-		high = p.highestStarted(epoch, a)
-	}
-	dropped := p.sched.DropIf(func(r T) bool {
-		if p.it.Epoch(r) != epoch {
-			return false
+		// A unit whose record waits for a retry must not run past it: its
+		// other records are dropped with the retry (the next owner starts
+		// below them).
+		blocked := p.parkedUnits(epoch)
+		high := p.highestStarted(epoch, a)
+		keep = func(r T) bool {
+			u := p.it.Unit(r)
+			return p.it.Offset(r) <= high && (u == "" || !blocked[u])
 		}
-		u := p.it.Unit(r)
-		return p.it.Offset(r) > high || (u != "" && blocked[u])
-	})
+	}
+	dropped := p.sched.DropIf(func(r T) bool { return p.it.Epoch(r) == epoch && !keep(r) })
 	a.records -= len(dropped)
 	p.dropParked(epoch)
 	// Drained is reported from Flush, after the completions gathered so far,
