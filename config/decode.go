@@ -81,7 +81,7 @@ func decodeValue(key string, raw any, dst reflect.Value) error {
 		dst.Set(out)
 		return nil
 	case reflect.String:
-		s, err := toString(raw)
+		s, err := toString(raw, t == secretType)
 		if err != nil {
 			return fieldErr(key, err.Error())
 		}
@@ -127,7 +127,7 @@ func decodeStringMap(key string, raw any, dst reflect.Value) error {
 	}
 	out := reflect.MakeMapWithSize(dst.Type(), len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		s, err := toString(m[k])
+		s, err := toString(m[k], false)
 		if err != nil {
 			return fieldErr(joinKey(key, quoteKey(k)), err.Error())
 		}
@@ -281,22 +281,24 @@ func quoteValue(s string) string {
 	return strconv.Quote(s)
 }
 
-// toString accepts strings and, weakly, scalars: `client_id: 42` or
-// `version: 3.6` (which then fails the version check with a clear message).
-func toString(raw any) (string, error) {
+// toString accepts strings only. A scalar the file's syntax reads as a
+// number or a boolean is refused rather than turned back into text: the
+// text it came from is gone by then (YAML reads `group: 0123` as 83, `1.50`
+// as 1.5, `0x1F` as 31), so the conversion silently named another group or
+// topic. The message asks for quotes; for a secret it shows no value.
+func toString(raw any, secret bool) (string, error) {
 	switch v := raw.(type) {
 	case string:
 		return v, nil
-	case bool:
-		return strconv.FormatBool(v), nil
-	case int:
-		return strconv.Itoa(v), nil
-	case int64:
-		return strconv.FormatInt(v, 10), nil
-	case uint64:
-		return strconv.FormatUint(v, 10), nil
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case bool, int, int64, uint64, float64:
+		what := "a number"
+		if _, ok := v.(bool); ok {
+			what = "a boolean"
+		}
+		if !secret {
+			what += " (" + describe(v) + ")"
+		}
+		return "", fmt.Errorf("expected text, got %s: quote it to keep it as written, e.g. \"0123\"", what)
 	default:
 		return "", fmt.Errorf("expected a string, got %s", describe(raw))
 	}

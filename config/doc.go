@@ -69,9 +69,10 @@
 //
 // The file is at most 16 MiB. Decoding is strict: keys are case-sensitive,
 // unknown keys are errors, a key given twice is an error (in JSON too), a
-// second YAML document is an error, and so are values of the wrong type. A
-// number is accepted for a string (client_id: 42), but not a quoted number
-// for an integer (concurrency: "4" is an error); durations must be
+// second YAML document is an error, and so are values of the wrong type:
+// text that the file's syntax reads as a number or a boolean must be quoted
+// (group: 0123 is an error, since YAML reads it as 83; write "0123"), and a
+// quoted number is not an integer (concurrency: "4" is an error); durations must be
 // Go duration strings with a unit ("1s", "500ms"); a bare number is rejected
 // because "5" could mean seconds or nanoseconds. A key set to null is
 // treated as absent, so its default applies; a section given in part (say
