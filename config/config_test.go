@@ -86,6 +86,7 @@ func fullWant() *Config {
 	audit.Ordering = OrderingUnordered
 	audit.Handler.Type = HandlerSleep
 	audit.Handler.Duration = 5 * time.Millisecond
+	audit.ExcludeTopics = []string{"orders.DLQ"} // every dead-letter topic (ExcludeDeadLetters)
 	return &Config{
 		Kafka: Kafka{
 			Brokers:         []string{"k1:9092", "k2:9092"},
@@ -114,6 +115,7 @@ func fullWant() *Config {
 				},
 				OnFailure:           OnFailureDLQ,
 				DLQTopic:            "orders.DLQ",
+				ExcludeTopics:       []string{"orders.DLQ"},
 				MaxHandlerTime:      30 * time.Second,
 				CommitMetadataBytes: 64,
 				Batch:               Batch{MaxRecords: 1},
@@ -224,14 +226,14 @@ func TestLoadValid(t *testing.T) {
 		{"full json", "app.json", fullJSON, fullWant()},
 		{"full toml", "app.toml", fullTOML, fullWant()},
 		{"upper-case extension", "APP.YAML", fullYAML, fullWant()},
-		{"minimal yaml", "app.yaml", "consumers:\n  - name: orders\n    topics: [orders]\n", &minimal},
-		{"minimal json", "app.json", `{"consumers": [{"name": "orders", "topics": ["orders"]}]}`, &minimal},
-		{"minimal toml", "app.toml", "[[consumers]]\nname = \"orders\"\ntopics = [\"orders\"]\n", &minimal},
-		{"null values mean default", "app.yaml", "kafka: ~\nlog:\nconsumers:\n  - name: orders\n    topics: [orders]\n    concurrency: ~\n    handler: ~\n", &minimal},
-		{"empty group means name", "app.yaml", "consumers:\n  - name: orders\n    group: \"\"\n    topics: [orders]\n", &minimal},
+		{"minimal yaml", "app.yaml", "consumers:\n  - name: orders\n    topics: [orders]\n    handler: {type: noop}\n", &minimal},
+		{"minimal json", "app.json", `{"consumers": [{"name": "orders", "topics": ["orders"], "handler": {"type": "noop"}}]}`, &minimal},
+		{"minimal toml", "app.toml", "[[consumers]]\nname = \"orders\"\ntopics = [\"orders\"]\nhandler = {type = \"noop\"}\n", &minimal},
+		{"null values mean default", "app.yaml", "kafka: ~\nlog:\nconsumers:\n  - name: orders\n    topics: [orders]\n    concurrency: ~\n    handler: {type: noop, timeout: ~}\n", &minimal},
+		{"empty group means name", "app.yaml", "consumers:\n  - name: orders\n    group: \"\"\n    topics: [orders]\n    handler: {type: noop}\n", &minimal},
 		{
-			"a number for a string", "app.yaml",
-			"kafka:\n  client_id: 42\nconsumers:\n  - name: orders\n    topics: [orders]\n    concurrency: 8\n",
+			"a quoted number for a string", "app.yaml",
+			"kafka:\n  client_id: \"42\"\nconsumers:\n  - name: orders\n    topics: [orders]\n    handler: {type: noop}\n    concurrency: 8\n",
 			func() *Config {
 				c := Default()
 				c.Kafka.ClientID = "42"
@@ -244,7 +246,7 @@ func TestLoadValid(t *testing.T) {
 		},
 		{
 			"embedded broker", "app.yaml",
-			"kafka:\n  brokers: [embedded]\n  embedded:\n    seed: {topic: demo, records: 10}\nconsumers:\n  - name: demo\n    topics: [demo]\n",
+			"kafka:\n  brokers: [embedded]\n  embedded:\n    seed: {topic: demo, records: 10}\nconsumers:\n  - name: demo\n    topics: [demo]\n    handler: {type: noop}\n",
 			func() *Config {
 				c := Default()
 				c.Kafka.Brokers = []string{EmbeddedBroker}
@@ -273,7 +275,7 @@ func TestLoadValid(t *testing.T) {
 }
 
 func TestLoadNilLookupEnv(t *testing.T) {
-	c, err := Load(writeConfig(t, "app.yaml", "consumers: [{name: a, topics: [t]}]"), nil)
+	c, err := Load(writeConfig(t, "app.yaml", "consumers: [{name: a, topics: [t], handler: {type: noop}}]"), nil)
 	if err != nil {
 		t.Fatalf("Load with nil lookupEnv: %v", err)
 	}
@@ -286,10 +288,10 @@ func TestLoadNilLookupEnv(t *testing.T) {
 // a JSON number is a float64 to the parser, and a whole one is a size too.
 func TestLoadByteSizes(t *testing.T) {
 	for _, tt := range []struct{ name, content string }{
-		{"app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": 33554432}]}`},
-		{"app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": "32MiB"}]}`},
-		{"app.yaml", "consumers: [{name: a, topics: [t], max_buffered_bytes: 33554432}]"},
-		{"app.toml", "[[consumers]]\nname = \"a\"\ntopics = [\"t\"]\nmax_buffered_bytes = 33554432\n"},
+		{"app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": 33554432, "handler": {"type": "noop"}}]}`},
+		{"app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": "32MiB", "handler": {"type": "noop"}}]}`},
+		{"app.yaml", "consumers: [{name: a, topics: [t], max_buffered_bytes: 33554432, handler: {type: noop}}]"},
+		{"app.toml", "[[consumers]]\nname = \"a\"\ntopics = [\"t\"]\nmax_buffered_bytes = 33554432\nhandler = {type = \"noop\"}\n"},
 	} {
 		c, err := Load(writeConfig(t, tt.name, tt.content), nil)
 		if err != nil {
@@ -299,7 +301,7 @@ func TestLoadByteSizes(t *testing.T) {
 			t.Errorf("%s %s: max_buffered_bytes = %s, want 32MiB", tt.name, tt.content, got)
 		}
 	}
-	_, err := Load(writeConfig(t, "app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": 1.5}]}`), nil)
+	_, err := Load(writeConfig(t, "app.json", `{"consumers": [{"name": "a", "topics": ["t"], "max_buffered_bytes": 1.5, "handler": {"type": "noop"}}]}`), nil)
 	checkInvalid(t, err, "consumers[0].max_buffered_bytes", "expected a size such as 512MiB, got 1.5")
 }
 

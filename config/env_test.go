@@ -13,9 +13,11 @@ kafka:
 consumers:
   - name: orders
     topics: [orders]
+    handler: {type: noop}
     concurrency: 4
   - name: audit
     topics: [audit]
+    handler: {type: noop}
 log:
   level: warn
 `

@@ -172,7 +172,7 @@ func TestFailureKeysInvalid(t *testing.T) {
 	}
 
 	// The key path names the right consumer.
-	doc := "consumers:\n  - {name: a, topics: [t]}\n  - {name: b, topics: [t], retry: {max_attempts: 0}}\n"
+	doc := "consumers:\n  - {name: a, topics: [t], handler: {type: noop}}\n  - {name: b, topics: [t], retry: {max_attempts: 0}}\n"
 	_, err := Load(writeConfig(t, "app.yaml", doc), noEnv)
 	checkInvalid(t, err, "consumers[1].retry.max_attempts", "got 0")
 }

@@ -14,7 +14,7 @@ import (
 // ignored (points 4, 6, 7, 12 and 14), with the exact message each now gets.
 // $DIR in a message stands for the directory of the file.
 func TestLoadRejectsHostile(t *testing.T) {
-	const top = "consumers:\n  - name: orders\n    topics: [orders]\n"
+	const top = "consumers:\n  - name: orders\n    topics: [orders]\n    handler: {type: noop}\n"
 	c := func(lines ...string) string { return oneConsumer(lines) }
 	tests := []struct {
 		name    string
@@ -97,13 +97,13 @@ func TestLoadRejectsHostile(t *testing.T) {
 			want: "config: shutdown_timeout: must be between 1s and 1h (got 2562047h)"},
 
 		// Point 12: names, addresses and types are checked.
-		{name: "topic with a space", content: "consumers:\n  - {name: a, topics: [\"a b\"]}\n",
+		{name: "topic with a space", content: "consumers:\n  - {name: a, topics: [\"a b\"], handler: {type: noop}}\n",
 			want: `config: consumers[0].topics[0]: must be a Kafka topic name (1 to 249 characters of [a-zA-Z0-9._-], not . or ..) or a /regular expression/ (got "a b")`},
 		{name: "topic of 300 characters", content: "consumers:\n  - {name: a, topics: [" + strings.Repeat("t", 300) + "]}\n",
 			want: `config: consumers[0].topics[0]: must be a Kafka topic name (1 to 249 characters of [a-zA-Z0-9._-], not . or ..) or a /regular expression/ (got "` + strings.Repeat("t", 64) + `"...)`},
-		{name: "topic ..", content: "consumers:\n  - {name: a, topics: [\"..\"]}\n",
+		{name: "topic ..", content: "consumers:\n  - {name: a, topics: [\"..\"], handler: {type: noop}}\n",
 			want: `config: consumers[0].topics[0]: must be a Kafka topic name (1 to 249 characters of [a-zA-Z0-9._-], not . or ..) or a /regular expression/ (got "..")`},
-		{name: "topic with a newline", content: "consumers:\n  - {name: a, topics: [\"t\\nx\"]}\n",
+		{name: "topic with a newline", content: "consumers:\n  - {name: a, topics: [\"t\\nx\"], handler: {type: noop}}\n",
 			want: `config: consumers[0].topics[0]: must be a Kafka topic name (1 to 249 characters of [a-zA-Z0-9._-], not . or ..) or a /regular expression/ (got "t\nx")`},
 		{name: "seed topic", content: top + "kafka: {embedded: {seed: {topic: \"a b\"}}}\n",
 			want: `config: kafka.embedded.seed.topic: must be a Kafka topic name: 1 to 249 characters of [a-zA-Z0-9._-], not . or .. (got "a b")`},
@@ -117,9 +117,9 @@ func TestLoadRejectsHostile(t *testing.T) {
 			want: `config: consumers[0].handler.url: must be an absolute http:// or https:// URL with a host and, if given, a port from 1 to 65535, or unix:///path/to.sock:/path (got "http://:80/x")`},
 		{name: "url port 99999", content: c("handler: {type: http, url: \"http://127.0.0.1:99999/x\"}"),
 			want: `config: consumers[0].handler.url: must be an absolute http:// or https:// URL with a host and, if given, a port from 1 to 65535, or unix:///path/to.sock:/path (got "http://127.0.0.1:99999/x")`},
-		{name: "JSON duplicate key", file: "app.json", content: `{"consumers": [{"name": "a", "topics": ["t"], "concurrency": 4, "concurrency": 5}]}`,
+		{name: "JSON duplicate key", file: "app.json", content: `{"consumers": [{"name": "a", "topics": ["t"], "concurrency": 4, "concurrency": 5, "handler": {"type": "noop"}}]}`,
 			want: "config: cannot parse $DIR/app.json: key consumers[0].concurrency is defined twice"},
-		{name: "JSON duplicate top-level key", file: "app.json", content: `{"log": {}, "consumers": [{"name": "a", "topics": ["t"]}], "log": {"level": "debug"}}`,
+		{name: "JSON duplicate top-level key", file: "app.json", content: `{"log": {}, "consumers": [{"name": "a", "topics": ["t"], "handler": {"type": "noop"}}], "log": {"level": "debug"}}`,
 			want: "config: cannot parse $DIR/app.json: key log is defined twice"},
 		{name: "second YAML document", content: top + "---\nconsumers: []\n",
 			want: `config: cannot parse $DIR/app.yaml: a second YAML document (after "---") is not supported; put everything in one`},
@@ -209,7 +209,7 @@ func manyConsumers(n int) string {
 	var b strings.Builder
 	b.WriteString("consumers:\n")
 	for i := range n {
-		fmt.Fprintf(&b, "  - {name: c%d, topics: [t]}\n", i)
+		fmt.Fprintf(&b, "  - {name: c%d, topics: [t], handler: {type: noop}}\n", i)
 	}
 	return b.String()
 }
@@ -240,7 +240,7 @@ swarm: {max_restarts: 0, memory_limit: 16MiB, node_report_interval: 100ms, node_
 http: {listen: "127.0.0.1:0"}
 `,
 		manyConsumers(MaxConsumers),
-		"consumers:\n  - {name: a, topics: [" + strings.Repeat("t,", MaxTopics-1) + "t]}\nkafka: {brokers: [" + strings.Repeat("k:1,", MaxBrokers-1) + "k:1]}\n",
+		"consumers:\n  - {name: a, handler: {type: noop}, topics: [" + strings.Repeat("t,", MaxTopics-1) + "t]}\nkafka: {brokers: [" + strings.Repeat("k:1,", MaxBrokers-1) + "k:1]}\n",
 	} {
 		if _, err := Load(writeConfig(t, "app.yaml", doc), noEnv); err != nil {
 			t.Errorf("Load: %v\n%s", err, doc)
@@ -249,7 +249,7 @@ http: {listen: "127.0.0.1:0"}
 	// Just under the cap, the file is read (JSON padded with spaces: YAML
 	// that long takes seconds to parse under the race detector).
 	pad := strings.Repeat(" ", int(MaxFileSize)-100)
-	if _, err := Load(writeConfig(t, "app.json", `{"consumers": [{"name": "a", "topics": ["t"]}]}`+pad), noEnv); err != nil {
+	if _, err := Load(writeConfig(t, "app.json", `{"consumers": [{"name": "a", "topics": ["t"], "handler": {"type": "noop"}}]}`+pad), noEnv); err != nil {
 		t.Errorf("Load of a file just under %s: %v", MaxFileSize, err)
 	}
 }

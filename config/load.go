@@ -22,7 +22,9 @@ const EnvPrefix = "TURBO"
 // Load reads the configuration file at path (YAML, JSON or TOML by
 // extension; at most MaxFileSize), applies the defaults, applies the
 // environment overrides of environ ("KEY=value" entries, os.Environ() in
-// production; nil means no environment), decodes strictly and validates.
+// production; nil means no environment), decodes strictly, validates, and
+// excludes every dead-letter topic from every consumer's topic patterns
+// (ExcludeDeadLetters).
 // A TURBO_ variable in the configuration's namespace that names no key is
 // an error (see envNamespace). Every error wraps ErrInvalid; a missing file
 // also satisfies errors.Is(err, fs.ErrNotExist).
@@ -31,6 +33,7 @@ func Load(path string, environ []string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	untyped := handlersUnnamed(raw)
 	applyRawDefaults(raw)
 	origins, err := applyEnv(raw, environ)
 	if err != nil {
@@ -45,6 +48,10 @@ func Load(path string, environ []string) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		return nil, blameEnv(err, origins)
 	}
+	if err := requireHandlers(untyped, origins); err != nil {
+		return nil, err
+	}
+	c.ExcludeDeadLetters()
 	return &c, nil
 }
 
@@ -125,6 +132,47 @@ func normalize(v any) any {
 	default:
 		return v
 	}
+}
+
+// handlersUnnamed returns, for each consumer of the file whose handler type
+// is absent (or null), whether the whole handler section is: the defaults
+// would fill in noop, and a consumer nobody told what to do must not run.
+func handlersUnnamed(raw map[string]any) map[int]bool {
+	list, _ := raw["consumers"].([]any)
+	out := map[int]bool{}
+	for i, el := range list {
+		m, ok := el.(map[string]any)
+		if !ok {
+			continue // not a consumer: the decoder says so
+		}
+		h, _ := m["handler"].(map[string]any)
+		if m["handler"] == nil || h != nil && h["type"] == nil {
+			out[i] = h == nil
+		}
+	}
+	return out
+}
+
+// requireHandlers refuses a consumer without a handler type, from the file
+// or the environment. A file cut short — an editor's, a config tool's or
+// kubectl cp's write read half way — is often still valid, and the part
+// lost is the handler section: with noop as its default, such a file
+// acknowledged and committed every record it was given. noop runs only
+// when written.
+func requireHandlers(untyped map[int]bool, origins map[string]string) error {
+	for _, i := range slices.Sorted(maps.Keys(untyped)) {
+		key := fmt.Sprintf("consumers[%d].handler", i)
+		if origins[key+".type"] != "" {
+			continue
+		}
+		const what = "say what is done with each record (type http, grpc, log, sleep or hash); " +
+			"write handler: {type: noop} to acknowledge records without doing anything"
+		if untyped[i] {
+			return fieldErr(key, "is missing: "+what+" (a file cut short loses its handler section)")
+		}
+		return fieldErr(key+".type", "is required: "+what)
+	}
+	return nil
 }
 
 // applyRawDefaults fills keys that are absent (or null) in the raw tree

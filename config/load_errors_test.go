@@ -10,12 +10,18 @@ import (
 )
 
 // oneConsumer returns a YAML document with a valid consumer "orders" plus
-// the given extra lines inside it, and the given top-level lines after it.
+// the given extra lines inside it (a noop handler unless they give one),
+// and the given top-level lines after it.
 func oneConsumer(consumerLines []string, topLines ...string) string {
 	var b strings.Builder
 	b.WriteString("consumers:\n  - name: orders\n    topics: [orders]\n")
+	handler := false
 	for _, l := range consumerLines {
 		b.WriteString("    " + l + "\n")
+		handler = handler || strings.HasPrefix(l, "handler:")
+	}
+	if !handler {
+		b.WriteString("    handler: {type: noop}\n")
 	}
 	for _, l := range topLines {
 		b.WriteString(l + "\n")
@@ -45,8 +51,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"wrong type int", oneConsumer([]string{"concurrency: abc"}), "consumers[0].concurrency", []string{`cannot parse "abc" as an integer`}},
 		{"fractional int", oneConsumer([]string{"concurrency: 1.5"}), "consumers[0].concurrency", []string{"expected an integer"}},
 		{"bool for int", oneConsumer([]string{"concurrency: true"}), "consumers[0].concurrency", []string{"expected an integer"}},
-		{"scalar for list", "consumers:\n  - name: orders\n    topics: 5\n", "consumers[0].topics", []string{"expected a list"}},
-		{"string for list", "consumers:\n  - name: orders\n    topics: orders\n", "consumers[0].topics", []string{"expected a list"}},
+		{"scalar for list", "consumers:\n  - name: orders\n    topics: 5\n    handler: {type: noop}\n", "consumers[0].topics", []string{"expected a list"}},
+		{"string for list", "consumers:\n  - name: orders\n    topics: orders\n    handler: {type: noop}\n", "consumers[0].topics", []string{"expected a list"}},
 		{"scalar for section", withConsumer("kafka: 5"), "kafka", []string{"expected a mapping"}},
 		{"mapping for consumers", "consumers: {name: orders}\n", "consumers", []string{"expected a list"}},
 		{"scalar consumer", "consumers: [orders]\n", "consumers[0]", []string{"expected a mapping"}},
@@ -69,7 +75,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"empty broker entry", withConsumer(`kafka: {brokers: ["k:1", ""]}`), "kafka.brokers[1]", []string{"must not be empty"}},
 		{"embedded mixed with others", withConsumer("kafka: {brokers: [k:1, embedded]}"), "kafka.brokers[1]", []string{`"embedded" must be the only broker`}},
 		{"bad version string", withConsumer(`kafka: {version: "v3.6"}`), "kafka.version", []string{`"v3.6"`}},
-		{"version as float", withConsumer("kafka: {version: 3.6}"), "kafka.version", []string{`"3.6"`}},
+		{"version as float", withConsumer("kafka: {version: 3.6}"), "kafka.version", []string{"(3.6)", "quote it"}},
 		{"five-part version", withConsumer(`kafka: {version: "1.2.3.4.5"}`), "kafka.version", nil},
 		{"bad group_instance_id", withConsumer(`kafka: {group_instance_id: "pod 1"}`), "kafka.group_instance_id", []string{`"pod 1"`}},
 		{"long group_instance_id", withConsumer("kafka: {group_instance_id: " + long + "}"), "kafka.group_instance_id", []string{"1 to 240"}},
@@ -82,14 +88,14 @@ func TestLoadInvalid(t *testing.T) {
 		{"no consumers key", "log: {level: info}\n", "consumers", []string{"at least one consumer"}},
 		{"empty consumers", "consumers: []\n", "consumers", []string{"at least one consumer"}},
 		{"empty file", "", "consumers", []string{"at least one consumer"}},
-		{"duplicate names", "consumers:\n  - {name: a, topics: [t]}\n  - {name: a, topics: [u]}\n", "consumers[1].name", []string{`duplicate consumer name "a"`, "consumers[0]"}},
-		{"empty name", "consumers:\n  - {name: \"\", topics: [t]}\n", "consumers[0].name", []string{"is required"}},
+		{"duplicate names", "consumers:\n  - {name: a, topics: [t], handler: {type: noop}}\n  - {name: a, topics: [u], handler: {type: noop}}\n", "consumers[1].name", []string{`duplicate consumer name "a"`, "consumers[0]"}},
+		{"empty name", "consumers:\n  - {name: \"\", topics: [t], handler: {type: noop}}\n", "consumers[0].name", []string{"is required"}},
 		{"missing name", "consumers:\n  - {topics: [t]}\n", "consumers[0].name", []string{"is required"}},
-		{"bad name", "consumers:\n  - {name: \"a b\", topics: [t]}\n", "consumers[0].name", []string{`"a b"`}},
+		{"bad name", "consumers:\n  - {name: \"a b\", topics: [t], handler: {type: noop}}\n", "consumers[0].name", []string{`"a b"`}},
 		{"no topics", "consumers:\n  - {name: a}\n", "consumers[0].topics", []string{"at least one topic"}},
-		{"empty topics", "consumers:\n  - {name: a, topics: []}\n", "consumers[0].topics", []string{"at least one topic"}},
-		{"empty topic", "consumers:\n  - {name: a, topics: [t, \"\"]}\n", "consumers[0].topics[1]", []string{"must not be empty"}},
-		{"second consumer reported by index", "consumers:\n  - {name: a, topics: [t]}\n  - {name: b, topics: [t], concurrency: 0}\n", "consumers[1].concurrency", nil},
+		{"empty topics", "consumers:\n  - {name: a, topics: [], handler: {type: noop}}\n", "consumers[0].topics", []string{"at least one topic"}},
+		{"empty topic", "consumers:\n  - {name: a, topics: [t, \"\"], handler: {type: noop}}\n", "consumers[0].topics[1]", []string{"must not be empty"}},
+		{"second consumer reported by index", "consumers:\n  - {name: a, topics: [t], handler: {type: noop}}\n  - {name: b, topics: [t], concurrency: 0, handler: {type: noop}}\n", "consumers[1].concurrency", nil},
 		{"concurrency 0", oneConsumer([]string{"concurrency: 0"}), "consumers[0].concurrency", []string{"config: consumers[0].concurrency: must be between 1 and 10000 (got 0)"}},
 		{"concurrency -1", oneConsumer([]string{"concurrency: -1"}), "consumers[0].concurrency", []string{"must be between 1 and 10000 (got -1)"}},
 		{"max_buffered -1", oneConsumer([]string{"max_buffered: -1"}), "consumers[0].max_buffered", []string{"must be between 0 and 100000 (got -1)"}},

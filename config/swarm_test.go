@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-const swarmBase = "consumers:\n  - name: a\n    topics: [t]\n"
+const swarmBase = "consumers:\n  - name: a\n    topics: [t]\n    handler: {type: noop}\n"
 
 func TestSwarmSectionLoads(t *testing.T) {
 	got, err := Load(writeConfig(t, "app.yaml", swarmBase+`swarm:

@@ -11,10 +11,16 @@ func TestTopicPatterns(t *testing.T) {
 consumers:
   - name: orders
     topics: [audit, "/orders\\..*/", "/payments-[0-9]+/"]
+    handler: {type: noop}
     on_failure: dlq
     dlq_topic: orders.dead
     exclude_topics: [orders.internal]
     metadata_refresh: 200ms
+  - name: billing
+    topics: [billing]
+    handler: {type: noop}
+    on_failure: dlq
+    dlq_topic: billing.dead
 `
 	cfg, err := Load(writeConfig(t, "p.yaml", doc), nil)
 	if err != nil {
@@ -24,7 +30,19 @@ consumers:
 	if c.MetadataRefresh.String() != "200ms" {
 		t.Fatalf("metadata_refresh %s", c.MetadataRefresh)
 	}
-	sub, err := c.Subscription("billing.dead")
+	// Every consumer's dead-letter topic is every consumer's exclusion.
+	for i, cc := range cfg.Consumers {
+		if want := []string{"orders.internal", "orders.dead", "billing.dead"}; i == 0 && !slices.Equal(cc.ExcludeTopics, want) ||
+			i == 1 && !slices.Equal(cc.ExcludeTopics, want[1:]) {
+			t.Fatalf("consumers[%d].exclude_topics = %q", i, cc.ExcludeTopics)
+		}
+	}
+	again := *cfg
+	again.ExcludeDeadLetters() // idempotent: nothing added twice
+	if !slices.Equal(again.Consumers[0].ExcludeTopics, c.ExcludeTopics) {
+		t.Fatalf("ApplyDefaults again: %q", again.Consumers[0].ExcludeTopics)
+	}
+	sub, err := c.Subscription()
 	if err != nil || !sub.HasPatterns() || !slices.Equal(sub.Names(), []string{"audit"}) {
 		t.Fatalf("subscription %+v, %v", sub, err)
 	}
@@ -54,7 +72,7 @@ func TestTopicPatternErrors(t *testing.T) {
 		{`[t]` + "\n    exclude_topics: [\"a b\"]", `consumers[0].exclude_topics[0]: must be a Kafka topic name`},
 		{`[t]` + "\n    metadata_refresh: 1ms", `consumers[0].metadata_refresh: must be between 100ms and 24h (got 1ms)`},
 	} {
-		_, err := Load(writeConfig(t, "bad.yaml", "consumers:\n  - name: a\n    topics: "+tt.topics+"\n"), nil)
+		_, err := Load(writeConfig(t, "bad.yaml", "consumers:\n  - name: a\n    handler: {type: noop}\n    topics: "+tt.topics+"\n"), nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("topics %.40s: error %v, want it to contain %q", tt.topics, err, tt.want)
 		}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ const validYAML = `kafka:
 consumers:
   - name: orders
     topics: [orders]
+    handler: {type: noop}
 `
 
 // callDeadline bounds one runMain call; validation takes milliseconds.
@@ -32,12 +34,16 @@ const callDeadline = 10 * time.Second
 // withTop appends top-level lines to the valid configuration.
 func withTop(lines ...string) string { return validYAML + strings.Join(lines, "\n") + "\n" }
 
-// withConsumer adds lines inside the (only) consumer.
+// withConsumer adds lines inside the (only) consumer; a handler line
+// replaces its noop handler.
 func withConsumer(lines ...string) string {
 	var b strings.Builder
 	b.WriteString(validYAML)
 	for _, l := range lines {
 		b.WriteString("    " + l + "\n")
+	}
+	if slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "handler:") }) {
+		return strings.Replace(b.String(), "    handler: {type: noop}\n", "", 1)
 	}
 	return b.String()
 }
@@ -228,6 +234,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "retry max_attempts 0", content: withConsumer("retry:", "  max_attempts: 0"), want: []string{"consumers[0].retry.max_attempts", "got 0"}},
 		{name: "no consumers", content: "kafka:\n  brokers: [\"127.0.0.1:1\"]\n", want: []string{"consumers"}},
 		{name: "consumer without topics", content: strings.Replace(validYAML, "    topics: [orders]\n", "", 1), want: []string{"consumers[0].topics"}},
+		{name: "consumer without handler", content: strings.Replace(validYAML, "    handler: {type: noop}\n", "", 1), want: []string{"consumers[0].handler", "is missing", "{type: noop}"}},
 		{name: "kafka.version banana", content: withKafka("version: banana"), want: []string{"kafka.version", `"banana"`}},
 		{name: "kafka.version 3-part before 1.0", content: withKafka(`version: "0.10.2"`), want: []string{"kafka.version", "0.10.2"}},
 		// sarama's cooperative-sticky strategy refuses versions below 2.4;

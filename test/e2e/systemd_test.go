@@ -167,7 +167,7 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "app.yaml")
-	if err := os.WriteFile(cfg, []byte("kafka:\n  brokers: [embedded]\n  embedded: {partitions: 2, seed: {topic: demo, records: 50, keys: 5}}\nconsumers:\n  - {name: demo, topics: [demo]}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("kafka:\n  brokers: [embedded]\n  embedded: {partitions: 2, seed: {topic: demo, records: 50, keys: 5}}\nconsumers:\n  - {name: demo, topics: [demo], handler: {type: noop}}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bin := testkit.Binary(t)

@@ -120,6 +120,7 @@ consumers:
   - name: secured
     group: %s
     topics: [%s]
+    handler: {type: noop}
 shutdown_timeout: 5s
 log: {level: info, format: json}
 `, tc.kafka, topic, topic))

@@ -31,6 +31,7 @@ consumers:
   - name: ready
     group: %s
     topics: [%s]
+    handler: {type: noop}
     commit_interval: 200ms
 http: {listen: "127.0.0.1:0"}
 shutdown_timeout: 10s
