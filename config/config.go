@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Config is the whole configuration of one turbo process.
 type Config struct {
@@ -443,6 +446,30 @@ func (c *Config) ApplyDefaults() {
 	for i := range c.Consumers {
 		if c.Consumers[i].Group == "" {
 			c.Consumers[i].Group = c.Consumers[i].Name
+		}
+	}
+}
+
+// ExcludeDeadLetters applies the one rule between consumers: every
+// consumer's dead-letter topic joins every consumer's exclude_topics, so
+// that no topic pattern ever reads a dead-letter topic, whoever's — and
+// --exit-on-idle, which judges what each consumer reads, never waits for
+// one. Load applies it after Validate (so an error about a dead-letter
+// topic names dlq_topic); it is idempotent. A program that builds several
+// consumers in Go calls it on the whole configuration.
+func (c *Config) ExcludeDeadLetters() {
+	var deadLetters []string
+	for _, cc := range c.Consumers {
+		if cc.DLQTopic != "" && !slices.Contains(deadLetters, cc.DLQTopic) {
+			deadLetters = append(deadLetters, cc.DLQTopic)
+		}
+	}
+	for i := range c.Consumers {
+		cc := &c.Consumers[i]
+		for _, t := range deadLetters {
+			if !slices.Contains(cc.ExcludeTopics, t) {
+				cc.ExcludeTopics = append(cc.ExcludeTopics, t)
+			}
 		}
 	}
 }

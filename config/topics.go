@@ -32,7 +32,8 @@ func compileTopicPattern(t string) (*regexp.Regexp, error) {
 // Subscription is what a consumer reads: its topics by name, and the topics
 // that exist matching one of its patterns — except internal topics (names
 // starting with "__", such as __consumer_offsets), its dead-letter topic
-// and its exclude_topics, which a pattern never matches.
+// and its exclude_topics (where Load puts every other
+// consumer's dead-letter topic), which a pattern never matches.
 type Subscription struct {
 	names    []string
 	patterns []*regexp.Regexp
@@ -40,10 +41,9 @@ type Subscription struct {
 }
 
 // Subscription returns the consumer's subscription; the consumer must have
-// passed Validate. never adds topics no pattern may match (turbo run adds
-// every consumer's dead-letter topic).
-func (c Consumer) Subscription(never ...string) (Subscription, error) {
-	s := Subscription{never: slices.Concat(c.ExcludeTopics, never)}
+// passed Validate.
+func (c Consumer) Subscription() (Subscription, error) {
+	s := Subscription{never: slices.Clone(c.ExcludeTopics)}
 	if c.DLQTopic != "" {
 		s.never = append(s.never, c.DLQTopic)
 	}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -210,15 +208,7 @@ type generation struct {
 // start creates and starts every consumer; on an error it stops those it
 // started.
 func (g *generation) start() error {
-	var deadLetters []string
 	for _, cc := range g.cfg.Consumers {
-		if cc.DLQTopic != "" {
-			deadLetters = append(deadLetters, cc.DLQTopic)
-		}
-	}
-	for _, cc := range g.cfg.Consumers {
-		// A pattern never matches a dead-letter topic, whoever's.
-		cc.ExcludeTopics = slices.Concat(cc.ExcludeTopics, deadLetters)
 		h, err := handlers.New(cc.Handler, cc.Concurrency, g.o.stdout)
 		if c, ok := h.(io.Closer); ok && err == nil {
 			g.closers = append(g.closers, c)
@@ -335,8 +325,12 @@ wait:
 				log.Error().Err(err).Msg("SIGHUP: the configuration was not reloaded; the one loaded before keeps running")
 				continue
 			}
-			for _, section := range restartOnly(g.cfg, cfg) {
+			for _, section := range config.RestartOnly(g.cfg, cfg) {
 				log.Warn().Str("section", section).Msg("SIGHUP: this section takes effect when the process restarts; the rest of the configuration is reloaded")
+			}
+			for _, ch := range config.HandlerChanges(g.cfg, cfg) {
+				log.Warn().Str("consumer", ch.Consumer).Str("old", string(ch.Old)).Str("new", string(ch.New)).
+					Msg("SIGHUP: the consumer's handler type changes: " + string(ch.Old) + " → " + string(ch.New))
 			}
 			log.Info().Msg("SIGHUP: reloading the configuration: stopping the consumers gracefully")
 			next = cfg
@@ -375,24 +369,6 @@ func reloadable(cfg *config.Config, embedded bool) error {
 		return fmt.Errorf("%w: kafka.brokers: switching to or from the embedded broker needs a restart of turbo", config.ErrInvalid)
 	}
 	return nil
-}
-
-// restartOnly names the sections that changed but are the process's, not
-// the consumers': they take effect when turbo starts again.
-func restartOnly(old, cfg *config.Config) []string {
-	var out []string
-	for _, s := range []struct {
-		name     string
-		old, new any
-	}{
-		{"http", old.HTTP, cfg.HTTP}, {"tracing", old.Tracing, cfg.Tracing}, {"log", old.Log, cfg.Log},
-		{"swarm", old.Swarm, cfg.Swarm}, {"kafka.embedded", old.Kafka.Embedded, cfg.Kafka.Embedded},
-	} {
-		if !reflect.DeepEqual(s.old, s.new) {
-			out = append(out, s.name)
-		}
-	}
-	return out
 }
 
 func startEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*embedded.Broker, error) {

@@ -66,10 +66,14 @@ func cmdSwarm(ctx context.Context, f *swarmFlags, reload <-chan struct{}, stderr
 			if err != nil {
 				return err
 			}
-			for _, section := range restartOnly(cfg, next) {
+			for _, section := range config.RestartOnly(cfg, next) {
 				if section == "swarm" || section == "http" {
 					log.Warn().Str("section", section).Msg("SIGHUP: this section is the supervisor's and takes effect when turbo swarm restarts; the nodes read the rest")
 				}
+			}
+			for _, ch := range config.HandlerChanges(cfg, next) {
+				log.Warn().Str("consumer", ch.Consumer).Str("old", string(ch.Old)).Str("new", string(ch.New)).
+					Msg("SIGHUP: the consumer's handler type changes: " + string(ch.Old) + " → " + string(ch.New))
 			}
 			return nil
 		},
