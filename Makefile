@@ -171,6 +171,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzTracker -fuzztime 20s ./actors/watermark/
 	$(GO) test -run '^$$' -fuzz FuzzPipeline -fuzztime 20s ./actors/pipeline/
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 20s ./config/
+	$(GO) test -run '^$$' -fuzz FuzzStringFields -fuzztime 20s ./config/
 	$(GO) test -run '^$$' -fuzz 'FuzzDecode$$' -fuzztime 20s ./actors/offsetmeta/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeBody -fuzztime 20s ./actors/offsetmeta/
 	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime 20s ./supervisor/

@@ -298,7 +298,7 @@ func toString(raw any, secret bool) (string, error) {
 		if !secret {
 			what += " (" + describe(v) + ")"
 		}
-		return "", fmt.Errorf("expected text, got %s: quote it to keep it as written, e.g. \"0123\"", what)
+		return "", fmt.Errorf("expected text, got %s: quote it to keep the text as written", what)
 	default:
 		return "", fmt.Errorf("expected a string, got %s", describe(raw))
 	}

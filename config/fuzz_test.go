@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // FuzzLoad feeds arbitrary bytes to Load as a YAML file: it must never
@@ -183,4 +185,68 @@ func withinLimits(c *Config) error {
 		return fmt.Errorf("tracing.service_name of %d bytes", len(n))
 	}
 	return nil
+}
+
+// FuzzStringFields puts an arbitrary scalar where turbo expects text (a
+// consumer's group, a topic, the SASL password) and checks Load against
+// what the YAML parser itself makes of it: text is kept exactly as parsed;
+// a number or a boolean is refused with an error naming the key, which for
+// the password shows neither what was written nor what YAML read.
+func FuzzStringFields(f *testing.F) {
+	for _, s := range []string{"orders", "0123", "007", "1.50", ".inf", "0x1F", "1e3", "true", "no", "~", "\"0123\"", "'x'", "-1", "2026-11-26", "a b", "0o17", "+12", "1_000"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, v string) {
+		if strings.ContainsAny(v, "\n\r#:{}[],&*!|>%@`\"'") && !(strings.HasPrefix(v, "\"") || strings.HasPrefix(v, "'")) || strings.ContainsAny(v, "\n\r") {
+			return // not one plain or quoted scalar on a line
+		}
+		var parsed struct {
+			Group any `yaml:"group"`
+		}
+		if yaml.Unmarshal([]byte("group: "+v+"\n"), &parsed) != nil {
+			return // not a scalar YAML reads; the file would be refused as unparseable
+		}
+		cases := []struct {
+			key, doc string
+			secret   bool
+		}{
+			{"consumers[0].group", "consumers:\n  - {name: a, topics: [t], handler: {type: noop}, group: " + v + "}\n", false},
+			{"consumers[0].topics[0]", "consumers:\n  - {name: a, topics: [" + v + "], handler: {type: noop}}\n", false},
+			{"kafka.sasl.password", "kafka: {sasl: {mechanism: PLAIN, username: u, password: " + v + "}}\nconsumers:\n  - {name: a, topics: [t], handler: {type: noop}}\n", true},
+		}
+		for _, c := range cases {
+			path := filepath.Join(dir, "s.yaml")
+			if err := os.WriteFile(path, []byte(c.doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(path, nil)
+			switch p := parsed.Group.(type) {
+			case string:
+				if err != nil {
+					continue // text can be invalid as a group or topic: Validate says so
+				}
+				got := map[string]string{"consumers[0].group": cfg.Consumers[0].Group, "kafka.sasl.password": cfg.Kafka.SASL.Password.Reveal()}
+				if len(cfg.Consumers[0].Topics) == 1 {
+					got["consumers[0].topics[0]"] = cfg.Consumers[0].Topics[0]
+				}
+				if c.key == "consumers[0].group" && p == "" {
+					p = "a" // an empty group means the name
+				}
+				if got[c.key] != p {
+					t.Fatalf("%s: YAML reads %q, Load made %q", c.key, p, got[c.key])
+				}
+			case nil:
+				// null: absent (a default applies, or a required key is missing)
+			default:
+				var fe *FieldError
+				if !errors.As(err, &fe) || fe.Key != c.key || !strings.Contains(err.Error(), "quote it") {
+					t.Fatalf("%s: YAML reads %v (%T); Load: %v, want a refusal naming %s", c.key, p, p, err, c.key)
+				}
+				if c.secret && (strings.Contains(err.Error(), strings.TrimSpace(v)) || strings.Contains(err.Error(), fmt.Sprint(p))) {
+					t.Fatalf("the error about a password shows it: %v", err)
+				}
+			}
+		}
+	})
 }
