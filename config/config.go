@@ -396,6 +396,7 @@ func Default() Config {
 			Brokers:  []string{"127.0.0.1:9092"},
 			ClientID: "turbo",
 			Version:  "3.6.0",
+			SASL:     SASL{OAuth: OAuth{AuthStyle: AuthStyleHeader}},
 			Embedded: Embedded{
 				Partitions: 8,
 				Seed:       Seed{Keys: 100},

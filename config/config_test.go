@@ -93,6 +93,7 @@ func fullWant() *Config {
 			ClientID:        "my-app",
 			Version:         "2.8.1",
 			GroupInstanceID: "pod-1",
+			SASL:            SASL{OAuth: OAuth{AuthStyle: AuthStyleHeader}},
 			Embedded:        Embedded{Partitions: 3, Seed: Seed{Topic: "demo", Records: 500, Keys: 10}},
 		},
 		Consumers: []Consumer{

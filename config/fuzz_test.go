@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +52,8 @@ func FuzzLoad(f *testing.F) {
 		"kafka: {brokers: [k:9093], tls: {enabled: true, insecure_skip_verify: true}, sasl: {mechanism: SCRAM-SHA-512, username: u, password: p}}\nconsumers: [{name: a, topics: [t], handler: {type: noop}}]",
 		"kafka: {brokers: [k:9093], sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://i/t\", client_id: c, client_secret: s, scopes: [a], extensions: {logicalCluster: x}}}}\nconsumers: [{name: a, topics: [t], handler: {type: noop}}]",
 		"kafka: {tls: {enabled: yes, ca_file: /dev/zero}, sasl: {mechanism: plain, oauth: {extensions: [1]}}}\nconsumers: [{name: a, topics: [t], handler: {type: noop}}]",
+		"kafka: {brokers: [k:9093], sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"http://[::1]:80/t\", client_id: c, client_secret: s, auth_style: body}}}\nconsumers: [{name: a, topics: [t], handler: {type: noop}}]",
+		"kafka: {brokers: [k:9093], sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"http://localhost.example/t\", client_id: c, client_secret: s, auth_style: Header}}}\nconsumers: [{name: a, topics: [t], handler: {type: noop}}]",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -174,6 +178,20 @@ func withinLimits(c *Config) error {
 	}
 	if v, ok := parseVersion(k.Version); !ok || versionLess(v, [3]int{2, 4, 0}) {
 		return fmt.Errorf("kafka.version %q", k.Version)
+	}
+	if a := k.SASL.OAuth.AuthStyle; a != "header" && a != "body" {
+		return fmt.Errorf("kafka.sasl.oauth.auth_style %q", a)
+	}
+	if k.SASL.Mechanism == SASLOAuthBearer {
+		u, err := url.Parse(k.SASL.OAuth.TokenURL)
+		if err != nil {
+			return fmt.Errorf("kafka.sasl.oauth.token_url %q", k.SASL.OAuth.TokenURL)
+		}
+		ip := net.ParseIP(u.Hostname())
+		local := strings.EqualFold(u.Hostname(), "localhost") || ip.Equal(net.IPv6loopback) || (ip.To4() != nil && ip.To4()[0] == 127)
+		if u.Scheme != "https" && !(u.Scheme == "http" && local) {
+			return fmt.Errorf("kafka.sasl.oauth.token_url %q: plain http to a host that is not loopback", k.SASL.OAuth.TokenURL)
+		}
 	}
 	if l := c.HTTP.Listen; l != "" && !validListen(l) {
 		return fmt.Errorf("http.listen %q", l)

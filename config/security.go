@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -78,7 +79,24 @@ type OAuth struct {
 	// Extensions are SASL extensions sent with the token (KIP-342), e.g.
 	// logicalCluster and identityPoolId for Confluent Cloud.
 	Extensions map[string]string `mapstructure:"extensions"`
+	// AuthStyle is where the client secret goes in a token request: the
+	// Authorization header or the form body, never both and never one
+	// after the other.
+	AuthStyle AuthStyle `mapstructure:"auth_style"`
 }
+
+// AuthStyle is how turbo authenticates to the OAuth token endpoint.
+type AuthStyle string
+
+// OAuth client authentication styles (RFC 6749 section 2.3.1).
+const (
+	// AuthStyleHeader sends the client id and secret as HTTP Basic
+	// credentials, the style every server must support; the default.
+	AuthStyleHeader AuthStyle = "header"
+	// AuthStyleBody sends them as the client_id and client_secret form
+	// parameters, for servers that accept only those.
+	AuthStyleBody AuthStyle = "body"
+)
 
 // Secret is a configuration value that must never be shown: it formats as
 // "[redacted]" with fmt (every verb), in JSON and as text, so a secret that
@@ -364,6 +382,15 @@ func (s *SASL) validate(embedded bool) error {
 	}
 	userPass := s.Mechanism == SASLPlain || s.Mechanism == SASLScramSHA256 || s.Mechanism == SASLScramSHA512
 	o := &s.OAuth
+	// Loading fills auth_style with its default, so any other value was
+	// written in the file or the environment: checked whatever the
+	// mechanism. Empty is what a Kafka section built in Go holds; with
+	// OAUTHBEARER it must be said.
+	if o.AuthStyle != "" || s.Mechanism == SASLOAuthBearer {
+		if err := oneOf("kafka.sasl.oauth.auth_style", o.AuthStyle, AuthStyleHeader, AuthStyleBody); err != nil {
+			return err
+		}
+	}
 	oauthSet := o.TokenURL != "" || o.ClientID != "" || o.ClientSecret != "" || o.ClientSecretFile != "" || len(o.Scopes) > 0 || len(o.Extensions) > 0
 	switch {
 	case s.Mechanism == SASLNone && (s.Username != "" || s.Password != "" || s.PasswordFile != "" || oauthSet):
@@ -394,6 +421,9 @@ func (s *SASL) validate(embedded bool) error {
 	case u.User != nil:
 		// The URL is logged with every token failure.
 		return fieldErr("kafka.sasl.oauth.token_url", "must not hold credentials: use client_id and client_secret")
+	case u.Scheme == "http" && !loopback(u.Hostname()):
+		// Every token request carries the client secret.
+		return fieldErr("kafka.sasl.oauth.token_url", fmt.Sprintf("http:// would send the client secret in the clear: use https://, or a loopback host (localhost, 127.0.0.1, ::1) (got %s)", quoteValue(u.Host)))
 	}
 	switch {
 	case o.ClientID == "":
@@ -425,6 +455,17 @@ func (s *SASL) validate(embedded bool) error {
 		}
 	}
 	return secretSource("kafka.sasl.oauth.client_secret", o.ClientSecret, "kafka.sasl.oauth.client_secret_file", o.ClientSecretFile)
+}
+
+// loopback reports whether host (without port or brackets) is this machine
+// for certain: "localhost", or an address in 127.0.0.0/8 or ::1. Other
+// names are not resolved: what they resolve to can change after the check.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // secretSource checks that exactly one of a secret and its file is given,

@@ -92,6 +92,21 @@ func TestSecurityLoads(t *testing.T) {
 				if fmt.Sprint(o.Scopes) != "[kafka read]" || o.Extensions["logicalCluster"] != "lkc-1" || o.Extensions["identityPoolId"] != "pool-2" || len(o.Extensions) != 2 {
 					t.Errorf("scopes %v extensions %v", o.Scopes, o.Extensions)
 				}
+				if o.AuthStyle != AuthStyleHeader {
+					t.Errorf("auth_style %q, want the default header", o.AuthStyle)
+				}
+			}},
+		{"oauth auth_style body", []string{"  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://idp/t\", client_id: c, client_secret_file: " + pwFile + ", auth_style: body}}"}, nil,
+			func(t *testing.T, k Kafka) {
+				if k.SASL.OAuth.AuthStyle != AuthStyleBody {
+					t.Errorf("auth_style %q, want body", k.SASL.OAuth.AuthStyle)
+				}
+			}},
+		{"oauth auth_style from the environment", []string{"  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://idp/t\", client_id: c, client_secret_file: " + pwFile + "}}"},
+			[]string{"TURBO_KAFKA_SASL_OAUTH_AUTH_STYLE=body"}, func(t *testing.T, k Kafka) {
+				if k.SASL.OAuth.AuthStyle != AuthStyleBody {
+					t.Errorf("auth_style %q, want body", k.SASL.OAuth.AuthStyle)
+				}
 			}},
 		{"oauth extensions from the environment", []string{"  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: http://127.0.0.1:1/t, client_id: c}}"},
 			[]string{"TURBO_KAFKA_SASL_OAUTH_CLIENT_SECRET=" + secretValue, "TURBO_KAFKA_SASL_OAUTH_EXTENSIONS=logicalCluster=lkc-9, identityPoolId=p", "TURBO_KAFKA_SASL_OAUTH_SCOPES=a,b"},
@@ -101,6 +116,15 @@ func TestSecurityLoads(t *testing.T) {
 					t.Errorf("oauth %#v", o)
 				}
 			}},
+	}
+	// Plain http only to this machine: the secret goes with every request.
+	for _, u := range []string{"http://localhost:8080/t", "http://LOCALHOST/t", "http://127.0.0.1:1/t", "http://127.3.4.5/t", "http://[::1]:9000/t", "https://idp.example.com/t"} {
+		tests = append(tests, struct {
+			name  string
+			lines []string
+			env   []string
+			check func(t *testing.T, k Kafka)
+		}{"oauth token_url " + u, []string{"  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"" + u + "\", client_id: c, client_secret_file: " + pwFile + "}}"}, nil, nil})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,6 +186,14 @@ func TestSecurityRejects(t *testing.T) {
 		{"oauth without token url", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {client_id: c, client_secret: s}}"), "kafka.sasl.oauth.token_url", []string{"required"}},
 		{"oauth token url not http", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"ftp://idp/token\", client_id: c, client_secret: s}}"), "kafka.sasl.oauth.token_url", []string{"http or https URL"}},
 		{"oauth token url with credentials", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://u:" + secretValue + "@idp/token\", client_id: c, client_secret: s}}"), "kafka.sasl.oauth.token_url", []string{"must not hold credentials"}},
+		{"oauth token url http to another host", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"http://idp.example.com/token\", client_id: c, client_secret: s}}"), "kafka.sasl.oauth.token_url", []string{"in the clear", "https://", "idp.example.com"}},
+		{"oauth token url http to a private address", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"HTTP://10.0.0.7:8080/token\", client_id: c, client_secret: s}}"), "kafka.sasl.oauth.token_url", []string{"in the clear"}},
+		{"oauth token url http to a name that merely starts with localhost", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"http://localhost.example.com/token\", client_id: c, client_secret: s}}"), "kafka.sasl.oauth.token_url", []string{"in the clear"}},
+		{"oauth token url http to a name that resolves to loopback", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"http://127.0.0.1.nip.io/token\", client_id: c, client_secret: s}}"), "kafka.sasl.oauth.token_url", []string{"in the clear"}},
+		{"oauth auth_style unknown", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://idp/token\", client_id: c, client_secret: s, auth_style: basic}}"), "kafka.sasl.oauth.auth_style", []string{"must be one of header, body", `"basic"`}},
+		{"oauth auth_style empty", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://idp/token\", client_id: c, client_secret: s, auth_style: \"\"}}"), "kafka.sasl.oauth.auth_style", []string{"must be one of header, body"}},
+		{"oauth auth_style upper case", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://idp/token\", client_id: c, client_secret: s, auth_style: Header}}"), "kafka.sasl.oauth.auth_style", []string{"must be one of header, body"}},
+		{"oauth auth_style bad without sasl", kafka("  sasl: {oauth: {auth_style: both}}"), "kafka.sasl.oauth.auth_style", []string{"must be one of header, body"}},
 		{"oauth without client id", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://idp/token\", client_secret: s}}"), "kafka.sasl.oauth.client_id", []string{"required"}},
 		{"oauth without secret", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://idp/token\", client_id: c}}"), "kafka.sasl.oauth.client_secret", []string{"client_secret_file"}},
 		{"oauth scope with a space", kafka("  sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://idp/token\", client_id: c, client_secret: s, scopes: [\"a b\"]}}"), "kafka.sasl.oauth.scopes[0]", []string{"without spaces"}},

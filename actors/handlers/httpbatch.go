@@ -34,10 +34,12 @@ import (
 // The answer:
 //   - 207 Multi-Status with a JSON body {"failed":[{"topic":"orders",
 //     "partition":3,"offset":1042,"retryable":true,"error":"…"}]}: the
-//     records listed failed (retryable, or permanent when false), every
+//     records listed failed (retryable unless "retryable" is false), every
 //     other record is done; a listed record not in the batch is ignored. A
-//     207 whose body is not that document (or exceeds 1 MiB) fails the whole
-//     batch, retryably.
+//     207 whose body is not exactly that document (see parseMultiStatus:
+//     unknown keys, a missing field, no record of the batch listed, data
+//     after it, over 1 MiB) fails the whole batch, retryably, wrapping
+//     ErrBadMultiStatus.
 //   - any other 2xx: every record is done.
 //   - anything else fails the whole batch as Handle fails one record: 408,
 //     429 and 5xx retryably (with Retry-After), others for good.
@@ -97,48 +99,28 @@ func statusFailure(resp *http.Response) error {
 	return serr
 }
 
-// multiStatus is a 207 answer's body.
-type multiStatus struct {
-	Failed []struct {
-		Topic     string `json:"topic"`
-		Partition int32  `json:"partition"`
-		Offset    int64  `json:"offset"`
-		Retryable bool   `json:"retryable"`
-		Error     string `json:"error"`
-	} `json:"failed"`
-}
-
-// ErrBadMultiStatus fails a batch whose 207 answer cannot be read.
-var ErrBadMultiStatus = errors.New("handlers: a 207 answer's body is not {\"failed\":[{\"topic\",\"partition\",\"offset\",\"retryable\",\"error\"}]}")
-
-// partial reads a 207 answer: which records failed, and how.
+// partial reads a 207 answer: which records failed, and how (see
+// parseMultiStatus). An answer that is not the document fails the whole
+// batch, retryably.
 func (h *HTTP) partial(resp *http.Response, recs []*actors.Record) actors.BatchResult {
-	var ms multiStatus
-	dec := json.NewDecoder(io.LimitReader(resp.Body, maxDrain))
-	if err := dec.Decode(&ms); err != nil {
-		return actors.BatchFailed(fmt.Errorf("handlers: http post %s: %w: %w", h.shown, ErrBadMultiStatus, err))
+	// One byte more than the limit, so a body over it is told from one at it.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDrain+1))
+	if err != nil {
+		return actors.BatchFailed(fmt.Errorf("handlers: http post %s: status 207, but the answer broke off: %w", h.shown, err))
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
-	type id struct {
-		topic     string
-		partition int32
-		offset    int64
-	}
-	at := make(map[id]int, len(recs))
+	batch := make([]recordID, len(recs))
 	for i, rec := range recs {
-		at[id{rec.Topic, rec.Partition, rec.Offset}] = i
+		batch[i] = recordID{rec.Topic, rec.Partition, rec.Offset}
 	}
-	var res actors.BatchResult
-	for _, f := range ms.Failed {
-		i, ok := at[id{f.Topic, f.Partition, f.Offset}]
-		if !ok {
-			continue
-		}
-		if res.Failed == nil {
-			res.Failed = make(map[int]error, len(ms.Failed))
-		}
-		err := fmt.Errorf("handlers: http post %s: %s/%d@%d failed: %s", h.shown, f.Topic, f.Partition, f.Offset, truncated(f.Error, 512))
-		if !f.Retryable {
+	failed, err := parseMultiStatus(body, batch)
+	if err != nil {
+		return actors.BatchFailed(fmt.Errorf("handlers: http post %s: %w: %s", h.shown, ErrBadMultiStatus, truncated(err.Error(), 512)))
+	}
+	res := actors.BatchResult{Failed: make(map[int]error, len(failed))}
+	for i, f := range failed {
+		rec := recs[i]
+		err := fmt.Errorf("handlers: http post %s: %s/%d@%d failed: %s", h.shown, rec.Topic, rec.Partition, rec.Offset, truncated(f.reason, 512))
+		if f.permanent {
 			err = errors.Join(err, actors.ErrPermanent)
 		}
 		res.Failed[i] = err

@@ -130,7 +130,7 @@ func TestHTTPBatchAnswers(t *testing.T) {
 		{name: "207: the listed ones failed", status: 207,
 			body:   `{"failed":[{"topic":"orders","partition":3,"offset":1043,"retryable":true,"error":"busy"},{"topic":"orders","partition":1,"offset":1042,"retryable":false,"error":"bad key"},{"topic":"orders","partition":9,"offset":1,"retryable":true}]}`,
 			failed: []int{1, 2}, permanent: []bool{false, true}},
-		{name: "207: none listed", status: 207, body: `{"failed":[]}`},
+		{name: "207: none listed (not a partial failure)", status: 207, body: `{"failed":[]}`, whole: true},
 		{name: "207: not the document", status: 207, body: `<html>`, whole: true},
 		{name: "503 with Retry-After", status: 503, body: "later", extra: http.Header{"Retry-After": {"7"}}, whole: true, retryWait: 7 * time.Second},
 		{name: "400: permanent", status: 400, body: "no", whole: true},
@@ -159,7 +159,7 @@ func TestHTTPBatchAnswers(t *testing.T) {
 				t.Fatalf("400: %v is not permanent", res.Err)
 			case tt.status == 503 && errors.Is(res.Err, actors.ErrPermanent):
 				t.Fatalf("503: %v is permanent", res.Err)
-			case tt.body == "<html>" && (!errors.Is(res.Err, ErrBadMultiStatus) || errors.Is(res.Err, actors.ErrPermanent)):
+			case tt.status == 207 && tt.whole && (!errors.Is(res.Err, ErrBadMultiStatus) || errors.Is(res.Err, actors.ErrPermanent)):
 				t.Fatalf("bad 207: %v, want a retryable ErrBadMultiStatus", res.Err)
 			}
 			if tt.retryWait > 0 {

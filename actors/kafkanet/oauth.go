@@ -48,10 +48,18 @@ type TokenError struct {
 func (e *TokenError) Error() string { return e.msg }
 
 // refused reports whether the endpoint refused the client (a
-// configuration mistake), rather than failing for a while.
+// configuration mistake), rather than failing for a while. A redirect
+// counts: a token endpoint that has moved, or an http:// URL its server
+// sends to https://, answers every request the same way until token_url
+// is changed, so at start-up turbo gives up with the message rather than
+// retrying for ever (later in a run a refusal is still retried).
 func (e *TokenError) refused() bool {
-	return e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
+	return e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden ||
+		redirect(e.Status)
 }
+
+// redirect reports whether status is a 3xx answer.
+func redirect(status int) bool { return status >= 300 && status < 400 }
 
 // tokenProvider is sarama's AccessTokenProvider for OAUTHBEARER: it gets
 // tokens with the client-credentials flow and caches each until it is due
@@ -64,7 +72,7 @@ type tokenProvider struct {
 	now    func() time.Time
 
 	mu       sync.Mutex
-	cc       clientcredentials.Config // kept: it remembers the client authentication style the endpoint took
+	cc       clientcredentials.Config
 	tok      *oauth2.Token
 	refresh  time.Time // when tok is due for replacement
 	failures int
@@ -73,8 +81,27 @@ type tokenProvider struct {
 }
 
 func newTokenProvider(o config.OAuth, log zerolog.Logger) *tokenProvider {
-	return &tokenProvider{o: o, client: &http.Client{Timeout: tokenTimeout}, log: log, now: time.Now,
-		cc: clientcredentials.Config{ClientID: o.ClientID, TokenURL: o.TokenURL, Scopes: o.Scopes}}
+	return &tokenProvider{o: o, client: &http.Client{Timeout: tokenTimeout, CheckRedirect: noRedirects}, log: log, now: time.Now,
+		cc: clientcredentials.Config{ClientID: o.ClientID, TokenURL: o.TokenURL, Scopes: o.Scopes, AuthStyle: authStyle(o.AuthStyle)}}
+}
+
+// noRedirects makes the token client hand a redirect back as the answer
+// (which oauth2 reports as an error with its status) instead of following
+// it. Following one sends the client secret where token_url does not say:
+// Go re-sends the Authorization header to the same host on any port, and
+// the form body (client_secret, with auth_style body) to any host.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// authStyle is where the client secret goes: the configured place only.
+// oauth2's auto-detection (its zero value) retries a refused request with
+// the secret in the body, sending it twice per token to an endpoint that
+// said no. Empty is the default, header, for a configuration built in Go
+// rather than loaded.
+func authStyle(s config.AuthStyle) oauth2.AuthStyle {
+	if s == config.AuthStyleBody {
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleInHeader
 }
 
 var _ sarama.AccessTokenProvider = (*tokenProvider)(nil)
@@ -154,7 +181,12 @@ func (p *tokenProvider) fetch() (*oauth2.Token, error) {
 func tokenError(url string, err error, secret string) *TokenError {
 	var re *oauth2.RetrieveError
 	e := &TokenError{URL: url}
-	if errors.As(err, &re) && re.Response != nil {
+	switch {
+	case errors.As(err, &re) && re.Response != nil && redirect(re.Response.StatusCode):
+		e.Status = re.Response.StatusCode
+		e.msg = fmt.Sprintf("OAUTHBEARER: the token endpoint %s answered HTTP %d (a redirect%s, not followed: set kafka.sasl.oauth.token_url to the final URL)",
+			url, e.Status, redirectHost(re.Response))
+	case errors.As(err, &re) && re.Response != nil:
 		e.Status = re.Response.StatusCode
 		e.msg = fmt.Sprintf("OAUTHBEARER: the token endpoint %s answered HTTP %d", url, e.Status)
 		if re.ErrorCode != "" {
@@ -166,13 +198,24 @@ func tokenError(url string, err error, secret string) *TokenError {
 		if e.refused() {
 			e.msg += " (check kafka.sasl.oauth.client_id and client_secret)"
 		}
-	} else {
+	default:
 		e.msg = fmt.Sprintf("OAUTHBEARER: cannot get a token from %s: %v", url, err)
 	}
 	if secret != "" {
 		e.msg = strings.ReplaceAll(e.msg, secret, "[redacted]")
 	}
 	return e
+}
+
+// redirectHost names where a redirect pointed: " to <host:port>", or
+// nothing when it has no usable Location. Only the host: the Location's path
+// and query may carry a signature or a code.
+func redirectHost(resp *http.Response) string {
+	loc, err := resp.Location()
+	if err != nil || loc.Host == "" {
+		return ""
+	}
+	return " to " + clip(loc.Host)
 }
 
 // clip bounds text from a remote party in a log line.

@@ -3,12 +3,16 @@ package kafkanet
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,5 +180,145 @@ func TestTokenEndpointUnreachable(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), testSecret) || strings.Contains(log.String(), testSecret) {
 		t.Errorf("the error or the log shows the secret: %v\n%s", err, log.String())
+	}
+}
+
+// recorder is an HTTP server that keeps everything it receives: each
+// request's line, headers, decoded Basic credentials and body. It answers
+// 401 invalid_client, as a token endpoint that got no credentials does.
+type recorder struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []string
+}
+
+func newRecorder(t *testing.T) *recorder {
+	r := &recorder{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		dump, err := httputil.DumpRequest(req, true)
+		if err != nil {
+			t.Errorf("recorder: %v", err)
+		}
+		id, secret, _ := req.BasicAuth()
+		r.mu.Lock()
+		r.reqs = append(r.reqs, fmt.Sprintf("%s\nbasic: %s:%s", dump, id, secret))
+		r.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"error":"invalid_client"}`)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// requests returns what the recorder received so far.
+func (r *recorder) requests() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.reqs)
+}
+
+// The token endpoint answering with a redirect: the client secret must not
+// follow it, neither in the Authorization header (which Go re-sends to the
+// same host on another port) nor in the body (which oauth2's auth-style
+// detection would send after the other host's 401). The redirect is an
+// error naming token_url and the status, never the Location's query.
+func TestTokenNeverFollowsARedirect(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		host string // the redirect target's host name
+	}{
+		{"same host, other port", "127.0.0.1"},
+		{"other host name", "localhost"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			target := newRecorder(t)
+			location := strings.Replace(target.URL, "127.0.0.1", tt.host, 1) + "/token?sig=query-secret"
+			var redirects atomic.Int32
+			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				redirects.Add(1)
+				http.Redirect(w, r, location, http.StatusTemporaryRedirect)
+			}))
+			t.Cleanup(redirector.Close)
+			tokenURL := redirector.URL + "/oauth2/token"
+			var log bytes.Buffer
+			p := newTokenProvider(config.OAuth{TokenURL: tokenURL, ClientID: "turbo", ClientSecret: testSecret}, zerolog.New(&log))
+
+			_, err := p.Token()
+
+			for i, req := range target.requests() {
+				if strings.Contains(req, testSecret) {
+					t.Errorf("the redirect's target received the client secret in request %d of %d:\n%s", i+1, len(target.requests()), req)
+				}
+			}
+			if n := len(target.requests()); n != 0 {
+				t.Errorf("the redirect's target received %d requests, want none (a redirect is not followed)", n)
+			}
+			if n := redirects.Load(); n != 1 {
+				t.Errorf("the token endpoint received %d requests for one token, want 1", n)
+			}
+			var te *TokenError
+			if !errors.As(err, &te) {
+				t.Fatalf("Token after a redirect: %v, want a *TokenError", err)
+			}
+			want := "OAUTHBEARER: the token endpoint " + tokenURL + " answered HTTP 307 (a redirect to " + tt.host + ":"
+			if te.Status != http.StatusTemporaryRedirect || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "set kafka.sasl.oauth.token_url to the final URL") {
+				t.Errorf("error %q (status %d)\nwant it to begin %q and say which key to set", err, te.Status, want)
+			}
+			for _, s := range []string{testSecret, "query-secret"} {
+				if strings.Contains(err.Error(), s) || strings.Contains(log.String(), s) {
+					t.Errorf("the error or the log shows %q: %v\n%s", s, err, log.String())
+				}
+			}
+			if r := (&Net{}).Explain(err); r == nil || r.Cause != err.Error() {
+				t.Errorf("Explain = %v: a redirect is a configuration mistake, want it explained as a refusal", r)
+			}
+		})
+	}
+}
+
+// One auth style, the configured one: a 401 is not retried with the secret
+// in the other place, and the secret is only where the style puts it.
+func TestTokenAuthStyle(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		style  config.AuthStyle
+		header bool // the secret in the Authorization header, else in the form
+	}{
+		{"header", config.AuthStyleHeader, true},
+		{"body", config.AuthStyleBody, false},
+		{"empty (a Kafka section built in Go) is header", "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			endpoint := newRecorder(t)
+			var log bytes.Buffer
+			p := newTokenProvider(config.OAuth{TokenURL: endpoint.URL + "/token", ClientID: "turbo", ClientSecret: testSecret, AuthStyle: tt.style}, zerolog.New(&log))
+			_, err := p.Token()
+			var te *TokenError
+			if !errors.As(err, &te) || te.Status != http.StatusUnauthorized {
+				t.Fatalf("Token from an endpoint answering 401: %v, want a *TokenError with status 401", err)
+			}
+			reqs := endpoint.requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d requests for one token attempt, want exactly 1 (no retry in the other auth style):\n%s", len(reqs), strings.Join(reqs, "\n----\n"))
+			}
+			req := reqs[0]
+			head, body, _ := strings.Cut(req, "\r\n\r\n")
+			inHeader := strings.Contains(req, "basic: turbo:"+testSecret) && strings.Contains(head, "Authorization: Basic ")
+			inForm := strings.Contains(body, "client_secret="+testSecret) && strings.Contains(body, "client_id=turbo")
+			if inHeader != tt.header || inForm == tt.header {
+				t.Errorf("auth style %q: secret in the header %v, in the form %v; want the header %v:\n%s", tt.style, inHeader, inForm, tt.header, req)
+			}
+			if strings.Contains(log.String(), testSecret) || strings.Contains(err.Error(), testSecret) {
+				t.Errorf("the error or the log shows the secret: %v\n%s", err, log.String())
+			}
+
+			// An endpoint that takes the style gives a token.
+			s := newTokenServer(t, time.Minute)
+			p = newTokenProvider(config.OAuth{TokenURL: s.URL + "/token", ClientID: "turbo", ClientSecret: testSecret, AuthStyle: tt.style}, zerolog.New(&log))
+			if tok, err := p.Token(); err != nil || tok.Token != "token-1" {
+				t.Errorf("Token from an endpoint that accepts the style: %+v, %v", tok, err)
+			}
+		})
 	}
 }
