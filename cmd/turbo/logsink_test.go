@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/turbokafka/turbo/config"
+	"golang.org/x/sys/unix"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -101,4 +106,75 @@ func TestLogSinkWritesEverythingInOrder(t *testing.T) {
 	if strings.Contains(out.String(), "after close") || s.Dropped() != 1 {
 		t.Errorf("a write after Close was not dropped (dropped %d)", s.Dropped())
 	}
+}
+
+// Console log lines carry colour codes only on a terminal, and never with
+// NO_COLOR: written to a file or a pipe (`make run > log`) they are plain.
+func TestConsoleLogsAreColouredOnlyOnATerminal(t *testing.T) {
+	write := func(out *os.File, noColor string) {
+		t.Helper()
+		t.Setenv("NO_COLOR", noColor)
+		sink := newLogSink(out, 1<<20)
+		log := newLogger(config.Log{Level: config.LogInfo, Format: config.LogConsole}, sink)
+		log.Warn().Str("k", "v").Msg("a line")
+		if !sink.Close(10 * time.Second) {
+			t.Fatal("the sink did not drain in 10s")
+		}
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	write(f, "")
+	got, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "a line") || strings.Contains(string(got), "\x1b[") {
+		t.Fatalf("a console line written to a file: %q, want it without escape codes", got)
+	}
+
+	// A pseudo-terminal: coloured, unless NO_COLOR says otherwise.
+	master, slave := openPTY(t)
+	for _, c := range []struct {
+		noColor string
+		want    bool
+	}{{"", true}, {"1", false}} {
+		write(slave, c.noColor)
+		buf := make([]byte, 4096)
+		if err := master.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := master.Read(buf)
+		if err != nil {
+			t.Fatalf("reading the terminal: %v", err)
+		}
+		if coloured := strings.Contains(string(buf[:n]), "\x1b["); coloured != c.want {
+			t.Fatalf("NO_COLOR=%q on a terminal: %q, coloured %v, want %v", c.noColor, buf[:n], coloured, c.want)
+		}
+	}
+}
+
+// openPTY opens a pseudo-terminal pair, closed when the test ends.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("opening /dev/ptmx: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlocking the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("naming the pseudo-terminal: %v", err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("opening its other end: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return m, s
 }

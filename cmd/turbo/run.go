@@ -22,6 +22,7 @@ import (
 	"github.com/turbokafka/turbo/supervisor"
 	"github.com/turbokafka/turbo/supervisor/web"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/term"
 )
 
 // runFlags are turbo run's flags.
@@ -428,10 +429,26 @@ func newLogger(l config.Log, w io.Writer) zerolog.Logger {
 	}
 	out := w
 	if l.Format == config.LogConsole {
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !colours(w, os.Getenv("NO_COLOR"))}
 	}
 	timeFormatOnce.Do(func() { zerolog.TimeFieldFormat = time.RFC3339Nano })
 	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+}
+
+// colours reports whether console log lines written to w may carry ANSI
+// colour codes: only on a terminal (the process's standard error sink over
+// one), never in a file or a pipe (`make run > log`), and never when
+// NO_COLOR is set to anything but the empty string (no-color.org).
+func colours(w io.Writer, noColor string) bool {
+	if noColor != "" {
+		return false
+	}
+	sink, ok := w.(*logSink)
+	if !ok {
+		return false
+	}
+	f, ok := sink.Underlying().(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // timeFormatOnce sets zerolog's process-wide time format once: loggers
