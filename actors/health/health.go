@@ -1,8 +1,9 @@
-// Package health holds the pure rules by which turbo judges its own health,
-// shared by a consumer's liveness probe (actors.Consumer.Live) and a swarm
-// node's report to its supervisor (cmd/turbo). Written once so the two
-// verdicts cannot drift apart. It imports neither a Kafka client nor the
-// actor system, so the supervisor side may use it without linking either.
+// Package health holds the pure rule by which a consumer judges a stuck
+// handler, shared by the consumer's liveness probe (actors.Consumer.Live)
+// and the report a swarm node sends its supervisor (cmd/turbo's node side),
+// so the two verdicts cannot drift apart. The supervisor itself does not
+// judge handlers: it acts on what the node reports. The package imports
+// neither a Kafka client nor the actor system.
 package health
 
 import (

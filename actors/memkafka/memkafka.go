@@ -1,9 +1,9 @@
 // Package memkafka is an in-memory stand-in for what one turbo consumer sees
 // of Kafka: a log per partition, the partitions the group assigns to the
 // consumer, the group's committed offsets with their metadata, and a
-// dead-letter topic. It knows nothing of turbo's actors: actors plugs a
-// Cluster in place of sarama (actors.Options.InMemory) and speaks to it as a
-// Member, and actors/harness drives it from a test.
+// dead-letter topic. It knows nothing of turbo's actors: actors/harness
+// starts a consumer whose Kafka side is a Cluster in place of sarama (the
+// side speaks to it as a Member) and drives the Cluster from a test.
 //
 // It is not a Kafka implementation: no brokers, no protocol, no rebalancing
 // of its own. The test decides the assignment (Assign, Revoke), and the
