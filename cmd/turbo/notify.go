@@ -46,7 +46,7 @@ func notifyErrs(log zerolog.Logger) func(error) {
 // runService is what turbo run tells systemd: ready once every consumer is
 // in its group, live while every consumer is (GET /healthz), and the live
 // status line.
-func runService(gen *atomic.Pointer[generation], s *status) sdnotify.Service {
+func runService(gen *atomic.Pointer[consumerSet], s *status) sdnotify.Service {
 	consumers := func() []*actors.Consumer {
 		if g := gen.Load(); g != nil {
 			return g.consumers

@@ -139,7 +139,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	var bg sync.WaitGroup
 	statusCtx, stopStatus := context.WithCancel(context.Background())
 	bg.Go(func() { status.run(statusCtx) })
-	var gen atomic.Pointer[generation] // what systemd hears about
+	var gen atomic.Pointer[consumerSet] // what systemd hears about
 	if o.node == nil {                 // a swarm's supervisor speaks for its nodes
 		if n := startNotifier(log); n != nil {
 			defer n.Close()
@@ -163,7 +163,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		if kafka.IsEmbedded() {
 			kafka.Brokers = embeddedAddrs
 		}
-		g := &generation{cfg: cfg, kafka: kafka, o: o, obs: obs, tp: tp, lost: lost, metrics: observe}
+		g := &consumerSet{cfg: cfg, kafka: kafka, o: o, obs: obs, tp: tp, lost: lost, metrics: observe}
 		if n := o.node; n != nil {
 			g.joinGate = func(done <-chan struct{}) {
 				if !n.node.AwaitStart(done, cfg.Swarm.NodeReportTimeout) {
@@ -187,9 +187,9 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	}
 }
 
-// generation is one configuration's consumers: the whole run, or the time
+// consumerSet is one configuration's consumers: the whole run, or the time
 // between two reloads.
-type generation struct {
+type consumerSet struct {
 	cfg   *config.Config
 	kafka config.Kafka // cfg.Kafka with the embedded broker's address
 	o     runOptions
@@ -208,7 +208,7 @@ type generation struct {
 
 // start creates and starts every consumer; on an error it stops those it
 // started.
-func (g *generation) start() error {
+func (g *consumerSet) start() error {
 	for _, cc := range g.cfg.Consumers {
 		h, err := handlers.New(cc.Handler, cc.Concurrency, g.o.stdout)
 		if c, ok := h.(io.Closer); ok && err == nil {
@@ -239,7 +239,7 @@ func (g *generation) start() error {
 
 // stop stops every consumer; shutdown_timeout is a hard bound: each Stop
 // returns within it. A second call finds them stopped already.
-func (g *generation) stop() error {
+func (g *consumerSet) stop() error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
 	defer cancel()
 	errs := make([]error, len(g.consumers))
@@ -254,10 +254,10 @@ func (g *generation) stop() error {
 	return errors.Join(errs...)
 }
 
-// serve runs the generation until it ends: it returns the next
+// serve runs the consumer set until it ends: it returns the next
 // configuration after a reload that validated (the consumers stopped
 // gracefully, nil error), or nil and the run's result.
-func (g *generation) serve(ctx context.Context, embedded bool) (*config.Config, error) {
+func (g *consumerSet) serve(ctx context.Context, embedded bool) (*config.Config, error) {
 	log, o := g.o.log, g.o
 	idle := make(chan error, 1)
 	var bg sync.WaitGroup
