@@ -736,6 +736,17 @@ func (g *kafkaGroup) subscribe(client sarama.Client) ([]string, context.Context,
 // matching asks the brokers for every topic and returns those the
 // subscription reads.
 func (g *kafkaGroup) matching(client sarama.Client) ([]string, error) {
+	return topicsRead(client, g.topics)
+}
+
+// topicsRead returns the topics sub reads now: its topics by name and, when
+// it has patterns, the topics the brokers list that they match. The group
+// subscribes with it, and WaitCaughtUp judges what it returns, so the two
+// cannot disagree on a topic (a dead-letter topic a pattern matches).
+func topicsRead(client sarama.Client, sub config.Subscription) ([]string, error) {
+	if !sub.HasPatterns() {
+		return sub.Names(), nil
+	}
 	if err := client.RefreshMetadata(); err != nil {
 		return nil, err
 	}
@@ -743,7 +754,7 @@ func (g *kafkaGroup) matching(client sarama.Client) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.topics.Match(all), nil
+	return sub.Match(all), nil
 }
 
 // joinGate holds a consumer's first join until Options.JoinGate returns;

@@ -33,7 +33,7 @@ type nodeRun struct {
 	consumers []*actors.Consumer
 
 	// idle: with turbo swarm --exit-on-idle, the group committed what the
-	// topics held when this node started (waitIdle); reports say so.
+	// topics held when this node started (actors.WaitCaughtUp); reports say so.
 	idle atomic.Bool
 }
 

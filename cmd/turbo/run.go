@@ -140,7 +140,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	statusCtx, stopStatus := context.WithCancel(context.Background())
 	bg.Go(func() { status.run(statusCtx) })
 	var gen atomic.Pointer[consumerSet] // what systemd hears about
-	if o.node == nil {                 // a swarm's supervisor speaks for its nodes
+	if o.node == nil {                  // a swarm's supervisor speaks for its nodes
 		if n := startNotifier(log); n != nil {
 			defer n.Close()
 			bg.Go(func() { n.Run(statusCtx, notifyTick, runService(&gen, status), notifyErrs(log)) })
@@ -268,7 +268,7 @@ func (g *consumerSet) serve(ctx context.Context, embedded bool) (*config.Config,
 	}()
 	if o.exitOnIdle {
 		bg.Go(func() {
-			if err := waitIdle(watchCtx, g.kafka, g.cfg.Consumers, log); watchCtx.Err() == nil {
+			if err := actors.WaitCaughtUp(watchCtx, g.kafka, g.cfg.Consumers, log); watchCtx.Err() == nil {
 				idle <- err
 			}
 		})
@@ -276,7 +276,7 @@ func (g *consumerSet) serve(ctx context.Context, embedded bool) (*config.Config,
 		// turbo swarm --exit-on-idle: the node judges, its supervisor stops
 		// the swarm; a node that cannot judge says why and goes on.
 		bg.Go(func() {
-			switch err := waitIdle(watchCtx, g.kafka, g.cfg.Consumers, log); {
+			switch err := actors.WaitCaughtUp(watchCtx, g.kafka, g.cfg.Consumers, log); {
 			case err == nil:
 				log.Info().Msg("the group committed everything its topics held: telling the supervisor (--exit-on-idle)")
 				n.idle.Store(true)

@@ -1,4 +1,4 @@
-package main
+package actors
 
 import (
 	"context"
@@ -12,18 +12,24 @@ import (
 	"github.com/turbokafka/turbo/config"
 )
 
-// idleCheckInterval is how often --exit-on-idle compares the groups'
+// caughtUpCheckInterval is how often WaitCaughtUp compares the groups'
 // committed offsets with their targets.
-const idleCheckInterval = 200 * time.Millisecond
+const caughtUpCheckInterval = 200 * time.Millisecond
 
-// waitIdle returns nil once every consumer group has committed, on every
-// partition of its topics, the end offset the partition had when waitIdle
-// started (empty partitions count as done). It judges the group's committed
-// offsets on the broker, so it holds whichever member did the work.
-func waitIdle(ctx context.Context, k config.Kafka, consumers []config.Consumer, log zerolog.Logger) error {
+// WaitCaughtUp returns nil once every consumer's group has committed, on
+// every partition of the topics it reads, the end offset the partition had
+// when WaitCaughtUp started (empty partitions count as done): what `turbo
+// run --exit-on-idle` waits for. The topics are what the consumer's group
+// subscribes to — its names, and what its patterns match now, never a
+// dead-letter topic or an excluded one (the same lookup the group makes).
+// It judges the groups' committed offsets on the brokers, so it holds
+// whichever member did the work: a process that runs none of the consumers
+// can wait too. It returns ctx's error when ctx ends first, and an error
+// when the topics' end offsets cannot be read after a few attempts.
+func WaitCaughtUp(ctx context.Context, k config.Kafka, consumers []config.Consumer, log zerolog.Logger) error {
 	scfg := sarama.NewConfig()
 	scfg.Version, _ = sarama.ParseKafkaVersion(k.Version)
-	scfg.ClientID = k.ClientID + "-idle"
+	scfg.ClientID = k.ClientID + "-caught-up"
 	// Short timeouts: a call in flight when turbo stops must not hold the
 	// exit for sarama's default 30 s per attempt.
 	scfg.Net.DialTimeout, scfg.Net.ReadTimeout, scfg.Net.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
@@ -43,7 +49,7 @@ func waitIdle(ctx context.Context, k config.Kafka, consumers []config.Consumer, 
 			}
 			client.Close()
 		}
-		log.Warn().Err(err).Msg("exit-on-idle: cannot reach Kafka; retrying")
+		log.Warn().Err(err).Msg("waiting to catch up: cannot reach Kafka; retrying")
 		if !sleepCtx(ctx, time.Second) {
 			return ctx.Err()
 		}
@@ -51,7 +57,7 @@ func waitIdle(ctx context.Context, k config.Kafka, consumers []config.Consumer, 
 	defer admin.Close() // closes the client too
 
 	// The ends to reach; a topic just created may not have a leader yet, so
-	// a few failures are retried before --exit-on-idle gives up.
+	// a few failures are retried before giving up.
 	var targets []*target
 	for attempt := 1; ; attempt++ {
 		var err error
@@ -61,7 +67,7 @@ func waitIdle(ctx context.Context, k config.Kafka, consumers []config.Consumer, 
 		if attempt == 5 {
 			return err
 		}
-		log.Warn().Err(err).Msg("exit-on-idle: reading the partitions' end offsets; retrying")
+		log.Warn().Err(err).Msg("waiting to catch up: reading the partitions' end offsets; retrying")
 		if !sleepCtx(ctx, time.Second) {
 			return ctx.Err()
 		}
@@ -93,7 +99,7 @@ func waitIdle(ctx context.Context, k config.Kafka, consumers []config.Consumer, 
 			}
 		}
 	}
-	t := time.NewTicker(idleCheckInterval)
+	t := time.NewTicker(caughtUpCheckInterval)
 	defer t.Stop()
 	for {
 		// One request per group per check, for its unsettled partitions.
@@ -149,20 +155,15 @@ type target struct {
 func idleTargets(client sarama.Client, consumers []config.Consumer) ([]*target, error) {
 	var targets []*target
 	for _, c := range consumers {
-		topics := c.Topics
-		if sub, err := c.Subscription(); err != nil {
+		sub, err := c.Subscription()
+		if err != nil {
 			return nil, err
-		} else if sub.HasPatterns() {
-			// What the patterns match now: a topic created later is not
-			// what the topics held at start.
-			if err := client.RefreshMetadata(); err != nil {
-				return nil, fmt.Errorf("listing the topics: %w", err)
-			}
-			all, err := client.Topics()
-			if err != nil {
-				return nil, fmt.Errorf("listing the topics: %w", err)
-			}
-			topics = sub.Match(all)
+		}
+		// What the patterns match now: a topic created later is not what
+		// the topics held at start.
+		topics, err := topicsRead(client, sub)
+		if err != nil {
+			return nil, fmt.Errorf("listing the topics: %w", err)
 		}
 		for _, topic := range topics {
 			parts, err := client.Partitions(topic)
