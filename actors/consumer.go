@@ -75,10 +75,6 @@ type Consumer struct {
 	log        zerolog.Logger
 }
 
-// ErrStopTimeout is returned by Stop when the context ended before the tree
-// had drained and stopped.
-var ErrStopTimeout = errors.New("actors: consumer did not stop in time")
-
 // New validates the options and starts the consumer: its actor tree runs
 // on an actor system of its own, which Stop shuts down. Records flow as
 // soon as it returns; New does not wait for Kafka (Ready says when the
@@ -326,18 +322,6 @@ func (c *Consumer) stop(ctx context.Context) error {
 		return fmt.Errorf("%w: stopping actors: %w", ErrStopTimeout, ctx.Err())
 	}
 }
-
-// ErrUncommitted is returned by Stop when the drain did not finish within
-// shutdown_timeout (Kafka did not answer, or records still ran): the tree
-// was torn down without its final commits, so records that finished since
-// the last commit will be delivered again.
-var ErrUncommitted = errors.New("actors: the drain did not finish in time; finished records may not be committed")
-
-// ErrAbandoned is returned by Stop when handlers did not return after their
-// context was cancelled: the consumer stopped (records drained as far as
-// possible, offsets committed, group left), but those handlers' goroutines
-// still run.
-var ErrAbandoned = errors.New("actors: handlers never returned and were abandoned")
 
 // batchHandler is the handler of a consumer that runs records in batches,
 // nil for one that runs them one at a time (Options.Handler and

@@ -84,10 +84,6 @@ func (o *orchestrator) spawnChildren(c actor.Context) {
 	o.proxy = c.Spawn(s.props(p))
 }
 
-// ErrHandlerFailed wraps the error of a record whose handler failed and made
-// the tree restart.
-var ErrHandlerFailed = errors.New("actors: handler failed")
-
 func (o *orchestrator) handleFetched(c actor.Context, m *recordsFetched) {
 	c.Send(o.offsets, &trackRecords{records: m.records})
 	if m.inherited == 0 {
@@ -143,9 +139,6 @@ func (o *orchestrator) handleDeadLetterDone(c actor.Context, m *deadLetterDone) 
 		o.fail(c, fmt.Errorf("%w: %w", ErrDeadLetter, m.err))
 	}
 }
-
-// ErrDeadLetter wraps a failure to write a record to the dead-letter topic.
-var ErrDeadLetter = errors.New("actors: writing to the dead-letter topic failed")
 
 // fail asks the restarter to restart the tree (once per generation).
 func (o *orchestrator) fail(c actor.Context, err error) {

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -101,13 +100,3 @@ type HandlerFunc func(ctx context.Context, rec *Record) error
 
 // Handle calls f(ctx, rec).
 func (f HandlerFunc) Handle(ctx context.Context, rec *Record) error { return f(ctx, rec) }
-
-// ErrPermanent marks a handler error as not worth retrying (a record that can
-// never succeed). Wrap it: fmt.Errorf("bad payload: %w", actors.ErrPermanent).
-var ErrPermanent = errors.New("actors: permanent failure")
-
-// ErrBackpressure marks a handler error as the downstream pushing back (it
-// is overloaded: an HTTP 429 or 503 says the same). It is retried like any
-// failure; under concurrency_mode adaptive it also halves the consumer's
-// concurrency limit. Wrap it: fmt.Errorf("queue full: %w", actors.ErrBackpressure).
-var ErrBackpressure = errors.New("actors: the downstream pushed back")

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
@@ -98,10 +97,6 @@ func (r *runner) finished(start time.Time, w *partWatch) time.Time {
 	}
 	return end
 }
-
-// ErrHandlerTimeout is the failure of a handler that ran longer than
-// max_handler_time (its context was cancelled).
-var ErrHandlerTimeout = errors.New("actors: handler exceeded max_handler_time")
 
 // handle runs one attempt of rec that starts now (start is the clock's last
 // reading), and returns when it ended. The handler sees rec.Record alone.

@@ -8,12 +8,6 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// ErrSessionLost is the reason a member dropped its partitions without
-// handing them over: it could no longer prove that its consumer-group
-// session was alive, so the broker may already have given them to another
-// member. It wraps what showed it (a refusal, or the silence).
-var ErrSessionLost = errors.New("actors: consumer group session lost")
-
 // memberGone reports whether a broker's answer says this member (in its
 // generation) is no longer in the group, or has been replaced: whatever it
 // holds belongs to someone else now.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/actors/memkafka"
+	"github.com/turbokafka/turbo/actors/pipeline"
 	"github.com/turbokafka/turbo/config"
 )
 
@@ -39,7 +40,9 @@ var ErrPanicked = errors.New("harness: the handler panicked")
 
 // ErrNotRun is the Call.Err of a record of a batch that turbo counts as not
 // run: it followed a failed record of its key (or partition) in the batch.
-var ErrNotRun = errors.New("harness: not run: an earlier record of its unit failed in the batch")
+// It is the consumer's own sentinel (pipeline.ErrNotRun), so the harness
+// and the runtime cannot name the case two ways.
+var ErrNotRun = pipeline.ErrNotRun
 
 // recorder wraps the user's handler: it records every call and judges the
 // ordering guarantee as the calls start.

@@ -17,7 +17,7 @@ import (
 )
 
 // ErrRefused is wrapped by every *Refusal.
-var ErrRefused = errors.New("kafka refused the connection")
+var ErrRefused = errors.New("kafkanet: kafka refused the connection")
 
 // Refusal is a connection failure that retrying will not cure: the broker
 // refused turbo's credentials or certificate, turbo refused the broker's

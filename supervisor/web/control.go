@@ -16,7 +16,7 @@ type Controller interface {
 }
 
 // ErrNoConsumer: the process runs no consumer of that name.
-var ErrNoConsumer = errors.New("no such consumer")
+var ErrNoConsumer = errors.New("web: no such consumer")
 
 // WithControl adds POST /consumers/{name}/pause and /resume to h. With ctl
 // nil they answer 403 (http.control is off). They answer only clients on
