@@ -56,27 +56,43 @@ func RemoveBinary() {
 	}
 }
 
+// The prebuilt binaries a test run may be given, so that the packages
+// that run the binary share one build instead of linking their own (the
+// Makefile builds both once per `make test` and sets these).
+const (
+	EnvBinary     = "TURBO_TEST_BINARY"      // built with -race: Binary
+	EnvPerfBinary = "TURBO_TEST_PERF_BINARY" // built without: PerfBinary
+)
+
 // Binary builds the turbo binary with the race detector once per test
-// binary run and returns its path. Start, StartWith, Command and
-// ProduceWithBinary run it with ChildEnv and fail the test when a child
-// reports a race (see RaceWatch).
+// binary run and returns its path, or returns the one TURBO_TEST_BINARY
+// names. Start, StartWith, Command and ProduceWithBinary run it with
+// ChildEnv and fail the test when a child reports a race (see RaceWatch).
 func Binary(t testing.TB) string {
 	t.Helper()
-	return raceBin.build(t, "turbo-race", "-race")
+	return raceBin.build(t, EnvBinary, "turbo-race", "-race")
 }
 
-// PerfBinary builds the turbo binary without the race detector, for the
-// suites that measure performance (test/bench): the detector slows a
-// program 2–20 times, unevenly, which would skew turbo's figures against
-// its peers'. Every other suite uses Binary.
+// PerfBinary builds the turbo binary without the race detector (or returns
+// the one TURBO_TEST_PERF_BINARY names), for the suites that measure
+// performance (test/bench): the detector slows a program 2–20 times,
+// unevenly, which would skew turbo's figures against its peers'. Every
+// other suite uses Binary.
 func PerfBinary(t testing.TB) string {
 	t.Helper()
-	return perfBin.build(t, "turbo")
+	return perfBin.build(t, EnvPerfBinary, "turbo")
 }
 
-func (b *binary) build(t testing.TB, name string, flags ...string) string {
+func (b *binary) build(t testing.TB, env, name string, flags ...string) string {
 	t.Helper()
 	b.once.Do(func() {
+		if path := os.Getenv(env); path != "" {
+			if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+				b.err = fmt.Errorf("%s=%s is not an executable file (%v)", env, path, err)
+			}
+			b.path = path
+			return
+		}
 		binMu.Lock()
 		if binDir == "" {
 			binDir, b.err = os.MkdirTemp("", "turbo-e2e-")
