@@ -57,6 +57,10 @@ type Options struct {
 	// returns (or until the consumer is stopped: done closes). A swarm's
 	// nodes use it to join together (supervisor.Node.AwaitStart).
 	JoinGate func(done <-chan struct{})
+
+	// watermarkRefresh replaces the high watermark refresh interval
+	// (tests: export_test.go); 0 keeps the default.
+	watermarkRefresh time.Duration
 }
 
 // Consumer is a running consumer. It is safe for concurrent use.
@@ -137,20 +141,21 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 		return nil, err
 	}
 	spec := &treeSpec{
-		consumer:        cc,
-		topics:          topics,
-		kafka:           cfg.Kafka,
-		net:             kn,
-		brokers:         cfg.Kafka.Brokers,
-		shutdownTimeout: cfg.ShutdownTimeout,
-		batch:           batchHandler(opts, cc),
-		stats:           c.stats,
-		log:             log,
-		retry:           policy,
-		dispatcher:      c.pool,
-		inMemory:        cluster,
-		released:        &releasedAt{},
-		joinGate:        &joinGate{wait: opts.JoinGate},
+		consumer:         cc,
+		topics:           topics,
+		kafka:            cfg.Kafka,
+		net:              kn,
+		brokers:          cfg.Kafka.Brokers,
+		shutdownTimeout:  cfg.ShutdownTimeout,
+		batch:            batchHandler(opts, cc),
+		stats:            c.stats,
+		log:              log,
+		retry:            policy,
+		dispatcher:       c.pool,
+		inMemory:         cluster,
+		released:         &releasedAt{},
+		joinGate:         &joinGate{wait: opts.JoinGate},
+		watermarkRefresh: opts.watermarkRefresh,
 	}
 	if spec.batch == nil {
 		spec.handler = traced(opts.Handler, cc.Name, opts.TracerProvider)

@@ -187,7 +187,12 @@ package actors
 // changes (the proxy the committed offset, high watermark and lag; the
 // offset controller when the oldest unfinished record arrived, kept per
 // batch by arrivals; the claim its pause; the runners their records in
-// flight). Consumer.Collector reads them when scraped; Live pings the tree
+// flight). A partition's high watermark comes with each batch read from
+// it; for one not read for watermarkRefresh (paused, out of credits, or
+// caught up) the proxy asks its side every interval (refreshTick →
+// kafkaSide.refreshWatermarks), which asks the leaders off the actor, one
+// refresh at a time, and answers with watermarksRefreshed (hwmrefresh.go).
+// Consumer.Collector reads them when scraped; Live pings the tree
 // (pingTree, answered by the orchestrator) and Ready reads the group session.
 // With Options.Metrics, runners also observe the handler and buffer-wait
 // histograms, sharded by runner so that cores do not share their counters.

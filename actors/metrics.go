@@ -121,6 +121,7 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 			counter("turbo_committed_records_total", "Records covered by committed offsets.", func(s *Snapshot) int64 { return s.Committed }),
 			counter("turbo_commits_total", "Offset commits sent.", func(s *Snapshot) int64 { return s.Commits }),
 			counter("turbo_commit_errors_total", "Errors Kafka returned for the consumer group (mostly refused commits).", func(s *Snapshot) int64 { return s.CommitErrs }),
+			counter("turbo_watermark_refresh_errors_total", "Failed refreshes of the high watermarks of partitions not being read (their lag may be stale meanwhile).", func(s *Snapshot) int64 { return s.WatermarkErrs }),
 			counter("turbo_rebalances_total", "Consumer group sessions started (each rebalance starts one).", func(s *Snapshot) int64 { return s.Rebalances }),
 			counter("turbo_partitions_assigned_total", "Partitions assigned to the consumer.", func(s *Snapshot) int64 { return s.Gained }),
 			counter("turbo_partitions_revoked_total", "Partitions revoked from the consumer or lost with its session.", func(s *Snapshot) int64 { return s.Released }),
@@ -146,7 +147,7 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 		part: []partitionDesc{
 			part("turbo_partition_committed_offset", "The offset committed for the partition (the next record to read); -1 before the first commit.",
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.Committed) }),
-			part("turbo_partition_high_watermark", "The partition's high watermark at the last fetch; -1 before it.",
+			part("turbo_partition_high_watermark", "The partition's high watermark as last known: from the last fetch, or asked of the brokers every few seconds while the partition is not fetched; -1 before it is known.",
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.HighWatermark) }),
 			part("turbo_partition_lag", "Records between the committed offset and the high watermark.",
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.Lag) }),

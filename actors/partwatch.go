@@ -13,7 +13,7 @@ import (
 // assignment's gate, which every actor handling the partition already holds.
 type partWatch struct {
 	committed atomic.Int64 // offset last marked for commit, -1 if none (proxy)
-	hwm       atomic.Int64 // high watermark of the last fetch, -1 if unknown (proxy)
+	hwm       atomic.Int64 // high watermark as last known (a fetch, or a refresh: hwmrefresh.go), -1 if unknown (proxy)
 	lag       atomic.Int64 // records between the committed offset and the high watermark (proxy)
 	running   atomic.Int64 // records in a handler now (runners)
 	paused    atomic.Bool  // not fetched now: its share of the budget is used up (claim)
@@ -30,12 +30,19 @@ func newPartWatch() *partWatch {
 // PartitionStats is a point-in-time copy of one owned partition's state.
 type PartitionStats struct {
 	TopicPartition
-	Committed     int64 // the offset committed (the next record to read), -1 before the first commit
-	HighWatermark int64 // the partition's high watermark at the last fetch, -1 before it
-	Lag           int64 // records between Committed (or the first record read) and HighWatermark
-	InFlight      int64 // its records in a handler now
-	Buffered      int64 // its records fetched and waiting (for a runner, a retry or their key)
-	Paused        bool  // not fetched now: its share of the budget is used up
+	Committed int64 // the offset committed (the next record to read), -1 before the first commit
+	// HighWatermark is the partition's high watermark as last known, -1
+	// before it is: each fetch brings it, and while the partition is not
+	// fetched (paused, or its share of the budget used up) it is asked of
+	// the brokers every few seconds.
+	HighWatermark int64
+	// Lag is the records between Committed (before this member's first
+	// commit: the offset the group had committed, or else the first record
+	// read) and HighWatermark.
+	Lag      int64
+	InFlight int64 // its records in a handler now
+	Buffered int64 // its records fetched and waiting (for a runner, a retry or their key)
+	Paused   bool  // not fetched now: its share of the budget is used up
 	// OldestUnfinished is when the oldest of its records that has not
 	// finished arrived (zero when none is unfinished): the committed offset
 	// cannot pass it, so a growing age means a stuck key.

@@ -41,6 +41,7 @@ type consumerStats struct {
 	kafkaErr atomic.Pointer[string] // why Kafka refuses the connection now; nil once it answers
 
 	commitErrs atomic.Int64 // errors Kafka returned for commits
+	hwmErrs    atomic.Int64 // high watermark refreshes that failed
 	rebalances atomic.Int64 // group sessions started
 	gained     atomic.Int64 // partitions assigned
 	released   atomic.Int64 // partitions revoked or lost
@@ -181,6 +182,9 @@ type Snapshot struct {
 	Gained     int64 // partitions assigned
 	Released   int64 // partitions revoked or lost
 	CommitErrs int64 // errors Kafka returned for commits
+	// WatermarkErrs counts failed refreshes of the high watermarks of
+	// partitions not being read (their lag may be stale meanwhile).
+	WatermarkErrs int64
 	// RateWait is the time the rate limit (rate.limit) held runnable
 	// records back from free runners.
 	RateWait time.Duration
@@ -206,37 +210,38 @@ func (s *consumerStats) Snapshot() Snapshot {
 		poll = time.Unix(0, ns)
 	}
 	return Snapshot{
-		Fetched:    s.fetched.Load(),
-		Processed:  s.processed.Load(),
-		Failed:     s.failed.Load(),
-		Retries:    s.retries.Load(),
-		RateWait:   time.Duration(s.rateWait.Load()),
-		Suspended:  s.suspended.Load(),
-		Limit:      s.limit.Load(),
-		Pushbacks:  s.pushbacks.Load(),
-		Skipped:    s.skipped.Load(),
-		Dead:       s.dead.Load(),
-		Inherited:  s.inherited.Load(),
-		FileLimit:  s.noFiles.Load(),
-		Commits:    s.commits.Load(),
-		Committed:  s.committed.Load(),
-		Restarts:   s.restarts.Load(),
-		InFlight:   s.inFlight.Load(),
-		Buffered:   s.buffered.Load(),
-		ReadAhead:  s.readAhead.Load(),
-		Paused:     s.paused.Load(),
-		Lag:        s.lag.Load(),
-		Assigned:   s.assigned.Load(),
-		LastFetch:  last,
-		Moves:      s.moves.Load(),
-		LastPoll:   poll,
-		Oldest:     s.oldestHandler(),
-		Reached:    s.reached.Load(),
-		InSession:  s.inSession.Load(),
-		Rebalances: s.rebalances.Load(),
-		Gained:     s.gained.Load(),
-		Released:   s.released.Load(),
-		CommitErrs: s.commitErrs.Load(),
+		Fetched:       s.fetched.Load(),
+		Processed:     s.processed.Load(),
+		Failed:        s.failed.Load(),
+		Retries:       s.retries.Load(),
+		RateWait:      time.Duration(s.rateWait.Load()),
+		Suspended:     s.suspended.Load(),
+		Limit:         s.limit.Load(),
+		Pushbacks:     s.pushbacks.Load(),
+		Skipped:       s.skipped.Load(),
+		Dead:          s.dead.Load(),
+		Inherited:     s.inherited.Load(),
+		FileLimit:     s.noFiles.Load(),
+		Commits:       s.commits.Load(),
+		Committed:     s.committed.Load(),
+		Restarts:      s.restarts.Load(),
+		InFlight:      s.inFlight.Load(),
+		Buffered:      s.buffered.Load(),
+		ReadAhead:     s.readAhead.Load(),
+		Paused:        s.paused.Load(),
+		Lag:           s.lag.Load(),
+		Assigned:      s.assigned.Load(),
+		LastFetch:     last,
+		Moves:         s.moves.Load(),
+		LastPoll:      poll,
+		Oldest:        s.oldestHandler(),
+		Reached:       s.reached.Load(),
+		InSession:     s.inSession.Load(),
+		Rebalances:    s.rebalances.Load(),
+		Gained:        s.gained.Load(),
+		Released:      s.released.Load(),
+		CommitErrs:    s.commitErrs.Load(),
+		WatermarkErrs: s.hwmErrs.Load(),
 		KafkaError: func() string {
 			if p := s.kafkaErr.Load(); p != nil {
 				return *p
@@ -283,15 +288,16 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		LastPoll:  poll,
 		Oldest:    oldest,
 		// Consumers share the kafka section: one cause says it for all.
-		KafkaError: cmp.Or(a.KafkaError, b.KafkaError),
-		Rebalances: a.Rebalances + b.Rebalances,
-		Gained:     a.Gained + b.Gained,
-		Released:   a.Released + b.Released,
-		CommitErrs: a.CommitErrs + b.CommitErrs,
-		RateWait:   a.RateWait + b.RateWait,
-		Suspended:  a.Suspended || b.Suspended,
-		Limit:      a.Limit + b.Limit,
-		Pushbacks:  a.Pushbacks + b.Pushbacks,
+		KafkaError:    cmp.Or(a.KafkaError, b.KafkaError),
+		Rebalances:    a.Rebalances + b.Rebalances,
+		Gained:        a.Gained + b.Gained,
+		Released:      a.Released + b.Released,
+		CommitErrs:    a.CommitErrs + b.CommitErrs,
+		WatermarkErrs: a.WatermarkErrs + b.WatermarkErrs,
+		RateWait:      a.RateWait + b.RateWait,
+		Suspended:     a.Suspended || b.Suspended,
+		Limit:         a.Limit + b.Limit,
+		Pushbacks:     a.Pushbacks + b.Pushbacks,
 	}
 }
 
