@@ -128,7 +128,7 @@ func runClaim[M any](c *claim, feed claimFeed[M]) {
 		default:
 		}
 		// Inherited records never run: their credits come back at once.
-		c.gate.settle(n-len(batch)+inherited, used, batch[len(batch)-1].Offset+1)
+		c.gate.settle(n, len(batch)-inherited, used, batch[len(batch)-1].Offset+1)
 		c.side.batches.Add(1)
 		c.side.send(&claimFetched{tp: c.tp, epoch: c.epoch, records: batch, inherited: inherited, hwm: feed.hwm()})
 		if end := feed.batched(); end != readOn {

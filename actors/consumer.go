@@ -184,6 +184,12 @@ func (c *Consumer) Stats() Snapshot { return c.stats.Snapshot() }
 // sorted by topic and partition.
 func (c *Consumer) Partitions() []PartitionStats { return c.stats.Partitions() }
 
+// Status returns Stats and Partitions read together: the snapshot's
+// Buffered is the sum of the partitions' Buffered. (Stats and Partitions
+// called one after the other agree once nothing moves; under load, records
+// move between the two reads.)
+func (c *Consumer) Status() (Snapshot, []PartitionStats) { return c.stats.status() }
+
 // Group returns the consumer group's id.
 func (c *Consumer) Group() string { return c.group }
 

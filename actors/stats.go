@@ -17,7 +17,6 @@ type consumerStats struct {
 	commits   atomic.Int64
 	restarts  atomic.Int64
 	inFlight  atomic.Int64
-	buffered  atomic.Int64
 	readAhead atomic.Int64
 	paused    atomic.Int64
 	lag       atomic.Int64
@@ -152,19 +151,22 @@ func (s *consumerStats) oldestHandler() time.Time {
 
 // Snapshot is a point-in-time copy of a consumer's counters (Consumer.Stats).
 type Snapshot struct {
-	Fetched   int64     // records received from Kafka
-	Processed int64     // records whose handler succeeded
-	Failed    int64     // failed handler attempts (errors, panics, timeouts)
-	Retries   int64     // attempts scheduled again after a failure
-	Skipped   int64     // records given up on and skipped (on_failure: skip)
-	Dead      int64     // records written to the dead-letter topic
-	Inherited int64     // records not run again: an earlier owner had finished them
-	FileLimit int64     // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
-	Commits   int64     // offset commits sent
-	Committed int64     // records covered by committed offsets
-	Restarts  int64     // actor tree restarts after a failure
-	InFlight  int64     // records running in a handler now
-	Buffered  int64     // records waiting for a runner
+	Fetched   int64 // records received from Kafka
+	Processed int64 // records whose handler succeeded
+	Failed    int64 // failed handler attempts (errors, panics, timeouts)
+	Retries   int64 // attempts scheduled again after a failure
+	Skipped   int64 // records given up on and skipped (on_failure: skip)
+	Dead      int64 // records written to the dead-letter topic
+	Inherited int64 // records not run again: an earlier owner had finished them
+	FileLimit int64 // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
+	Commits   int64 // offset commits sent
+	Committed int64 // records covered by committed offsets
+	Restarts  int64 // actor tree restarts after a failure
+	InFlight  int64 // records running in a handler now
+	// Buffered is the records fetched from the partitions held and not
+	// finished that are not in a handler: waiting for a runner, a retry or
+	// their key. It is the sum of the partitions' Buffered (Partitions).
+	Buffered  int64
 	ReadAhead int64     // records Kafka delivered to a paused partition, waiting outside the budget for its credits (at most about one fetch per partition)
 	Paused    int64     // partitions not read now: their share of the budget is used up
 	Lag       int64     // records behind the partitions' high watermarks, by committed offset
@@ -199,7 +201,11 @@ type Snapshot struct {
 }
 
 // Snapshot returns the current values.
-func (s *consumerStats) Snapshot() Snapshot {
+func (s *consumerStats) Snapshot() Snapshot { return s.snapshot(s.buffered()) }
+
+// snapshot returns the current values, with buffered the sum of the
+// partitions' (status reads it with them).
+func (s *consumerStats) snapshot(buffered int64) Snapshot {
 	var last, poll time.Time
 	if ns := s.lastFetch.Load(); ns != 0 {
 		last = time.Unix(0, ns)
@@ -226,7 +232,7 @@ func (s *consumerStats) Snapshot() Snapshot {
 		Committed:     s.committed.Load(),
 		Restarts:      s.restarts.Load(),
 		InFlight:      s.inFlight.Load(),
-		Buffered:      s.buffered.Load(),
+		Buffered:      buffered,
 		ReadAhead:     s.readAhead.Load(),
 		Paused:        s.paused.Load(),
 		Lag:           s.lag.Load(),
