@@ -58,6 +58,7 @@ type claimFeed[M any] interface {
 // claimSpec is what a side knows of a claim before it starts.
 type claimSpec struct {
 	tp         TopicPartition
+	committed  int64              // the group's committed offset, -1 if none: where the lag counts from before a batch
 	finished   []offsetmeta.Range // finished by an earlier owner, ascending
 	maxBatch   int
 	revokeWait time.Duration   // upper bound on the revocation handshake
@@ -87,7 +88,7 @@ func (l *sideLife) newClaim(s claimSpec) *claim {
 
 // start tells the proxy of the claim.
 func (c *claim) start() {
-	c.side.send(&claimStarted{tp: c.tp, epoch: c.epoch, gate: c.gate})
+	c.side.send(&claimStarted{tp: c.tp, epoch: c.epoch, gate: c.gate, committed: max(c.committed, -1)})
 }
 
 // runClaim reads c's partition through feed within its gate's credits and
@@ -127,7 +128,7 @@ func runClaim[M any](c *claim, feed claimFeed[M]) {
 		default:
 		}
 		// Inherited records never run: their credits come back at once.
-		c.gate.settle(n-len(batch)+inherited, used, batch[len(batch)-1].Offset+1)
+		c.gate.settle(n, len(batch)-inherited, used, batch[len(batch)-1].Offset+1)
 		c.side.batches.Add(1)
 		c.side.send(&claimFetched{tp: c.tp, epoch: c.epoch, records: batch, inherited: inherited, hwm: feed.hwm()})
 		if end := feed.batched(); end != readOn {

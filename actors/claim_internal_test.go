@@ -180,6 +180,9 @@ func TestClaimLostMidBatch(t *testing.T) {
 	if n, room := c.gate.take(10); n != 8 || room != 1<<20 {
 		t.Fatalf("gate has %d credits, %d bytes; want all 8 and 1 MiB back", n, room)
 	}
+	if n := c.gate.inPipeline(); n != 0 {
+		t.Fatalf("%d records in the pipeline; want none (the lost batch never went on)", n)
+	}
 	if got := l.batches.Load(); got != 0 {
 		t.Fatalf("%d batches sent; want none", got)
 	}
@@ -289,8 +292,9 @@ func runClaimScenario(t *testing.T, r sideRun) {
 			if inherited != m.inherited || used-last >= claimTestBytes {
 				t.Fatalf("batch %d: %d inherited (says %d), %d bytes: over the room of %d", batches, inherited, m.inherited, used, claimTestBytes)
 			}
-			// The records run at once: their credits come back.
-			gt.give(len(m.records)-m.inherited, used)
+			// The records run at once: they leave the pipeline (the
+			// inherited ones never entered it).
+			gt.release(len(m.records)-m.inherited, used)
 			if next == claimTestRecords && !stopping {
 				stopping = true
 				r.side.stop()
@@ -305,6 +309,9 @@ func runClaimScenario(t *testing.T, r sideRun) {
 			}
 			if next != claimTestRecords {
 				t.Fatalf("stopped at offset %d; want %d", next, claimTestRecords)
+			}
+			if n := gt.inPipeline(); n != 0 {
+				t.Fatalf("%d records in the pipeline once all were released; want 0 (inherited ones never enter it)", n)
 			}
 			if got := r.committed(t); got != claimTestRecords {
 				t.Fatalf("committed %d after the handover; want %d", got, claimTestRecords)

@@ -57,6 +57,10 @@ type Options struct {
 	// returns (or until the consumer is stopped: done closes). A swarm's
 	// nodes use it to join together (supervisor.Node.AwaitStart).
 	JoinGate func(done <-chan struct{})
+
+	// watermarkRefresh replaces the high watermark refresh interval
+	// (tests: export_test.go); 0 keeps the default.
+	watermarkRefresh time.Duration
 }
 
 // Consumer is a running consumer. It is safe for concurrent use.
@@ -133,20 +137,21 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 		return nil, err
 	}
 	spec := &treeSpec{
-		consumer:        cc,
-		topics:          topics,
-		kafka:           cfg.Kafka,
-		net:             kn,
-		brokers:         cfg.Kafka.Brokers,
-		shutdownTimeout: cfg.ShutdownTimeout,
-		batch:           batchHandler(opts, cc),
-		stats:           c.stats,
-		log:             log,
-		retry:           policy,
-		dispatcher:      c.pool,
-		inMemory:        cluster,
-		released:        &releasedAt{},
-		joinGate:        &joinGate{wait: opts.JoinGate},
+		consumer:         cc,
+		topics:           topics,
+		kafka:            cfg.Kafka,
+		net:              kn,
+		brokers:          cfg.Kafka.Brokers,
+		shutdownTimeout:  cfg.ShutdownTimeout,
+		batch:            batchHandler(opts, cc),
+		stats:            c.stats,
+		log:              log,
+		retry:            policy,
+		dispatcher:       c.pool,
+		inMemory:         cluster,
+		released:         &releasedAt{},
+		joinGate:         &joinGate{wait: opts.JoinGate},
+		watermarkRefresh: opts.watermarkRefresh,
 	}
 	if spec.batch == nil {
 		spec.handler = traced(opts.Handler, cc.Name, opts.TracerProvider)
@@ -174,6 +179,12 @@ func (c *Consumer) Stats() Snapshot { return c.stats.Snapshot() }
 // Partitions returns the state of the partitions the consumer holds now,
 // sorted by topic and partition.
 func (c *Consumer) Partitions() []PartitionStats { return c.stats.Partitions() }
+
+// Status returns Stats and Partitions read together: the snapshot's
+// Buffered is the sum of the partitions' Buffered. (Stats and Partitions
+// called one after the other agree once nothing moves; under load, records
+// move between the two reads.)
+func (c *Consumer) Status() (Snapshot, []PartitionStats) { return c.stats.status() }
 
 // Group returns the consumer group's id.
 func (c *Consumer) Group() string { return c.group }

@@ -130,18 +130,15 @@ func (co *coordinator) Receive(c actor.Context) {
 	co.publish()
 }
 
-// publish shows the pipeline in Stats: runners busy (never more than
-// concurrency), and every other record here — waiting, or queued behind the
-// running one in a runner's batch — as buffered.
+// publish shows the runners busy in Stats (never more than concurrency).
+// What is buffered is counted per partition, by the gates (gate.piped), so
+// that the partitions' figures add up to the consumer's.
 func (co *coordinator) publish() {
 	if co.stopped {
 		co.stats.inFlight.Store(0)
-		co.stats.buffered.Store(0)
 		return
 	}
-	busy := co.p.Busy()
-	co.stats.inFlight.Store(int64(busy))
-	co.stats.buffered.Store(int64(co.p.Waiting() + co.p.InFlight() - busy))
+	co.stats.inFlight.Store(int64(co.p.Busy()))
 }
 
 func (co *coordinator) receive(c actor.Context) {
@@ -216,6 +213,7 @@ func (co *coordinator) apply(c actor.Context) {
 		c.Send(co.pids[r.Runner], &runRecords{batch: r.Batch})
 	}
 	returnCredits(out.Free)
+	forgetDropped(out.Dropped)
 	if out.Succeeded > 0 {
 		co.stats.processed.Add(int64(out.Succeeded))
 	}
@@ -561,6 +559,23 @@ func (co *coordinator) armStealCheck(c actor.Context) {
 	}
 }
 
+// forgetDropped tells their partitions' gates of records dropped unfinished
+// (a revocation, a loss, the halt): they are no longer in the pipeline, but
+// their credits stay taken (nothing more of the partition is to be read),
+// as pipeline.Out.Dropped says. One call per run of records sharing a gate.
+func forgetDropped(recs []*envelope) {
+	for i := 0; i < len(recs); {
+		j := i + 1
+		for j < len(recs) && recs[j].gate == recs[i].gate {
+			j++
+		}
+		if g := recs[i].gate; g != nil {
+			g.discard(j - i)
+		}
+		i = j
+	}
+}
+
 // returnCredits gives the fetch credits of finished records (one each, and
 // their bytes) back to their partitions' gates, one call per run of records
 // sharing a gate.
@@ -573,7 +588,7 @@ func returnCredits(recs []*envelope) {
 			j++
 		}
 		if g := recs[i].gate; g != nil {
-			g.give(j-i, bytes)
+			g.release(j-i, bytes)
 		}
 		i = j
 	}

@@ -187,7 +187,17 @@ package actors
 // changes (the proxy the committed offset, high watermark and lag; the
 // offset controller when the oldest unfinished record arrived, kept per
 // batch by arrivals; the claim its pause; the runners their records in
-// flight). Consumer.Collector reads them when scraped; Live pings the tree
+// flight). A partition's high watermark comes with each batch read from
+// it; for one not read for watermarkRefresh (paused, out of credits, or
+// caught up) the proxy asks its side every interval (refreshTick →
+// kafkaSide.refreshWatermarks), which asks the leaders off the actor, one
+// refresh at a time, and answers with watermarksRefreshed (hwmrefresh.go).
+// A partition's buffered records are its gate's records in the pipeline
+// (settled by the claim, released by the coordinator with their credits,
+// per batch under the gate's lock it takes anyway) less those its runners
+// hold; the consumer's are their sum, so the two always add up
+// (Consumer.Status reads both at once).
+// Consumer.Collector reads them when scraped; Live pings the tree
 // (pingTree, answered by the orchestrator) and Ready reads the group session.
 // With Options.Metrics, runners also observe the handler and buffer-wait
 // histograms, sharded by runner so that cores do not share their counters.
@@ -199,8 +209,10 @@ package actors
 // # State ownership
 //
 // Each actor owns its state alone. The only shared objects are:
-//   - the gates, under a mutex: the claim takes credits; the proxy sizes
-//     them; the coordinator gives finished records' credits back; the
+//   - the gates, under a mutex: the claim takes credits (and settles the
+//     records it keeps into the gate's count of records in the pipeline);
+//     the proxy sizes them; the coordinator gives the credits of records
+//     that left the pipeline back (and releases them from that count); the
 //     offset controller sets the reading limit that bounds the watermark
 //     window (checkWindow). Their partWatch, atomics: the proxy writes the
 //     committed offset, high watermark and lag, the offset controller the

@@ -36,7 +36,8 @@
 // finished before they let a partition go.
 //
 // A consumer shows its state through Stats (counters), Partitions (per
-// partition), Live and Ready (health checks), and Collector (Prometheus).
+// partition), Status (the two read together), Live and Ready (health
+// checks), and Collector (Prometheus).
 // The consumer's actor tree restarts itself after an escalated failure;
 // Failed is closed only when Kafka refuses the connection outright (a
 // configuration mistake).

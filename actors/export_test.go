@@ -1,6 +1,10 @@
 package actors
 
-import "github.com/turbokafka/turbo/actors/memkafka"
+import (
+	"time"
+
+	"github.com/turbokafka/turbo/actors/memkafka"
+)
 
 // UnexpectedMessages counts the messages actors received and do not handle.
 func UnexpectedMessages() int64 { return unexpectedMessages.Load() }
@@ -17,4 +21,12 @@ func SetMaxWatermarkWindow(n int64) func() {
 	old := maxWatermarkWindow
 	maxWatermarkWindow = n
 	return func() { maxWatermarkWindow = old }
+}
+
+// WithWatermarkRefresh returns opts with the high watermark refresh
+// interval set to every (see watermarkRefresh), so that tests need not wait
+// the default.
+func WithWatermarkRefresh(opts Options, every time.Duration) Options {
+	opts.watermarkRefresh = every
+	return opts
 }

@@ -24,6 +24,13 @@ import (
 // once everything before it has finished: the byte budget can slow a
 // partition down but never stall it.
 //
+// It also counts the records it let into the pipeline that have not left it
+// (piped), which is what a partition shows as buffered (with those running
+// taken out): credits are not records — a claim holds the credits it took
+// while it waits for records to arrive, up to a batch's worth (maxFetchBatch)
+// on a partition with nothing to read. Records an earlier owner finished
+// (inherited) never enter the pipeline, so they are not counted.
+//
 // It is shared between one claim goroutine, the proxy, the coordinator and
 // the offset controller, hence the mutex.
 type gate struct {
@@ -32,6 +39,7 @@ type gate struct {
 	cap        int
 	availBytes int64 // may go negative: the last record read may overshoot
 	capBytes   int64
+	piped      int           // records settled into the pipeline that have not left it (release, discard)
 	next       int64         // the offset after the last record the claim read
 	limit      int64         // the highest offset that may be read: the watermark window's bound (setLimit)
 	slack      int64         // how far below limit next must be before a claim stopped by it is woken
@@ -62,12 +70,14 @@ func (g *gate) take(max int) (n int, room int64) {
 	return n, g.availBytes
 }
 
-// settle ends a batch: it returns the unused record credits, charges the
-// bytes of the records the batch read (and keeps), and notes next, the
-// offset after the batch's last record.
-func (g *gate) settle(unused int, bytes int64, next int64) {
+// settle ends a batch of taken credits: kept records go on to the
+// pipeline and keep their credits (until release), the others' come back;
+// it charges the bytes of the records kept, and notes next, the offset
+// after the batch's last record.
+func (g *gate) settle(taken, kept int, bytes int64, next int64) {
 	g.mu.Lock()
-	g.avail += unused
+	g.avail += taken - kept
+	g.piped += kept
 	g.availBytes -= bytes
 	g.next = max(g.next, next)
 	g.signalLocked()
@@ -83,7 +93,28 @@ func (g *gate) outOfBytes() bool {
 	return g.availBytes <= 0 && g.avail > 0 && g.next <= g.limit
 }
 
-// give returns n record credits and bytes byte credits.
+// release returns the credits of n records that left the pipeline
+// (finished, or lost), and their bytes: the coordinator's side of settle.
+func (g *gate) release(n int, bytes int64) {
+	g.mu.Lock()
+	g.avail += n
+	g.availBytes += bytes
+	g.piped -= n
+	g.signalLocked()
+	g.mu.Unlock()
+}
+
+// discard takes n records dropped unfinished out of the pipeline's count;
+// their credits stay taken: their partition is going away, or the tree
+// halts (pipeline.Out.Dropped).
+func (g *gate) discard(n int) {
+	g.mu.Lock()
+	g.piped -= n
+	g.mu.Unlock()
+}
+
+// give returns n record credits and bytes byte credits taken but not used
+// (no record of them entered the pipeline).
 func (g *gate) give(n int, bytes int64) {
 	g.mu.Lock()
 	g.avail += n
@@ -154,6 +185,14 @@ func (g *gate) available() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.avail
+}
+
+// inPipeline is the number of records settled into the pipeline and not
+// released from it.
+func (g *gate) inPipeline() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.piped
 }
 
 // availableBytes is the byte credit left (negative after an overshoot).

@@ -16,7 +16,7 @@ func readBatch(g *gate, max int, sizes []int64) int {
 		used += sizes[read]
 		read++
 	}
-	g.settle(n-read, used, 0)
+	g.settle(n, read, used, 0)
 	return read
 }
 
@@ -72,7 +72,7 @@ func TestGateByteBudget(t *testing.T) {
 						t.Fatalf("step %d: read %d of %v, want %d", i, got, s.read, s.want)
 					}
 				} else {
-					g.give(1, s.finish)
+					g.release(1, s.finish)
 				}
 				if got := g.availableBytes(); got != s.avail {
 					t.Fatalf("step %d: %d byte credits, want %d", i, got, s.avail)
@@ -90,7 +90,7 @@ func TestGateOutOfBytes(t *testing.T) {
 	if g.outOfBytes() {
 		t.Fatal("out of bytes with 100 byte credits")
 	}
-	g.settle(9, 150, 1)
+	g.settle(10, 1, 150, 1)
 	if !g.outOfBytes() {
 		t.Fatal("not out of bytes with -50 byte credits and 9 record credits")
 	}
@@ -109,14 +109,14 @@ func TestGateOutOfBytes(t *testing.T) {
 func TestGateWakesOnAQuarterOfBothBudgets(t *testing.T) {
 	g := newGate(100, 1000)
 	g.take(100)
-	g.settle(0, 1000, 0)
-	g.give(50, 100) // half the records, a tenth of the bytes
+	g.settle(100, 100, 1000, 0)
+	g.release(50, 100) // half the records, a tenth of the bytes
 	select {
 	case <-g.wake:
 		t.Fatal("woke with 100 of 1000 byte credits free")
 	default:
 	}
-	g.give(0, 150)
+	g.release(0, 150)
 	select {
 	case <-g.wake:
 	default:
@@ -131,6 +131,7 @@ func TestGateWakesOnAQuarterOfBothBudgets(t *testing.T) {
 // any order; the proxy resizes the shares — and checks it against a naive
 // model (the list of records in flight) at every step:
 //   - credits are conserved: available = share − in flight, for records and bytes;
+//   - the records in the pipeline are those in flight, whatever the credits;
 //   - a record is read only while the bytes in flight are below the share, so
 //     they never exceed it by more than the one record that overshoots;
 //   - never stuck: with nothing in flight the claim always gets credits, and a
@@ -150,6 +151,9 @@ func TestGateModel(t *testing.T) {
 			}
 			if got, want := g.availableBytes(), shareBytes-bytesInFlight; got != want {
 				t.Fatalf("seed %d step %d (%s): %d byte credits, want %d", seed, step, what, got, want)
+			}
+			if got, want := g.inPipeline(), len(inFlight); got != want {
+				t.Fatalf("seed %d step %d (%s): %d records in the pipeline, want %d", seed, step, what, got, want)
 			}
 		}
 		size := func() int64 {
@@ -192,7 +196,7 @@ func TestGateModel(t *testing.T) {
 				if bytesInFlight-inFlight[len(inFlight)-1] >= shareBytes {
 					t.Fatalf("seed %d step %d: read a record with %d bytes in flight, share %d", seed, step, bytesInFlight-inFlight[len(inFlight)-1], shareBytes)
 				}
-				g.settle(n-read, used, 0)
+				g.settle(n, read, used, 0)
 				check(step, "read")
 			case op < 9: // a record finishes
 				if len(inFlight) == 0 {
@@ -202,7 +206,7 @@ func TestGateModel(t *testing.T) {
 				s := inFlight[i]
 				inFlight = append(inFlight[:i], inFlight[i+1:]...)
 				bytesInFlight -= s
-				g.give(1, s)
+				g.release(1, s)
 				check(step, "finish")
 			default: // partitions come or go: new shares
 				share, shareBytes = 1+rng.IntN(20), int64(1+rng.IntN(4000))
@@ -212,7 +216,10 @@ func TestGateModel(t *testing.T) {
 		}
 		// Everything finishes: a waiting claim is woken and reads again.
 		for _, s := range inFlight {
-			g.give(1, s)
+			g.release(1, s)
+		}
+		if n := g.inPipeline(); n != 0 {
+			t.Fatalf("seed %d: %d records in the pipeline once everything finished", seed, n)
 		}
 		if waiting {
 			select {
@@ -235,14 +242,14 @@ func TestGateLimit(t *testing.T) {
 	g.setLimit(50, 20)
 	<-g.wake // a fresh gate is far below its limit
 	n, _ := g.take(10)
-	g.settle(0, 10, 40) // read 30–39
+	g.settle(n, n, 10, 40) // read 30–39
 	if n != 10 {
 		t.Fatalf("took %d, want 10", n)
 	}
 	if n, _ := g.take(20); n != 20 {
 		t.Fatalf("below the limit: took %d, want 20", n)
 	}
-	g.settle(0, 20, 60) // a batch may end past the limit
+	g.settle(20, 20, 20, 60) // a batch may end past the limit
 	if n, _ := g.take(10); n != 0 {
 		t.Fatalf("past the limit: took %d, want 0", n)
 	}
@@ -259,7 +266,7 @@ func TestGateLimit(t *testing.T) {
 	if n, _ := g.take(5); n != 5 {
 		t.Fatalf("below the crept limit: took %d, want 5 (a claim woken by credits reads)", n)
 	}
-	g.settle(0, 5, 65)
+	g.settle(5, 5, 5, 65)
 	select {
 	case <-g.wake:
 	default:
@@ -269,5 +276,35 @@ func TestGateLimit(t *testing.T) {
 	case <-g.wake:
 	default:
 		t.Fatal("not woken with the limit 35 past what was read")
+	}
+}
+
+// The gate counts the records in the pipeline — what a partition shows as
+// buffered — apart from its credits: a claim's credits taken and not used
+// (unused, inherited records, a batch given back) are not records, and a
+// record dropped unfinished leaves the count while its credit stays taken.
+func TestGateCountsRecordsInThePipeline(t *testing.T) {
+	g := newGate(20, 1<<20)
+	n, _ := g.take(10)
+	if got := g.inPipeline(); got != 0 {
+		t.Fatalf("%d records in the pipeline with credits taken and nothing read, want 0", got)
+	}
+	g.settle(n, 7, 700, 10) // 3 unused (or inherited): their credits come back
+	if got, avail := g.inPipeline(), g.available(); got != 7 || avail != 13 {
+		t.Fatalf("after settling 7 of 10: %d in the pipeline, %d credits; want 7, 13", got, avail)
+	}
+	n, _ = g.take(5)
+	g.give(n, 0) // read nothing (the consumer was paused meanwhile)
+	if got, avail := g.inPipeline(), g.available(); got != 7 || avail != 13 {
+		t.Fatalf("after a batch given back: %d in the pipeline, %d credits; want 7, 13", got, avail)
+	}
+	g.release(2, 200) // finished
+	g.discard(3)      // dropped with a revocation: credits stay taken
+	if got, avail, bytes := g.inPipeline(), g.available(), g.availableBytes(); got != 2 || avail != 15 || bytes != 1<<20-500 {
+		t.Fatalf("after 2 finished and 3 dropped: %d in the pipeline, %d credits, %d bytes; want 2, 15, %d", got, avail, bytes, 1<<20-500)
+	}
+	g.watch.running.Store(1)
+	if st := g.stats(TopicPartition{}); st.InFlight != 1 || st.Buffered != 1 {
+		t.Fatalf("stats %+v: want 1 in flight, 1 buffered", st)
 	}
 }

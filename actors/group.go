@@ -177,6 +177,17 @@ func (g *kafkaGroup) deadLetter(fs []recordFailure) {
 	aux.deadLetter(fs)
 }
 
+// refreshWatermarks implements kafkaSide: the aux connection asks the
+// brokers, on its own goroutine.
+func (g *kafkaGroup) refreshWatermarks(q []partitionHWM) {
+	g.mu.Lock()
+	aux := g.aux
+	g.mu.Unlock()
+	if aux != nil {
+		aux.refreshWatermarks(q)
+	}
+}
+
 // finishedAbove returns the ranges an earlier owner of tp already finished,
 // per the commit metadata (none when reading it is off).
 func (g *kafkaGroup) finishedAbove(tp TopicPartition) []offsetmeta.Range {
@@ -408,8 +419,10 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	finished := g.released.finished(tp, id, claim.InitialOffset(), g.finishedAbove(tp))
 	g.log.Debug().Str("partition", tp.String()).Int64("committed", claim.InitialOffset()).
 		Int("finished_ranges", len(finished)).Msg("claim starts")
-	c := g.newClaim(claimSpec{tp: tp, finished: finished, maxBatch: g.maxBatch, revokeWait: g.revokeWait,
-		lost: lost, sess: sess, log: g.log})
+	// InitialOffset is the committed offset, or sarama's OffsetOldest or
+	// OffsetNewest (negative) when there is none.
+	c := g.newClaim(claimSpec{tp: tp, committed: claim.InitialOffset(), finished: finished, maxBatch: g.maxBatch,
+		revokeWait: g.revokeWait, lost: lost, sess: sess, log: g.log})
 	// Before the claim can be lost: a lost claim's final watermark may come
 	// after it has gone (rememberLost).
 	g.expectLost(c.epoch, id)

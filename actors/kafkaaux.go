@@ -36,6 +36,13 @@ type kafkaAux struct {
 	fed      chan struct{} // closed when feed has returned
 	wg       sync.WaitGroup
 	warnOnce sync.Once
+
+	// The high watermark refresh (hwmrefresh.go): requests reach its
+	// goroutine only while it waits for one, so one runs at a time.
+	hwmReq    chan []partitionHWM
+	hwmDone   chan struct{} // closed when the refresh goroutine has returned
+	version   sarama.KafkaVersion
+	isolation sarama.IsolationLevel
 }
 
 func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string, queue int, send func(any), log zerolog.Logger) (*kafkaAux, error) {
@@ -56,7 +63,8 @@ func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string
 		return nil, err
 	}
 	a := &kafkaAux{groupID: groupID, dlqTopic: dlqTopic, send: send, log: log, client: client, admin: admin,
-		limit: queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), fed: make(chan struct{})}
+		limit: queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), fed: make(chan struct{}),
+		hwmReq: make(chan []partitionHWM), hwmDone: make(chan struct{}), version: cfg.Version, isolation: cfg.Consumer.IsolationLevel}
 	if dlqTopic != "" {
 		if a.producer, err = sarama.NewAsyncProducerFromClient(client); err != nil {
 			admin.Close()
@@ -65,10 +73,17 @@ func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string
 		a.wg.Go(a.feed)
 		a.wg.Go(a.acks)
 	}
+	go func() {
+		defer close(a.hwmDone)
+		a.watermarks()
+	}()
 	return a, nil
 }
 
-// close stops the producer (after what was queued is sent) and the client.
+// close stops the producer (after what was queued is sent), the client,
+// and the refresh goroutine: last, since closing the client is what cuts
+// short a request of its on the wire (bounded otherwise only by
+// Net.ReadTimeout, above the rebalance timeout).
 func (a *kafkaAux) close() {
 	close(a.quit)
 	if a.producer != nil {
@@ -83,6 +98,7 @@ func (a *kafkaAux) close() {
 	if err := a.admin.Close(); err != nil { // closes the client too
 		a.log.Warn().Err(err).Msg("closing the admin client")
 	}
+	<-a.hwmDone
 }
 
 // waitFeed is separate from wg so close can stop feeding before it closes

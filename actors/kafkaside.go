@@ -26,8 +26,9 @@ import (
 // and the rest of the tree without a broker. Both share their lifecycle
 // (sideLife) and their claims (claim.go: batch assembly, credit return,
 // handover and loss); each feeds its claims records its own way (claimFeed). The proxy calls the side once
-// per commit or dead-letter batch, never per record: records reach the proxy
-// in claimFetched batches either way.
+// per commit or dead-letter batch, and once per high watermark refresh,
+// never per record: records reach the proxy in claimFetched batches either
+// way.
 type kafkaSide interface {
 	// start joins the group; the side reports through send.
 	start(send func(msg any))
@@ -48,6 +49,12 @@ type kafkaSide interface {
 	// (claimLost), known only once its cancelled records returned: what it
 	// finished, never committed, to skip if the partition comes back.
 	rememberLost(tp TopicPartition, epoch uint64, fc finalCommit)
+	// refreshWatermarks asks, without blocking the proxy, for the latest
+	// offsets of partitions that are not being read (hwmrefresh.go); the
+	// answer comes back as a watermarksRefreshed. A side that cannot ask
+	// now (not connected yet, or a refresh still under way) drops the
+	// request: the proxy asks again at its next tick.
+	refreshWatermarks(q []partitionHWM)
 }
 
 // groupSession is what the proxy and the claims need of a consumer-group

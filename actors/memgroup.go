@@ -76,6 +76,15 @@ func (g *memGroup) requestCommit(sess groupSession) {
 // released partitions.
 func (g *memGroup) rememberLost(TopicPartition, uint64, finalCommit) {}
 
+// refreshWatermarks implements kafkaSide: the in-memory cluster answers at
+// once, without blocking.
+func (g *memGroup) refreshWatermarks(q []partitionHWM) {
+	for i := range q {
+		q[i].hwm = g.member.End(memkafka.TopicPartition{Topic: q[i].tp.Topic, Partition: q[i].tp.Partition})
+	}
+	g.send(&watermarksRefreshed{marks: q})
+}
+
 func (g *memGroup) deadLetter(fs []recordFailure) {
 	for _, f := range fs {
 		err := errNoDeadLetterProducer
@@ -170,8 +179,8 @@ func (g *memGroup) claim(sess *memSession, cl *memClaim) {
 	}
 	sess.open(cl.tp, committed, meta)
 	defer sess.close(cl.tp)
-	c := g.newClaim(claimSpec{tp: tp, finished: finished, maxBatch: g.maxBatch, revokeWait: g.revokeWait,
-		lost: cl.lost, sess: sess, log: g.log})
+	c := g.newClaim(claimSpec{tp: tp, committed: committed, finished: finished, maxBatch: g.maxBatch,
+		revokeWait: g.revokeWait, lost: cl.lost, sess: sess, log: g.log})
 	c.start()
 	runClaim(c, &memFeed{g: g, cl: cl, pos: pos})
 }

@@ -11,9 +11,10 @@ type sessionStarted struct {
 
 // claimStarted: a ConsumeClaim goroutine took a partition.
 type claimStarted struct {
-	tp    TopicPartition
-	epoch uint64
-	gate  *gate
+	tp        TopicPartition
+	epoch     uint64
+	gate      *gate
+	committed int64 // the group's committed offset when the claim began, -1 if none
 }
 
 // claimFetched: records read from a partition within its credits.
@@ -55,6 +56,18 @@ type finalCommit struct {
 // groupStopped: the sarama goroutine has closed the consumer group and exited.
 type groupStopped struct {
 	err error
+}
+
+// refreshTick: time to refresh the high watermarks of the partitions not
+// read (hwmrefresh.go).
+type refreshTick struct{}
+
+// watermarksRefreshed: the latest offsets of the partitions the proxy asked
+// about (kafkaSide.refreshWatermarks); err says what could not be asked
+// (marks then holds what could).
+type watermarksRefreshed struct {
+	marks []partitionHWM
+	err   error
 }
 
 // revokeTimeout: shutdown_timeout elapsed for a revoked partition.

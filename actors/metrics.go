@@ -121,6 +121,7 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 			counter("turbo_committed_records_total", "Records covered by committed offsets.", func(s *Snapshot) int64 { return s.Committed }),
 			counter("turbo_commits_total", "Offset commits sent.", func(s *Snapshot) int64 { return s.Commits }),
 			counter("turbo_commit_errors_total", "Errors Kafka returned for the consumer group (mostly refused commits).", func(s *Snapshot) int64 { return s.CommitErrs }),
+			counter("turbo_watermark_refresh_errors_total", "Failed refreshes of the high watermarks of partitions not being read (their lag may be stale meanwhile).", func(s *Snapshot) int64 { return s.WatermarkErrs }),
 			counter("turbo_rebalances_total", "Consumer group sessions started (each rebalance starts one).", func(s *Snapshot) int64 { return s.Rebalances }),
 			counter("turbo_partitions_assigned_total", "Partitions assigned to the consumer.", func(s *Snapshot) int64 { return s.Gained }),
 			counter("turbo_partitions_revoked_total", "Partitions revoked from the consumer or lost with its session.", func(s *Snapshot) int64 { return s.Released }),
@@ -130,7 +131,7 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 			counter("turbo_pushbacks_total", "Runner turns in which the downstream pushed back (HTTP 429 or 503, ErrBackpressure).", func(s *Snapshot) int64 { return s.Pushbacks }),
 			gauge("turbo_concurrency_limit", "Handler calls allowed in flight now: concurrency, or the adaptive limit (concurrency_mode adaptive).", func(s *Snapshot) int64 { return s.Limit }),
 			gauge("turbo_in_flight_records", "Records in a handler now.", func(s *Snapshot) int64 { return s.InFlight }),
-			gauge("turbo_buffered_records", "Records fetched and waiting for a runner.", func(s *Snapshot) int64 { return s.Buffered }),
+			gauge("turbo_buffered_records", "Records fetched and not finished that are not in a handler (waiting for a runner, a retry or their key): the sum of turbo_partition_buffered_records.", func(s *Snapshot) int64 { return s.Buffered }),
 			gauge("turbo_paused_partitions", "Partitions not fetched now: their share of the buffer is used up.", func(s *Snapshot) int64 { return s.Paused }),
 			gauge("turbo_assigned_partitions", "Partitions assigned now.", func(s *Snapshot) int64 { return s.Assigned }),
 			gauge("turbo_consumer_paused", "1 while the consumer is paused by its operator (Pause, POST /consumers/{name}/pause), else 0.", func(s *Snapshot) int64 {
@@ -146,7 +147,7 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 		part: []partitionDesc{
 			part("turbo_partition_committed_offset", "The offset committed for the partition (the next record to read); -1 before the first commit.",
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.Committed) }),
-			part("turbo_partition_high_watermark", "The partition's high watermark at the last fetch; -1 before it.",
+			part("turbo_partition_high_watermark", "The partition's high watermark as last known: from the last fetch, or asked of the brokers every few seconds while the partition is not fetched; -1 before it is known.",
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.HighWatermark) }),
 			part("turbo_partition_lag", "Records between the committed offset and the high watermark.",
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.Lag) }),
@@ -154,7 +155,7 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 				func(p *PartitionStats, now time.Time) float64 { return unfinishedAge(p, now).Seconds() }),
 			part("turbo_partition_in_flight_records", "The partition's records in a handler now.",
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.InFlight) }),
-			part("turbo_partition_buffered_records", "The partition's records fetched and waiting.",
+			part("turbo_partition_buffered_records", "The partition's records fetched and not finished that are not in a handler (waiting for a runner, a retry or their key).",
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.Buffered) }),
 			part("turbo_partition_paused", "1 while the partition is not fetched (its share of the buffer is used up), else 0.",
 				func(p *PartitionStats, _ time.Time) float64 { return bool01(p.Paused) }),
@@ -202,7 +203,7 @@ func (cc *consumerCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (cc *consumerCollector) Collect(ch chan<- prometheus.Metric) {
-	s := cc.stats.Snapshot()
+	s, parts := cc.stats.status() // turbo_buffered_records is the sum of the partitions'
 	for _, m := range cc.metrics {
 		ch <- prometheus.MustNewConstMetric(m.d, m.kind, m.val(&s))
 	}
@@ -211,7 +212,7 @@ func (cc *consumerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(cc.ready, prometheus.GaugeValue, bool01(readiness(s).OK))
 	now := time.Now()
-	for _, p := range cc.stats.Partitions() {
+	for _, p := range parts {
 		partition := strconv.Itoa(int(p.Partition))
 		for _, d := range cc.part {
 			ch <- prometheus.MustNewConstMetric(d.d, prometheus.GaugeValue, d.val(&p, now), p.Topic, partition)

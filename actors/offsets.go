@@ -48,14 +48,17 @@ type partitionWatermark struct {
 }
 
 // drained reports whether every record of the partition up to its high
-// watermark (as of the last fetch) has finished: nothing is left to run or
-// to read.
+// watermark (as last known: a fetch, or a refresh while the partition is
+// not fetched) has finished: nothing is left to run or to read. A refreshed
+// high watermark above the last record read makes it false until those
+// records are read and finished, which only moves a drain's commit to the
+// next tick: what is committed comes from the tracker alone.
 func (p *partitionWatermark) drained() bool {
 	off, ok := p.tracker.Committable()
 	if !ok || p.gate == nil || p.tracker.Pending() != 0 {
 		return false
 	}
-	hwm := p.gate.watch.hwm.Load() // -1 until a fetch reported it
+	hwm := p.gate.watch.hwm.Load() // -1 until a fetch or a refresh reported it
 	return hwm >= 0 && off >= hwm
 }
 

@@ -13,7 +13,7 @@ import (
 // assignment's gate, which every actor handling the partition already holds.
 type partWatch struct {
 	committed atomic.Int64 // offset last marked for commit, -1 if none (proxy)
-	hwm       atomic.Int64 // high watermark of the last fetch, -1 if unknown (proxy)
+	hwm       atomic.Int64 // high watermark as last known (a fetch, or a refresh: hwmrefresh.go), -1 if unknown (proxy)
 	lag       atomic.Int64 // records between the committed offset and the high watermark (proxy)
 	running   atomic.Int64 // records in a handler now (runners)
 	paused    atomic.Bool  // not fetched now: its share of the budget is used up (claim)
@@ -30,12 +30,21 @@ func newPartWatch() *partWatch {
 // PartitionStats is a point-in-time copy of one owned partition's state.
 type PartitionStats struct {
 	TopicPartition
-	Committed     int64 // the offset committed (the next record to read), -1 before the first commit
-	HighWatermark int64 // the partition's high watermark at the last fetch, -1 before it
-	Lag           int64 // records between Committed (or the first record read) and HighWatermark
-	InFlight      int64 // its records in a handler now
-	Buffered      int64 // its records fetched and waiting (for a runner, a retry or their key)
-	Paused        bool  // not fetched now: its share of the budget is used up
+	Committed int64 // the offset committed (the next record to read), -1 before the first commit
+	// HighWatermark is the partition's high watermark as last known, -1
+	// before it is: each fetch brings it, and while the partition is not
+	// fetched (paused, or its share of the budget used up) it is asked of
+	// the brokers every few seconds.
+	HighWatermark int64
+	// Lag is the records between Committed (before this member's first
+	// commit: the offset the group had committed, or else the first record
+	// read) and HighWatermark.
+	Lag      int64
+	InFlight int64 // its records in a handler now
+	// Buffered is its records fetched, not finished and not in a handler:
+	// waiting for a runner, a retry or their key.
+	Buffered int64
+	Paused   bool // not fetched now: its share of the budget is used up
 	// OldestUnfinished is when the oldest of its records that has not
 	// finished arrived (zero when none is unfinished): the committed offset
 	// cannot pass it, so a growing age means a stuck key.
@@ -85,22 +94,31 @@ func (s *consumerStats) untrackAll() {
 	clear(s.parts)
 }
 
-// Partitions returns the owned partitions' state, sorted by topic and
-// partition.
-func (s *consumerStats) Partitions() []PartitionStats {
-	type owned struct {
-		tp TopicPartition
-		g  *gate
-	}
+// owned is one tracked partition and its gate.
+type owned struct {
+	tp TopicPartition
+	g  *gate
+}
+
+// owned copies the tracked partitions, so that their gates' locks are taken
+// outside s.mu.
+func (s *consumerStats) owned() []owned {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	all := make([]owned, 0, len(s.parts))
 	for tp, g := range s.parts {
 		all = append(all, owned{tp, g})
 	}
-	s.mu.Unlock()
+	return all
+}
+
+// Partitions returns the owned partitions' state, sorted by topic and
+// partition.
+func (s *consumerStats) Partitions() []PartitionStats {
+	all := s.owned()
 	out := make([]PartitionStats, len(all))
 	for i, h := range all {
-		out[i] = h.g.stats(h.tp) // outside s.mu: it takes the gate's lock
+		out[i] = h.g.stats(h.tp)
 	}
 	slices.SortFunc(out, func(a, b PartitionStats) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
@@ -108,8 +126,31 @@ func (s *consumerStats) Partitions() []PartitionStats {
 	return out
 }
 
+// status is a Snapshot with the partitions it sums: its Buffered is the sum
+// of theirs, read once.
+func (s *consumerStats) status() (Snapshot, []PartitionStats) {
+	parts := s.Partitions()
+	var buffered int64
+	for _, p := range parts {
+		buffered += p.Buffered
+	}
+	return s.snapshot(buffered), parts
+}
+
+// buffered is the consumer's buffered records: the sum of its partitions'
+// (gate.buffered), so that the two add up. A partition no longer held
+// (revoked, lost, or the tree torn down) is not counted, though its
+// records may still be on their way out of the pipeline.
+func (s *consumerStats) buffered() int64 {
+	var n int64
+	for _, h := range s.owned() {
+		n += h.g.buffered()
+	}
+	return n
+}
+
 // stats copies the partition's state: the watch's values, and from the
-// gate's credits the records it holds in the pipeline.
+// gate the records it holds in the pipeline.
 func (g *gate) stats(tp TopicPartition) PartitionStats {
 	w := g.watch
 	p := PartitionStats{
@@ -117,17 +158,35 @@ func (g *gate) stats(tp TopicPartition) PartitionStats {
 		Committed:      w.committed.Load(),
 		HighWatermark:  w.hwm.Load(),
 		Lag:            w.lag.Load(),
-		InFlight:       max(w.running.Load(), 0),
 		Paused:         w.paused.Load(),
 	}
-	g.mu.Lock()
-	inPipeline := int64(g.cap - g.avail)
-	g.mu.Unlock()
-	p.Buffered = max(inPipeline-p.InFlight, 0)
+	p.InFlight, p.Buffered = g.pipeline()
 	if ns := w.oldest.Load(); ns != 0 {
 		p.OldestUnfinished = time.Unix(0, ns)
 	}
 	return p
+}
+
+// buffered is the partition's records in the pipeline and not in a
+// handler (see pipeline).
+func (g *gate) buffered() int64 {
+	_, b := g.pipeline()
+	return b
+}
+
+// pipeline returns the partition's records in a handler, and those in the
+// pipeline and not in a handler. A record counts in the pipeline from the
+// claim's settle to the coordinator's release, and as running while its
+// runner's counter holds it, which is within that span: so the difference
+// is never negative, and both are 0 once everything fetched has finished.
+// The two are read apart, the pipeline first: a record that finishes in
+// between counts as buffered for that instant (it is, until the
+// coordinator releases it); one settled and started in between could make
+// the difference negative, which is floored at 0.
+func (g *gate) pipeline() (running, buffered int64) {
+	piped := int64(g.inPipeline())
+	running = max(g.watch.running.Load(), 0)
+	return running, max(piped-running, 0)
 }
 
 // pausePartitions pauses (on) or resumes the partitions: their gates give

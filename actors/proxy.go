@@ -20,6 +20,7 @@ type clientProxy struct {
 	budgetBytes     int64 // their bytes allowed: max_buffered_bytes
 	revokeTimeout   time.Duration
 	shutdownTimeout time.Duration
+	refreshEvery    time.Duration // the high watermark refresh (refreshInterval)
 	stats           *consumerStats
 	log             zerolog.Logger
 
@@ -28,6 +29,9 @@ type clientProxy struct {
 	lost     map[TopicPartition]uint64 // lost partitions (their epoch) whose final watermark is still to come
 	stopping bool
 	stopped  bool // the group's goroutine has ended (groupStopped arrived)
+
+	refresh        scheduler.CancelFunc // the armed refreshTick, nil if none
+	refreshFailing bool                 // the last refresh failed (logged once per streak)
 }
 
 type ownedPartition struct {
@@ -35,8 +39,10 @@ type ownedPartition struct {
 	gate      *gate
 	committed int64 // latest offset marked, -1 if none
 	start     int64 // offset of the first record fetched, -1 before: where progress is counted from
+	initial   int64 // the group's committed offset when the claim began, -1 if none
 	meta      string
-	hwm       int64
+	hwm       int64     // the high watermark as last known (a batch, or a refresh), -1 before
+	fetchedAt time.Time // when its last batch arrived, zero before the first
 	ending    chan<- finalCommit
 	revokedAt time.Time            // when the revocation in progress began
 	timeout   scheduler.CancelFunc // of the revocation in progress
@@ -67,10 +73,18 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.finishRevocation(m.tp, m.epoch, m.fc)
 	case *revokeTimeout:
 		p.handleRevokeTimeout(c, m)
+	case *refreshTick:
+		p.handleRefreshTick(c)
+	case *watermarksRefreshed:
+		p.handleWatermarks(m)
 	case *sessionStarted:
 		p.sess = m.sess
 	case *stopIntake:
 		p.stopping = true
+		if p.refresh != nil { // no refresh while the partitions are handed over
+			p.refresh()
+			p.refresh = nil
+		}
 		// Revocations of the drain end within its budget, so that the final
 		// commits and leaving the group fit in shutdown_timeout.
 		p.revokeTimeout = min(p.revokeTimeout, newStopBudget(p.shutdownTimeout).revoke)
@@ -86,6 +100,7 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.parts = make(map[TopicPartition]*ownedPartition)
 		root, self := c.ActorSystem().Root, c.Self()
 		p.group.start(func(msg any) { root.Send(self, msg) })
+		p.armRefresh(c)
 	case *actor.Stopping:
 		p.handleStopping()
 	case *actor.Stopped, *actor.Restarting:
@@ -99,15 +114,19 @@ func (p *clientProxy) handleFetched(c actor.Context, m *claimFetched) {
 	if hp == nil || hp.epoch != m.epoch {
 		return // a batch of an assignment that has ended
 	}
-	hp.hwm = m.hwm
+	// Only forward: a refresh may have seen more than the fetch the batch
+	// came from (sarama's records read ahead before a pause).
+	hp.hwm = max(hp.hwm, m.hwm)
 	if hp.start < 0 && len(m.records) > 0 {
 		hp.start = m.records[0].Offset
 	}
-	now := time.Now().UnixNano()
+	at := time.Now()
+	hp.fetchedAt = at
+	now := at.UnixNano()
 	for _, rec := range m.records {
 		rec.arrived = now
 	}
-	hp.gate.watch.hwm.Store(m.hwm)
+	hp.gate.watch.hwm.Store(hp.hwm)
 	p.stats.fetched.Add(int64(len(m.records)))
 	p.stats.lastFetch.Store(now)
 	p.updateLag()
@@ -167,7 +186,7 @@ func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWrit
 }
 
 func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
-	p.parts[m.tp] = &ownedPartition{epoch: m.epoch, gate: m.gate, committed: -1, start: -1, hwm: -1}
+	p.parts[m.tp] = &ownedPartition{epoch: m.epoch, gate: m.gate, committed: -1, start: -1, initial: m.committed, hwm: -1}
 	p.stats.trackPartition(m.tp, m.gate)
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
@@ -266,12 +285,54 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 		Stringer("revocation", time.Since(hp.revokedAt).Round(time.Microsecond)).Msg("partition released")
 }
 
+// armRefresh schedules the next refreshTick.
+func (p *clientProxy) armRefresh(c actor.Context) {
+	if !p.stopping {
+		p.refresh = scheduler.NewTimerScheduler(c).SendOnce(p.refreshEvery, c.Self(), &refreshTick{})
+	}
+}
+
+// handleRefreshTick asks the side for the high watermarks of the
+// partitions that sent no batch for an interval (hwmrefresh.go).
+func (p *clientProxy) handleRefreshTick(c actor.Context) {
+	p.refresh = nil
+	if p.stopping || p.stopped {
+		return
+	}
+	if q := staleWatermarks(p.parts, time.Now(), p.refreshEvery); len(q) > 0 {
+		p.group.refreshWatermarks(q)
+	}
+	p.armRefresh(c)
+}
+
+// handleWatermarks applies a refresh's answer. A failure is counted, and
+// logged once per streak of failures: the lag of partitions not read may
+// be stale meanwhile, and nothing else depends on it.
+func (p *clientProxy) handleWatermarks(m *watermarksRefreshed) {
+	if applyWatermarks(p.parts, m.marks) {
+		p.updateLag()
+	}
+	switch {
+	case m.err != nil:
+		p.stats.hwmErrs.Add(1)
+		if !p.refreshFailing {
+			p.refreshFailing = true
+			p.log.Warn().Err(m.err).Msg("refreshing the high watermarks of partitions not being read; their lag may be stale until it works again (warned once until then)")
+		}
+	case p.refreshFailing:
+		p.refreshFailing = false
+		p.log.Info().Msg("refreshing high watermarks works again")
+	}
+}
+
 func (p *clientProxy) updateLag() {
 	var lag int64
 	for _, hp := range p.parts {
-		// Before the first commit, the lag counts from the first record read.
+		// Before this member's first commit, the lag counts from the
+		// offset the group had committed, or else from the first record
+		// read.
 		var l int64
-		if from := max(hp.committed, hp.start); hp.hwm >= 0 && from >= 0 && hp.hwm > from {
+		if from := max(hp.committed, hp.start, hp.initial); hp.hwm >= 0 && from >= 0 && hp.hwm > from {
 			l = hp.hwm - from
 		}
 		hp.gate.watch.lag.Store(l)
@@ -296,6 +357,9 @@ func (p *clientProxy) handleGroupStopped(c actor.Context, m *groupStopped) {
 // is going away and cannot answer them.
 func (p *clientProxy) handleStopping() {
 	p.stats.untrackAll()
+	if p.refresh != nil {
+		p.refresh()
+	}
 	for _, hp := range p.parts {
 		if hp.timeout != nil {
 			hp.timeout()

@@ -17,7 +17,6 @@ type consumerStats struct {
 	commits   atomic.Int64
 	restarts  atomic.Int64
 	inFlight  atomic.Int64
-	buffered  atomic.Int64
 	readAhead atomic.Int64
 	paused    atomic.Int64
 	lag       atomic.Int64
@@ -41,6 +40,7 @@ type consumerStats struct {
 	kafkaErr atomic.Pointer[string] // why Kafka refuses the connection now; nil once it answers
 
 	commitErrs atomic.Int64 // errors Kafka returned for commits
+	hwmErrs    atomic.Int64 // high watermark refreshes that failed
 	rebalances atomic.Int64 // group sessions started
 	gained     atomic.Int64 // partitions assigned
 	released   atomic.Int64 // partitions revoked or lost
@@ -151,19 +151,22 @@ func (s *consumerStats) oldestHandler() time.Time {
 
 // Snapshot is a point-in-time copy of a consumer's counters (Consumer.Stats).
 type Snapshot struct {
-	Fetched   int64     // records received from Kafka
-	Processed int64     // records whose handler succeeded
-	Failed    int64     // failed handler attempts (errors, panics, timeouts)
-	Retries   int64     // attempts scheduled again after a failure
-	Skipped   int64     // records given up on and skipped (on_failure: skip)
-	Dead      int64     // records written to the dead-letter topic
-	Inherited int64     // records not run again: an earlier owner had finished them
-	FileLimit int64     // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
-	Commits   int64     // offset commits sent
-	Committed int64     // records covered by committed offsets
-	Restarts  int64     // actor tree restarts after a failure
-	InFlight  int64     // records running in a handler now
-	Buffered  int64     // records waiting for a runner
+	Fetched   int64 // records received from Kafka
+	Processed int64 // records whose handler succeeded
+	Failed    int64 // failed handler attempts (errors, panics, timeouts)
+	Retries   int64 // attempts scheduled again after a failure
+	Skipped   int64 // records given up on and skipped (on_failure: skip)
+	Dead      int64 // records written to the dead-letter topic
+	Inherited int64 // records not run again: an earlier owner had finished them
+	FileLimit int64 // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
+	Commits   int64 // offset commits sent
+	Committed int64 // records covered by committed offsets
+	Restarts  int64 // actor tree restarts after a failure
+	InFlight  int64 // records running in a handler now
+	// Buffered is the records fetched from the partitions held and not
+	// finished that are not in a handler: waiting for a runner, a retry or
+	// their key. It is the sum of the partitions' Buffered (Partitions).
+	Buffered  int64
 	ReadAhead int64     // records Kafka delivered to a paused partition, waiting outside the budget for its credits (at most about one fetch per partition)
 	Paused    int64     // partitions not read now: their share of the budget is used up
 	Lag       int64     // records behind the partitions' high watermarks, by committed offset
@@ -181,6 +184,9 @@ type Snapshot struct {
 	Gained     int64 // partitions assigned
 	Released   int64 // partitions revoked or lost
 	CommitErrs int64 // errors Kafka returned for commits
+	// WatermarkErrs counts failed refreshes of the high watermarks of
+	// partitions not being read (their lag may be stale meanwhile).
+	WatermarkErrs int64
 	// RateWait is the time the rate limit (rate.limit) held runnable
 	// records back from free runners.
 	RateWait time.Duration
@@ -195,7 +201,11 @@ type Snapshot struct {
 }
 
 // Snapshot returns the current values.
-func (s *consumerStats) Snapshot() Snapshot {
+func (s *consumerStats) Snapshot() Snapshot { return s.snapshot(s.buffered()) }
+
+// snapshot returns the current values, with buffered the sum of the
+// partitions' (status reads it with them).
+func (s *consumerStats) snapshot(buffered int64) Snapshot {
 	var last, poll time.Time
 	if ns := s.lastFetch.Load(); ns != 0 {
 		last = time.Unix(0, ns)
@@ -206,37 +216,38 @@ func (s *consumerStats) Snapshot() Snapshot {
 		poll = time.Unix(0, ns)
 	}
 	return Snapshot{
-		Fetched:    s.fetched.Load(),
-		Processed:  s.processed.Load(),
-		Failed:     s.failed.Load(),
-		Retries:    s.retries.Load(),
-		RateWait:   time.Duration(s.rateWait.Load()),
-		Suspended:  s.suspended.Load(),
-		Limit:      s.limit.Load(),
-		Pushbacks:  s.pushbacks.Load(),
-		Skipped:    s.skipped.Load(),
-		Dead:       s.dead.Load(),
-		Inherited:  s.inherited.Load(),
-		FileLimit:  s.noFiles.Load(),
-		Commits:    s.commits.Load(),
-		Committed:  s.committed.Load(),
-		Restarts:   s.restarts.Load(),
-		InFlight:   s.inFlight.Load(),
-		Buffered:   s.buffered.Load(),
-		ReadAhead:  s.readAhead.Load(),
-		Paused:     s.paused.Load(),
-		Lag:        s.lag.Load(),
-		Assigned:   s.assigned.Load(),
-		LastFetch:  last,
-		Moves:      s.moves.Load(),
-		LastPoll:   poll,
-		Oldest:     s.oldestHandler(),
-		Reached:    s.reached.Load(),
-		InSession:  s.inSession.Load(),
-		Rebalances: s.rebalances.Load(),
-		Gained:     s.gained.Load(),
-		Released:   s.released.Load(),
-		CommitErrs: s.commitErrs.Load(),
+		Fetched:       s.fetched.Load(),
+		Processed:     s.processed.Load(),
+		Failed:        s.failed.Load(),
+		Retries:       s.retries.Load(),
+		RateWait:      time.Duration(s.rateWait.Load()),
+		Suspended:     s.suspended.Load(),
+		Limit:         s.limit.Load(),
+		Pushbacks:     s.pushbacks.Load(),
+		Skipped:       s.skipped.Load(),
+		Dead:          s.dead.Load(),
+		Inherited:     s.inherited.Load(),
+		FileLimit:     s.noFiles.Load(),
+		Commits:       s.commits.Load(),
+		Committed:     s.committed.Load(),
+		Restarts:      s.restarts.Load(),
+		InFlight:      s.inFlight.Load(),
+		Buffered:      buffered,
+		ReadAhead:     s.readAhead.Load(),
+		Paused:        s.paused.Load(),
+		Lag:           s.lag.Load(),
+		Assigned:      s.assigned.Load(),
+		LastFetch:     last,
+		Moves:         s.moves.Load(),
+		LastPoll:      poll,
+		Oldest:        s.oldestHandler(),
+		Reached:       s.reached.Load(),
+		InSession:     s.inSession.Load(),
+		Rebalances:    s.rebalances.Load(),
+		Gained:        s.gained.Load(),
+		Released:      s.released.Load(),
+		CommitErrs:    s.commitErrs.Load(),
+		WatermarkErrs: s.hwmErrs.Load(),
 		KafkaError: func() string {
 			if p := s.kafkaErr.Load(); p != nil {
 				return *p
@@ -283,15 +294,16 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		LastPoll:  poll,
 		Oldest:    oldest,
 		// Consumers share the kafka section: one cause says it for all.
-		KafkaError: cmp.Or(a.KafkaError, b.KafkaError),
-		Rebalances: a.Rebalances + b.Rebalances,
-		Gained:     a.Gained + b.Gained,
-		Released:   a.Released + b.Released,
-		CommitErrs: a.CommitErrs + b.CommitErrs,
-		RateWait:   a.RateWait + b.RateWait,
-		Suspended:  a.Suspended || b.Suspended,
-		Limit:      a.Limit + b.Limit,
-		Pushbacks:  a.Pushbacks + b.Pushbacks,
+		KafkaError:    cmp.Or(a.KafkaError, b.KafkaError),
+		Rebalances:    a.Rebalances + b.Rebalances,
+		Gained:        a.Gained + b.Gained,
+		Released:      a.Released + b.Released,
+		CommitErrs:    a.CommitErrs + b.CommitErrs,
+		WatermarkErrs: a.WatermarkErrs + b.WatermarkErrs,
+		RateWait:      a.RateWait + b.RateWait,
+		Suspended:     a.Suspended || b.Suspended,
+		Limit:         a.Limit + b.Limit,
+		Pushbacks:     a.Pushbacks + b.Pushbacks,
 	}
 }
 

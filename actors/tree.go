@@ -41,6 +41,9 @@ type treeSpec struct {
 	// limit is the consumer's rate.limit, shared by its runners and by the
 	// generations (a restart does not refill the bucket); nil: no limit.
 	limit *rate.Limiter
+	// watermarkRefresh is the high watermark refresh interval (0: the
+	// default; see refreshInterval).
+	watermarkRefresh time.Duration
 }
 
 // props builds the props of one of the tree's actors.
@@ -59,6 +62,7 @@ func (s *treeSpec) newProxy() *clientProxy {
 		budgetBytes:     int64(s.consumer.MaxBufferedBytes),
 		revokeTimeout:   s.shutdownTimeout,
 		shutdownTimeout: s.shutdownTimeout,
+		refreshEvery:    refreshInterval(s.watermarkRefresh),
 		stats:           s.stats,
 		log:             s.log,
 	}

@@ -64,7 +64,8 @@ func (h *Harness) AwaitRestarts(n int) {
 }
 
 // AwaitBuffered waits until exactly n records wait in the consumer: fetched,
-// not running (Stats().Buffered, as the coordinator last published it).
+// not finished and not running (Stats().Buffered, the sum over its
+// partitions).
 func (h *Harness) AwaitBuffered(n int) {
 	h.t.Helper()
 	h.Await(fmt.Sprintf("%d records buffered in the consumer", n), func() bool { return h.Stats().Buffered == int64(n) })

@@ -50,18 +50,19 @@ const (
 )
 
 type rec struct {
-	id      int // add order
-	unit    string
-	epoch   uint64
-	offset  int64
-	st      state
-	how     how
-	verdict Verdict // what Judge answers for its current failure
-	failed  bool    // its current attempt failed
-	notRun  bool    // its handler call failed an earlier record of its unit: not run
-	freed   int     // times it was in Out.Free
-	batch   *Batch[*rec]
-	index   int // its index in batch
+	id        int // add order
+	unit      string
+	epoch     uint64
+	offset    int64
+	st        state
+	how       how
+	verdict   Verdict // what Judge answers for its current failure
+	failed    bool    // its current attempt failed
+	notRun    bool    // its handler call failed an earlier record of its unit: not run
+	freed     int     // times it was in Out.Free
+	discarded int     // times it was in Out.Dropped
+	batch     *Batch[*rec]
+	index     int // its index in batch
 }
 
 // through reports whether r no longer holds back later records of its unit.
@@ -163,6 +164,12 @@ func (h *harness) apply() {
 		r.freed++
 		if r.freed > 1 {
 			h.fatalf("record %d freed %d times", r.id, r.freed)
+		}
+	}
+	for _, r := range out.Dropped {
+		r.discarded++
+		if r.discarded > 1 || r.freed > 0 {
+			h.fatalf("record %d in Dropped %d times, freed %d times", r.id, r.discarded, r.freed)
 		}
 	}
 	for _, f := range out.Park {
@@ -560,7 +567,7 @@ func (h *harness) revoke(epoch uint64, finishGaps bool) {
 			continue
 		}
 		switch {
-		case r.st == running || r.st == finished || (r.st == gone && r.freed > 0):
+		case r.st == running || r.st == finished || (r.st == gone && r.how != dropped):
 			high = max(high, r.offset)
 		case (r.st == parked || r.st == ready) && r.unit != "":
 			blocked[r.unit] = true
@@ -790,9 +797,8 @@ func (h *harness) finish(epochs []uint64, reported map[*rec]bool) {
 			}
 			h.fatalf("record %d never left (state %d)", r.id, r.st)
 		}
-		released := r.how != dropped
-		if released != (r.freed == 1) {
-			h.fatalf("record %d left (how %d) freed %d times", r.id, r.how, r.freed)
+		if released := r.how != dropped; released != (r.freed == 1) || released == (r.discarded == 1) {
+			h.fatalf("record %d left (how %d) freed %d times, in Dropped %d times", r.id, r.how, r.freed, r.discarded)
 		}
 		if (r.how == doneOK || r.how == escalated) != reported[r] && r.how != deadAcked && r.how != deadFailed {
 			h.fatalf("record %d left (how %d), reported %v", r.id, r.how, reported[r])

@@ -18,7 +18,8 @@
 //   - a unit is in at most one runner's batch at a time, and stays pinned while
 //     a failed record of it waits for a retry or the dead-letter topic;
 //   - every added record leaves exactly once: finished (Done, Failed, Dead
-//     then DeadLettered), dropped, or lost; its credit goes back in Free once;
+//     then DeadLettered), dropped, or lost; a dropped one is in Dropped once,
+//     any other's credit goes back in Free once;
 //   - a revoked or dropped partition is reported in Drained exactly once,
 //     after every record of it that finished.
 //
@@ -85,6 +86,7 @@ type Run[T any] struct {
 type Out[T any] struct {
 	Runs      []Run[T]
 	Free      []T          // records that left: their credit goes back
+	Dropped   []T          // records dropped unfinished (their partition going away, or the halt): they left, their credit stays taken
 	Park      []Failure[T] // arm a retry timer for each (RetryDue when it fires)
 	Unpark    []T          // cancel their retry timers: they were dropped
 	Succeeded int          // records whose handler succeeded
@@ -168,7 +170,8 @@ func (p *Pipeline[T]) Reset() {
 	clear(p.out.Free)
 	clear(p.out.Park)
 	clear(p.out.Unpark)
-	p.out = Out[T]{Runs: p.out.Runs[:0], Free: p.out.Free[:0], Park: p.out.Park[:0], Unpark: p.out.Unpark[:0]}
+	clear(p.out.Dropped)
+	p.out = Out[T]{Runs: p.out.Runs[:0], Free: p.out.Free[:0], Park: p.out.Park[:0], Unpark: p.out.Unpark[:0], Dropped: p.out.Dropped[:0]}
 }
 
 // SetBatchSize sets how many records a batch holds when more than one run
@@ -486,7 +489,7 @@ func (p *Pipeline[T]) requeueNotRun(recs []T) {
 		var keep []T
 		for _, rec := range recs[i:j] {
 			if a := p.parts[p.it.Epoch(rec)]; p.halted || a.dropped {
-				a.records--
+				p.discard(a, rec)
 			} else {
 				keep = append(keep, rec)
 			}
@@ -550,6 +553,16 @@ func (p *Pipeline[T]) releaseTo(a *assignment[T], rec T) {
 	a.records--
 	a.maxDone = max(a.maxDone, p.it.Offset(rec))
 	p.out.Free = append(p.out.Free, rec)
+}
+
+// discard accounts for a record dropped unfinished (its partition going
+// away, or the halt). It leaves in Dropped, not Free: its credit is not
+// given back (nothing more of the partition is to be read), but the caller
+// learns that it is gone, for what it counts of the records here. It
+// neither finished nor ran, so it does not count as started (maxDone).
+func (p *Pipeline[T]) discard(a *assignment[T], rec T) {
+	a.records--
+	p.out.Dropped = append(p.out.Dropped, rec)
 }
 
 // stealAged takes back the unstarted records of the batches out since before
@@ -738,8 +751,9 @@ func (p *Pipeline[T]) Revoke(epoch uint64, finishGaps bool) bool {
 			return p.it.Offset(r) <= high && (u == "" || !blocked[u])
 		}
 	}
-	dropped := p.sched.DropIf(func(r T) bool { return p.it.Epoch(r) == epoch && !keep(r) })
-	a.records -= len(dropped)
+	for _, rec := range p.sched.DropIf(func(r T) bool { return p.it.Epoch(r) == epoch && !keep(r) }) {
+		p.discard(a, rec)
+	}
 	p.dropParked(epoch)
 	// Drained is reported from Flush, after the completions gathered so far,
 	// so the orchestrator marks them done before it finalizes the partition.
@@ -776,8 +790,9 @@ func (p *Pipeline[T]) Drop(epoch uint64) bool {
 	p.Release(epoch)
 	a.revoking, a.dropped = true, true
 	p.stealAll()
-	dropped := p.sched.DropIf(func(r T) bool { return p.it.Epoch(r) == epoch })
-	a.records -= len(dropped)
+	for _, rec := range p.sched.DropIf(func(r T) bool { return p.it.Epoch(r) == epoch }) {
+		p.discard(a, rec)
+	}
 	p.dropParked(epoch)
 	p.out.Flush = true
 	return true
@@ -808,7 +823,7 @@ func (p *Pipeline[T]) Halt() {
 func (p *Pipeline[T]) dropWaiting() {
 	p.stealAll()
 	for _, rec := range p.sched.DropIf(func(T) bool { return true }) {
-		p.parts[p.it.Epoch(rec)].records--
+		p.discard(p.parts[p.it.Epoch(rec)], rec)
 	}
 }
 
@@ -841,12 +856,12 @@ func (p *Pipeline[T]) dropParked(epoch uint64) {
 		unit := p.it.Unit(rec)
 		p.unpin(unit)
 		p.done(unit)
-		p.parts[epoch].records--
+		p.discard(p.parts[epoch], rec)
 	}
 	for i := 0; i < len(p.ready); i++ {
 		if rec := p.ready[i]; p.it.Epoch(rec) == epoch {
 			p.done(p.it.Unit(rec))
-			p.parts[epoch].records--
+			p.discard(p.parts[epoch], rec)
 			p.ready = append(p.ready[:i], p.ready[i+1:]...)
 			i--
 		}

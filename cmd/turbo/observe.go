@@ -157,7 +157,7 @@ func (o *observer) Status() web.Status {
 
 func (o *observer) consumerStatus(oc observed, now time.Time) web.Consumer {
 	c := oc.c
-	s := c.Stats()
+	s, parts := c.Status() // the consumer's buffered is the sum of the partitions'
 	ready := c.Ready()
 	wc := web.Consumer{
 		Name: c.Name(), Group: c.Group(), Ready: web.Check{OK: ready.OK, Reason: ready.Reason}, Paused: s.Suspended,
@@ -166,7 +166,7 @@ func (o *observer) consumerStatus(oc observed, now time.Time) web.Consumer {
 		InFlight: s.InFlight, Buffered: s.Buffered, PausedPartitions: s.Paused, AssignedPartitions: s.Assigned, Lag: s.Lag,
 		StuckAfterSeconds: oc.stuckAfter.Seconds(), KafkaError: s.KafkaError, Concurrency: oc.concurrency,
 	}
-	for _, p := range c.Partitions() {
+	for _, p := range parts {
 		wp := web.Partition{
 			Topic: p.Topic, Partition: p.Partition, Owner: o.owner, Committed: p.Committed, HighWatermark: p.HighWatermark,
 			Lag: p.Lag, InFlight: p.InFlight, Buffered: p.Buffered, Paused: p.Paused,

@@ -1,0 +1,218 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/embedded"
+	"github.com/turbokafka/turbo/actors/watermark"
+	"github.com/turbokafka/turbo/config"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Which partitions are asked about, and what an answer changes: only
+// partitions without a batch for an interval (and not being revoked), only
+// their current assignment, only forward.
+func TestWatermarkRefreshRules(t *testing.T) {
+	now := time.Now()
+	tp := func(p int32) TopicPartition { return TopicPartition{Topic: "t", Partition: p} }
+	part := func(epoch uint64, fetched time.Time, hwm int64) *ownedPartition {
+		g := newGate(1, 1)
+		g.watch.hwm.Store(hwm)
+		return &ownedPartition{epoch: epoch, gate: g, hwm: hwm, fetchedAt: fetched}
+	}
+	parts := map[TopicPartition]*ownedPartition{
+		tp(0): part(1, now.Add(-time.Second), 10),         // read a second ago
+		tp(1): part(2, now.Add(-6*time.Second), 20),       // not read for 6 s
+		tp(2): part(3, time.Time{}, -1),                   // never read
+		tp(3): part(4, now.Add(-time.Minute), 30),         // being revoked
+		tp(4): part(5, now.Add(-5*time.Second), 40),       // exactly an interval
+		tp(5): part(6, now.Add(-10*time.Millisecond), 50), // read just now
+	}
+	parts[tp(3)].ending = make(chan finalCommit, 1)
+	q := staleWatermarks(parts, now, 5*time.Second)
+	slices.SortFunc(q, func(a, b partitionHWM) int { return int(a.tp.Partition - b.tp.Partition) })
+	want := []partitionHWM{{tp: tp(1), epoch: 2}, {tp: tp(2), epoch: 3}, {tp: tp(4), epoch: 5}}
+	if !slices.Equal(q, want) {
+		t.Fatalf("stale = %+v, want %+v", q, want)
+	}
+
+	if applyWatermarks(parts, []partitionHWM{{tp: tp(1), epoch: 1, hwm: 99}, {tp: tp(7), epoch: 1, hwm: 99}}) {
+		t.Error("an answer for an earlier assignment, or a partition not owned, moved a high watermark")
+	}
+	if applyWatermarks(parts, []partitionHWM{{tp: tp(1), epoch: 2, hwm: 15}, {tp: tp(4), epoch: 5, hwm: 40}}) {
+		t.Error("an answer at or below the known high watermark moved it")
+	}
+	if !applyWatermarks(parts, []partitionHWM{{tp: tp(1), epoch: 2, hwm: 25}, {tp: tp(2), epoch: 3, hwm: 7}}) {
+		t.Error("a higher high watermark was not applied")
+	}
+	for p, want := range map[int32]int64{1: 25, 2: 7, 4: 40} {
+		if hp := parts[tp(p)]; hp.hwm != want || hp.gate.watch.hwm.Load() != want {
+			t.Errorf("partition %d: hwm %d, shown %d, want %d", p, hp.hwm, hp.gate.watch.hwm.Load(), want)
+		}
+	}
+}
+
+// The refresh interval has a floor (fetchMaxWait) and a default.
+func TestRefreshInterval(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{0, watermarkRefresh}, {-time.Second, watermarkRefresh}, {time.Millisecond, minWatermarkRefresh},
+		{time.Second, time.Second},
+	} {
+		if got := refreshInterval(c.in); got != c.want {
+			t.Errorf("refreshInterval(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// A failing refresh is counted every time and logged once per streak.
+func TestWatermarkRefreshFailuresLoggedOncePerStreak(t *testing.T) {
+	var buf bytes.Buffer
+	p := &clientProxy{stats: &consumerStats{}, log: zerolog.New(&buf), parts: map[TopicPartition]*ownedPartition{}}
+	boom := errors.New("boom")
+	for _, err := range []error{boom, boom, boom, nil, nil, boom} {
+		p.handleWatermarks(&watermarksRefreshed{err: err})
+	}
+	if n := p.stats.Snapshot().WatermarkErrs; n != 4 {
+		t.Errorf("WatermarkErrs = %d, want 4", n)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	var levels []string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, `"level":"warn"`):
+			levels = append(levels, "warn")
+		case strings.Contains(l, `"level":"info"`):
+			levels = append(levels, "info")
+		}
+	}
+	if !slices.Equal(levels, []string{"warn", "info", "warn"}) {
+		t.Errorf("logged %v, want a warning per streak and a note when it works again:\n%s", levels, buf.String())
+	}
+}
+
+// drained compares the committable offset with the high watermark: a
+// refreshed one above the last record read makes the partition not drained
+// (records wait to be read) until those records are read and finished —
+// then it is drained again; nothing else (what is committed) depends on it.
+func TestDrainedFollowsARefreshedHighWatermark(t *testing.T) {
+	g := newGate(10, 1000)
+	p := &partitionWatermark{tracker: watermark.New(), gate: g}
+	for off := int64(0); off < 5; off++ {
+		if err := p.tracker.Track(off); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.tracker.Done(off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.watch.hwm.Store(5) // the last fetch
+	if !p.drained() {
+		t.Fatal("not drained with every record up to the high watermark finished")
+	}
+	g.watch.hwm.Store(8) // refreshed: 5–7 arrived, not read yet
+	if p.drained() {
+		t.Fatal("drained with records 5–7 not read")
+	}
+	for off := int64(5); off < 8; off++ {
+		_ = p.tracker.Track(off)
+		_ = p.tracker.Done(off)
+	}
+	if !p.drained() {
+		t.Fatal("not drained once 5–7 finished")
+	}
+}
+
+// latestOffsets asks each leader broker once for all its partitions, at
+// the consumer's isolation level, and answers what it could when a
+// partition cannot be asked about.
+func TestLatestOffsetsOneRequestPerLeader(t *testing.T) {
+	const topic = "hwm"
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(9, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := embedded.Produce(ctx, embedded.ProduceOptions{Brokers: brokers, Topic: topic, Count: 500, Keys: 50}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []*kmsg.ListOffsetsRequest
+	cluster.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		mu.Lock()
+		asked = append(asked, req.(*kmsg.ListOffsetsRequest))
+		mu.Unlock()
+		return nil, nil, false
+	})
+
+	cfg := config.Default()
+	cfg.Kafka.Brokers = brokers
+	cc := config.DefaultConsumer("hwm")
+	scfg := saramaConfig(cfg.Kafka, cc, time.Second)
+	aux, err := newKafkaAux(brokers, scfg, "g", "", 10, func(any) {}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aux.close()
+	var q []partitionHWM
+	for p := range int32(9) {
+		q = append(q, partitionHWM{tp: TopicPartition{Topic: topic, Partition: p}, epoch: uint64(p)})
+	}
+	q = append(q, partitionHWM{tp: TopicPartition{Topic: topic, Partition: 99}, epoch: 99})
+	marks, err := aux.latestOffsets(q)
+	if err == nil || !strings.Contains(err.Error(), topic+"/99") {
+		t.Errorf("err = %v, want one naming %s/99", err, topic)
+	}
+
+	// What the cluster says, through sarama's own one-partition GetOffset.
+	client, err := sarama.NewClient(brokers, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	leaders := map[int32]bool{}
+	var total int64
+	for _, m := range marks {
+		end, err := client.GetOffset(topic, m.tp.Partition, sarama.OffsetNewest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.hwm != end || m.epoch != uint64(m.tp.Partition) {
+			t.Errorf("%s: hwm %d epoch %d, want %d and %d", m.tp, m.hwm, m.epoch, end, m.tp.Partition)
+		}
+		b, err := client.Leader(topic, m.tp.Partition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaders[b.ID()] = true
+		total += m.hwm
+	}
+	if len(marks) != 9 || total != 500 {
+		t.Errorf("%d partitions answered, %d records in all; want 9 and 500", len(marks), total)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// asked also holds GetOffset's nine: the refresh's are the first.
+	refresh := asked[:len(asked)-9]
+	if len(refresh) != len(leaders) || len(leaders) < 2 {
+		t.Errorf("%d ListOffsets requests for partitions led by %d brokers, want one per leader (and several leaders)", len(refresh), len(leaders))
+	}
+	for _, r := range refresh {
+		if r.IsolationLevel != 0 {
+			t.Errorf("isolation level %d, want 0 (read_uncommitted, as the consumer reads)", r.IsolationLevel)
+		}
+	}
+}
