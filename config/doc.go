@@ -65,7 +65,8 @@
 //	  format: console               # console | json
 //
 // The swarm section (`turbo swarm`) is described in swarm.go; every bound is
-// in limits.go and in the README's "Limits" table.
+// in limits.go, in the "Limits" table of config/README.md and in the
+// generated config/REFERENCE.md.
 //
 // The file is at most 16 MiB. Decoding is strict: keys are case-sensitive,
 // unknown keys are errors, a key given twice is an error (in JSON too), a

@@ -447,6 +447,7 @@ type configSource struct {
 	typeDocs  map[string]string
 	fieldDocs map[string]map[string]string // type → field → doc
 	fieldKeys map[string]map[string]string // type → Go field name → key
+	fields    map[string][]string          // type → its fields, in order
 	enums     map[string][]enumValue       // type → its constants
 }
 
@@ -480,6 +481,7 @@ func parseConfigSource(t *testing.T) *configSource {
 		typeDocs:  map[string]string{},
 		fieldDocs: map[string]map[string]string{},
 		fieldKeys: map[string]map[string]string{},
+		fields:    map[string][]string{},
 		enums:     map[string][]enumValue{},
 	}
 	for _, typ := range pkg.Types {
@@ -501,6 +503,7 @@ func parseConfigSource(t *testing.T) *configSource {
 					text = field.Comment.Text()
 				}
 				for _, name := range field.Names {
+					src.fields[typ.Name] = append(src.fields[typ.Name], name.Name)
 					docs[name.Name] = text
 					if field.Tag != nil {
 						tag, _ := strconv.Unquote(field.Tag.Value)
@@ -539,8 +542,8 @@ func (s *configSource) fieldDoc(typ, field string) string {
 	if d := docs[field]; d != "" {
 		return d
 	}
-	for _, d := range docs {
-		if regexp.MustCompile(`\b` + field + `\b`).MatchString(d) {
+	for _, other := range s.fields[typ] {
+		if d := docs[other]; regexp.MustCompile(`\b` + field + `\b`).MatchString(d) {
 			return d
 		}
 	}
