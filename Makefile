@@ -10,7 +10,7 @@ KAFKA_PKGS := ./test/e2e/... ./test/chaos/ ./actors/...
 # test/kafka runs first and alone: its broker-restart test bounds the records
 # run twice by those in flight at each session loss, and with two other
 # packages' tests on the same two cores it counted more (45 and 48 of 9,000,
-# bound 32, in 2 of 6 runs; alone 0-16): an open problem, see README.
+# bound 32, in 2 of 6 runs; alone 0-16): an open problem, see test/README.md.
 KAFKA_ALONE := ./test/kafka/
 KAFKA_LINES ?= 3.9 4
 KAFKA_SH   := test/kafka/kafka.sh
@@ -179,7 +179,7 @@ fuzz:
 
 ## fuzz-config: configuration loading alone, longer (FUZZTIME, default 2m):
 ## Load must return an ErrInvalid or a configuration within the documented
-## limits (README "Limits").
+## limits (config/README.md, "Limits").
 FUZZTIME ?= 2m
 fuzz-config:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./config/

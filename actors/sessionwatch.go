@@ -30,7 +30,7 @@ import (
 // wait in a JoinGroup: kfake expires a member whose JoinGroup is parked
 // once its session timeout passes without a heartbeat, and drops the parked
 // request unanswered, where Kafka keeps members that wait in a join (see
-// the README's note on the embedded broker).
+// the note on the embedded broker in test/README.md).
 type sessionWatch struct {
 	client   sarama.Client // the group's: to find the coordinator
 	cfg      *sarama.Config

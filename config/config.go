@@ -47,7 +47,8 @@ type Kafka struct {
 	TLS TLS `mapstructure:"tls"`
 	// SASL authenticates turbo to the brokers.
 	SASL SASL `mapstructure:"sasl"`
-	// Embedded configures the in-memory broker; ignored unless IsEmbedded.
+	// Embedded configures the in-memory broker; used only when Brokers is
+	// [EmbeddedBroker].
 	Embedded Embedded `mapstructure:"embedded"`
 }
 
@@ -80,8 +81,8 @@ type Seed struct {
 type Consumer struct {
 	// Name identifies the consumer in logs, metrics and CLI filters.
 	Name string `mapstructure:"name"`
-	// Group is the Kafka consumer group; Load and ApplyDefaults set it to
-	// Name when empty.
+	// Group is the Kafka consumer group; empty means Name (Load and
+	// ApplyDefaults fill it in).
 	Group string `mapstructure:"group"`
 	// Topics are the topics the group subscribes to.
 	Topics []string `mapstructure:"topics"`
@@ -242,19 +243,21 @@ type Handler struct {
 	Duration time.Duration `mapstructure:"duration"`
 	// Bytes is how many bytes are hashed per record (HandlerHash only).
 	Bytes int `mapstructure:"bytes"`
-	// Headers are static request headers (HandlerHTTP only), e.g. an
-	// Authorization header from a mounted secret. Their values are never
-	// logged or shown.
+	// Headers are static request headers (HandlerHTTP; HandlerGRPC sends
+	// them as call metadata, names in lower case), e.g. an Authorization
+	// header from a mounted secret. Their values are never logged or shown.
 	Headers []HTTPHeader `mapstructure:"headers"`
 	// Encoding is how keys and values appear in a batch request's body
 	// (HandlerHTTP with batch.max_records above 1): base64, the default,
 	// or utf8 (as JSON strings when they are valid UTF-8, else in base64
 	// under key_base64 and value_base64).
 	Encoding Encoding `mapstructure:"encoding"`
-	// TLS is how an https:// URL's server is checked and how turbo proves
-	// itself to it (HandlerHTTP only): ca_file, cert_file and key_file
-	// (mTLS), server_name, insecure_skip_verify. An https:// URL turns TLS
-	// on by itself; enabled is kafka.tls's and is refused here.
+	// TLS is how the handler's server is checked and how turbo proves
+	// itself to it (HandlerHTTP and HandlerGRPC): ca_file, cert_file and
+	// key_file (mTLS), server_name, insecure_skip_verify. For HandlerHTTP
+	// an https:// URL turns TLS on by itself and enabled is refused; for
+	// HandlerGRPC any of its keys turns TLS on (enabled: true alone: the
+	// system's roots).
 	TLS TLS `mapstructure:"tls"`
 }
 
@@ -270,7 +273,9 @@ const (
 // comes from exactly one of Value, ValueEnv and ValueFile; Prefix goes in
 // front of it ("Bearer ").
 type HTTPHeader struct {
-	Name  string `mapstructure:"name"`
+	// Name is the header's name, e.g. Authorization.
+	Name string `mapstructure:"name"`
+	// Value is the header's value, written in the file.
 	Value Secret `mapstructure:"value"`
 	// ValueEnv names an environment variable read at start.
 	ValueEnv string `mapstructure:"value_env"`
@@ -278,7 +283,8 @@ type HTTPHeader struct {
 	// at once a second at most), as a rotated secret is: trailing line
 	// breaks are dropped, at most 64 KiB, not empty.
 	ValueFile string `mapstructure:"value_file"`
-	Prefix    string `mapstructure:"prefix"`
+	// Prefix goes in front of the value, e.g. "Bearer ".
+	Prefix string `mapstructure:"prefix"`
 }
 
 // Log configures the process logger.

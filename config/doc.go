@@ -30,7 +30,7 @@
 //	    metadata_refresh: 1m        # 100ms..24h: how soon a new topic matching a /pattern/ is read
 //	    exclude_topics: []          # never read, even when a /pattern/ of topics matches
 //	    handler:
-//	      type: noop                # http | noop | log | sleep | hash
+//	      type: noop                # http | grpc | noop | log | sleep | hash (required)
 //	      url: ""                   # http: required absolute http(s) URL with a host
 //	      timeout: 10s              # http: 1ms..24h
 //	      duration: 0s              # sleep: simulated work per record, 0..24h
@@ -56,16 +56,17 @@
 //	                                # push-back (429, 503, ErrBackpressure) and latency
 //	    concurrency_min: 0          # adaptive: where the limit starts and its floor; 0 = 1, ..concurrency
 //	    batch:
-//	      max_records: 1            # records per handler call (HandleBatch, one http request), 1..10000, <= max_buffered
+//	      max_records: 1            # records per handler call (HandleBatch, one http request), 1..10000, <= concurrency + max_buffered
 //	      max_wait: 0s              # how long records wait for a batch to fill; 0 = not at all, else 1ms..10s
 //	      max_bytes: 0              # bound on a call's keys and values; 0 = none, else up to 16GiB
-//	shutdown_timeout: 30s           # 100ms..1h
+//	shutdown_timeout: 30s           # 1s..1h
 //	log:
 //	  level: info                   # debug | info | warn | error
 //	  format: console               # console | json
 //
 // The swarm section (`turbo swarm`) is described in swarm.go; every bound is
-// in limits.go and in the README's "Limits" table.
+// in limits.go, in the "Limits" table of config/README.md and in the
+// generated config/REFERENCE.md.
 //
 // The file is at most 16 MiB. Decoding is strict: keys are case-sensitive,
 // unknown keys are errors, a key given twice is an error (in JSON too), a

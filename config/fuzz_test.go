@@ -17,7 +17,7 @@ import (
 // FuzzLoad feeds arbitrary bytes to Load as a YAML file: it must never
 // panic, and must return either an error wrapping ErrInvalid or a
 // configuration whose every size, count and interval is within the bounds
-// the README's "Limits" table documents (checked by withinLimits, written
+// the "Limits" table of config/README.md documents (checked by withinLimits, written
 // out apart from Validate so that the two check each other).
 func FuzzLoad(f *testing.F) {
 	seeds := []string{
@@ -86,7 +86,7 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// withinLimits checks c against the README's "Limits" table, written out
+// withinLimits checks c against config/README.md's "Limits" table, written out
 // with literal numbers on purpose: a change of a bound in limits.go that the
 // table does not follow fails here.
 func withinLimits(c *Config) error {

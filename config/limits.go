@@ -20,7 +20,8 @@ import (
 // resident. (With a million seed records and a million buffered it took
 // 1.5 GB: the embedded broker, sarama's fetches and the buffer all hold
 // records in memory.)
-// The README's "Limits" table lists them; keep the two in step.
+// The "Limits" table of config/README.md lists them; keep the two in step
+// (config/REFERENCE.md is generated from these constants).
 const (
 	// MaxConcurrency bounds Consumer.Concurrency: a runner costs about
 	// 1.4 KB, so 10,000 cost ~15 MB; 100,000 cost 140 MB for nothing a

@@ -189,7 +189,7 @@ func versionCommand(c *cli) *cobra.Command {
 	}
 }
 
-// docsCommand prints the command-line reference the README carries
+// docsCommand prints the command-line reference cmd/turbo/README.md carries
 // (TestREADMECommandLineReference keeps the two the same).
 func docsCommand() *cobra.Command {
 	return &cobra.Command{
@@ -205,7 +205,7 @@ func docsCommand() *cobra.Command {
 }
 
 // cliReference is every visible command's help, in one fenced block per
-// command, as the README shows it.
+// command, as cmd/turbo/README.md shows it.
 func cliReference(root *cobra.Command) string {
 	var b strings.Builder
 	var walk func(*cobra.Command)

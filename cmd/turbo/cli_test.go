@@ -13,25 +13,25 @@ import (
 	"github.com/spf13/pflag"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's command-line reference from the commands")
+var update = flag.Bool("update", false, "rewrite the command-line reference in cmd/turbo/README.md from the commands")
 
 const (
 	refBegin = "<!-- turbo docs: begin (generated from the commands; TestREADMECommandLineReference keeps it current) -->\n"
 	refEnd   = "<!-- turbo docs: end -->\n"
 )
 
-// The README's command-line reference is the commands' own help; after a
-// change to a command, `go test ./cmd/turbo -run TestREADMECommandLineReference -update`
-// rewrites it.
+// The command-line reference in cmd/turbo/README.md is the commands' own
+// help; after a change to a command,
+// `go test ./cmd/turbo -run TestREADMECommandLineReference -update` rewrites it.
 func TestREADMECommandLineReference(t *testing.T) {
-	const path = "../../README.md"
+	const path = "README.md" // cmd/turbo/README.md
 	readme, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	begin, end := bytes.Index(readme, []byte(refBegin)), bytes.Index(readme, []byte(refEnd))
 	if begin < 0 || end < begin {
-		t.Fatalf("README.md has no %q … %q section", strings.TrimSpace(refBegin), strings.TrimSpace(refEnd))
+		t.Fatalf("cmd/turbo/README.md has no %q … %q section", strings.TrimSpace(refBegin), strings.TrimSpace(refEnd))
 	}
 	want := "\n" + cliReference(newRoot(&cli{ctx: context.Background()})) + "\n"
 	got := string(readme[begin+len(refBegin) : end])
@@ -43,7 +43,7 @@ func TestREADMECommandLineReference(t *testing.T) {
 		return
 	}
 	if got != want {
-		t.Fatalf("the README's command-line reference is out of date: run\n  go test ./cmd/turbo -run TestREADMECommandLineReference -update\n--- README\n%s\n--- commands\n%s", got, want)
+		t.Fatalf("the command-line reference in cmd/turbo/README.md is out of date: run\n  go test ./cmd/turbo -run TestREADMECommandLineReference -update\n--- cmd/turbo/README.md\n%s\n--- commands\n%s", got, want)
 	}
 	for _, cmd := range []string{"turbo run", "turbo swarm", "turbo dev", "turbo produce", "turbo config check", "turbo config print", "turbo version", "turbo completion"} {
 		if !strings.Contains(want, "#### "+cmd+"\n") {

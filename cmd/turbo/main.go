@@ -11,7 +11,7 @@
 //	completion bash|zsh|fish|powershell
 //
 // The command line is cobra's (cli.go); `turbo docs` prints the reference
-// the README carries.
+// cmd/turbo/README.md carries.
 //
 // Exit codes: 0 clean, 1 runtime failure, 2 usage or configuration error.
 package main

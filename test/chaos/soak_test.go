@@ -127,7 +127,8 @@ func act(t *testing.T, ms *members, rng *mrand.Rand, did *chaosCounts, step int)
 	pick := func() *member { return live[rng.IntN(len(live))] }
 	// Kills go to any member, including one still joining (issue 11: on the
 	// embedded broker such kills once left the group rejoining for minutes;
-	// see embedded.Broker's keepalive and the README's note on kfake).
+	// see embedded.Broker's keepalive and the note on kfake in
+	// test/README.md).
 	victim := pick
 	r := rng.IntN(100)
 	switch step {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,9 +18,10 @@ import (
 )
 
 // TestEveryExampleRuns runs every example of the commands' --help and every
-// turbo command line of the README's shell blocks, against a broker of the
-// test's own: app.yaml becomes a configuration for that broker, the
-// README's 127.0.0.1:9092 its address. A command that ends must exit 0; one
+// turbo command line of the shell blocks of README.md and the guides beside
+// the code (every README.md of the module), against a broker of the test's
+// own: app.yaml becomes a configuration for that broker, the docs'
+// 127.0.0.1:9092 its address. A command that ends must exit 0; one
 // that runs until a signal (run, swarm, dev) must become ready and then
 // stop with exit 0 on SIGTERM.
 func TestEveryExampleRuns(t *testing.T) {
@@ -28,9 +30,6 @@ func TestEveryExampleRuns(t *testing.T) {
 		t.Fatalf("only %d examples in the commands' help", n)
 	}
 	readme := readmeExamples(t)
-	if len(readme) < 3 {
-		t.Fatalf("only %d turbo command lines in the README's shell blocks", len(readme))
-	}
 	for _, e := range readme {
 		if !slices.Contains(examples, e) {
 			examples = append(examples, e)
@@ -99,15 +98,50 @@ func helpExamples(t *testing.T) []string {
 	return examples
 }
 
-// readmeExamples are the README's turbo command lines in ```sh blocks.
+// readmeExamples are the turbo command lines in ```sh blocks of README.md
+// and of the guides (every README.md in the module's folders), without
+// repeats. The front page must show at least three, and the docs together
+// a good number more.
 func readmeExamples(t *testing.T) []string {
-	readme, err := os.ReadFile("../../README.md")
+	docs := []string{"../../README.md"}
+	for _, pattern := range []string{"../../*/README.md", "../../*/*/README.md", "../../*/*/*/README.md"} {
+		found, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range found {
+			if rel := strings.TrimPrefix(f, "../../"); !strings.HasPrefix(rel, ".") { // not .git, .cache, .bench
+				docs = append(docs, f)
+			}
+		}
+	}
+	var out []string
+	for i, doc := range docs {
+		lines := shellTurboLines(t, doc)
+		if i == 0 && len(lines) < 3 {
+			t.Fatalf("only %d turbo command lines in README.md's shell blocks", len(lines))
+		}
+		for _, l := range lines {
+			if !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
+	}
+	if len(out) < 8 {
+		t.Fatalf("only %d turbo command lines in the shell blocks of %d docs", len(out), len(docs))
+	}
+	return out
+}
+
+// shellTurboLines are one file's turbo command lines in ```sh blocks.
+func shellTurboLines(t *testing.T, path string) []string {
+	text, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	in := false
-	for line := range strings.SplitSeq(string(readme), "\n") {
+	for line := range strings.SplitSeq(string(text), "\n") {
 		switch {
 		case strings.HasPrefix(line, "```sh"):
 			in = true
@@ -141,7 +175,7 @@ func exampleArgs(t *testing.T, line, cfg, addr, topic string) (map[string]string
 		case prev == "--brokers" && args[i] == "127.0.0.1:9092":
 			args[i] = addr
 		case prev == "--listen":
-			args[i] = "127.0.0.1:0" // a port of its own: never the README's
+			args[i] = "127.0.0.1:0" // a port of its own: never the docs'
 		case prev == "--topic" && args[i] == "orders":
 			args[i] = topic
 		case prev == "--data-dir":

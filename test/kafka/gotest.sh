@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs `go test -v ARGS...` with its whole output in LOG, and prints only the
 # verdicts and the measurements: each package's result and the lines tests
-# log as FIGURES or CHAOS (the figures the README quotes). On a failure it
+# log as FIGURES, CHAOS or REBALANCE (see test/README.md). On a failure it
 # prints the whole log. Exits with go test's status.
 #
 #   gotest.sh LOG GO ARGS...

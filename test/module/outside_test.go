@@ -25,7 +25,7 @@ import (
 // from the copy of turbo the go command downloaded:
 //   - examples/embedded, the complete service the section points to, builds,
 //     and so does the section's own code, compiled as a function;
-//   - the "Testing a handler" section's code runs as a test, with a handler
+//   - the "Testing a handler" section's code (actors/README.md) runs as a test, with a handler
 //     that succeeds on every record, and each `expression // value` line in
 //     it checks that the expression prints that value.
 //
@@ -82,7 +82,9 @@ func TestOutsideModule(t *testing.T) {
 	write(t, filepath.Join(outside, "readme_embedding.go"), embeddingSource(goBlock(t, embedding, "Embedding")))
 	step(ctx, t, "go build", outside, env, 5*time.Minute, "build", "-o", filepath.Join(t.TempDir(), "outside"), ".")
 
-	handlerTest := section(t, string(readme), "### Testing a handler")
+	// The guide beside the runtime holds the harness's example.
+	guide := read(t, filepath.Join(fetched, "actors", "README.md"))
+	handlerTest := section(t, string(guide), "## Testing a handler")
 	write(t, filepath.Join(outside, "readme_handler_test.go"), handlerTestSource(t, goBlock(t, handlerTest, "Testing a handler")))
 	out := step(ctx, t, "go test", outside, env, 5*time.Minute, "test", "-count=1", "-v", "-run", "^TestReadmeTestingAHandler$", ".")
 	if !strings.Contains(out, "--- PASS: TestReadmeTestingAHandler") {

@@ -347,7 +347,7 @@ func readAlerts(t *testing.T) usage {
 		}
 	}
 	if n < 6 {
-		t.Errorf("%d alert rules, want at least the six the README describes", n)
+		t.Errorf("%d alert rules, want at least the six examples/observability/README.md describes", n)
 	}
 	t.Logf("alerts: %d rules, %d metric names", n, len(u))
 	return u
