@@ -113,6 +113,9 @@ func TestSecuredMistakesEndTheRunWithTheirCause(t *testing.T) {
 			1, fmt.Sprintf(`OAUTHBEARER: the token endpoint %s answered HTTP 401 invalid_client`, s.OAuth.TokenURL)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each mistake is a turbo run of its own that waits on the
+			// broker's answers: together they take the longest one's time.
+			t.Parallel()
 			cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 kafka:
   %s
