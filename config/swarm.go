@@ -159,3 +159,19 @@ func toByteSize(raw any) (ByteSize, error) {
 		return 0, fmt.Errorf("expected a size such as 512MiB, got %s", describe(raw))
 	}
 }
+
+// ForNode makes c the configuration of node index of a swarm of nodes
+// nodes: the static-membership id gains the node's index (stable across
+// the node's restarts, distinct between nodes: a node back within the
+// session timeout keeps its partitions; 240 characters plus "-" and the
+// index stay within Kafka's 249), and each consumer's rate.limit, which is
+// the consumer's whichever nodes hold its partitions, is shared among the
+// nodes (Rate.PerNode).
+func (c *Config) ForNode(index, nodes int) {
+	if c.Kafka.GroupInstanceID != "" {
+		c.Kafka.GroupInstanceID += "-" + strconv.Itoa(index)
+	}
+	for i := range c.Consumers {
+		c.Consumers[i].Rate = c.Consumers[i].Rate.PerNode(nodes)
+	}
+}

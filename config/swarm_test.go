@@ -93,3 +93,27 @@ func TestParseByteSize(t *testing.T) {
 		}
 	}
 }
+
+func TestForNode(t *testing.T) {
+	c := Default()
+	c.Kafka.GroupInstanceID = "pod"
+	a := DefaultConsumer("a")
+	a.Rate = Rate{Limit: 90, Burst: 9}
+	b := DefaultConsumer("b") // no limit: nothing to share
+	c.Consumers = []Consumer{a, b}
+	c.ForNode(2, 3)
+	if c.Kafka.GroupInstanceID != "pod-2" {
+		t.Errorf("group_instance_id %q, want pod-2", c.Kafka.GroupInstanceID)
+	}
+	if got := c.Consumers[0].Rate; got != (Rate{Limit: 30, Burst: 3}) {
+		t.Errorf("a's rate %+v, want a third of 90/9", got)
+	}
+	if got := c.Consumers[1].Rate; got != (Rate{}) {
+		t.Errorf("b's rate %+v, want none", got)
+	}
+	dynamic := Default()
+	dynamic.ForNode(1, 2)
+	if dynamic.Kafka.GroupInstanceID != "" {
+		t.Errorf("a dynamic member got the id %q", dynamic.Kafka.GroupInstanceID)
+	}
+}

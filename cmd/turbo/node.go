@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,21 +37,13 @@ type nodeRun struct {
 }
 
 // nodeFromEnv returns the node identity when a supervisor started this
-// process, and gives the node its stable static-membership id.
+// process, and makes cfg the node's (config.Config.ForNode).
 func nodeFromEnv(cfg *config.Config) (*nodeRun, error) {
 	n, ok, err := supervisor.NodeFromEnv(os.LookupEnv)
 	if err != nil || !ok {
 		return nil, err
 	}
-	if cfg.Kafka.GroupInstanceID != "" {
-		// Stable across the node's restarts, distinct between nodes: a node
-		// back within the session timeout keeps its partitions.
-		cfg.Kafka.GroupInstanceID += "-" + strconv.Itoa(n.Index)
-	}
-	for i := range cfg.Consumers {
-		// rate.limit is the consumer's, whichever nodes hold its partitions.
-		cfg.Consumers[i].Rate = cfg.Consumers[i].Rate.PerNode(n.Nodes)
-	}
+	cfg.ForNode(n.Index, n.Nodes)
 	return &nodeRun{node: n, cfg: cfg, started: time.Now()}, nil
 }
 
