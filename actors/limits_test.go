@@ -11,7 +11,7 @@ import (
 // A consumer at the largest concurrency and max_buffered config accepts
 // handles records without allocating in proportion to them: both are
 // maxima, not sizes to reserve. Spawning concurrency runners at start took
-// 2.8 GB at concurrency 10000000 (issue 11, point 4); max_buffered sized a
+// 2.8 GB at concurrency 10000000; max_buffered sized a
 // channel, which panicked at 9223372036854775807.
 func TestConsumerAtTheLimits(t *testing.T) {
 	var before, after runtime.MemStats

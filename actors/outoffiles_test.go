@@ -5,7 +5,7 @@ package actors_test
 // A handler that cannot open a connection because the process has run out
 // of file descriptors (EMFILE, ENFILE) is not failing on its record: the
 // consumer says so once, naming the limit, and retries such failures
-// instead of restarting the tree over them (issue 11, point 2: `ulimit -n
+// instead of restarting the tree over them (`ulimit -n
 // 64` with concurrency 200 made the tree restart again and again, with no
 // hint about the limit).
 

@@ -4,7 +4,7 @@ package actors_test
 // away what finished: before the generation goes, every partition goes
 // through the revocation handshake and its watermark, with the commit
 // metadata of what finished above it, is committed — whatever the commit
-// ticker did. Issue 11, points 2 and 16: a record that failed for good a
+// ticker did. A record that failed for good a
 // moment after each assignment meant nothing was ever committed, and the
 // healthy records were handled again after every restart.
 

@@ -21,7 +21,7 @@ func memberGone(err error) bool {
 // session, from the answers it gets and the time that passes (given, never
 // read: it is pure). It is the rule of Kafka's Java client, which calls
 // onPartitionsLost rather than onPartitionsRevoked when it finds out that
-// its session ended, and the rule issue 11 asks for after a member handled
+// its session ended, and the rule turbo needs once a member has handled
 // partitions the broker had already given to another:
 //
 //   - an answer that the member is unknown, of an old generation, or fenced

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// These tests reproduce issue 11's most serious finding: the broker gave a
+// These tests reproduce the most serious finding of a review: the broker gave a
 // member's partitions to another member without the member noticing, and it
 // went on handling them. kfake's request interception plays the broker that
 // dropped member a: from the moment the test says so ("gone"), a's own
@@ -291,7 +291,7 @@ func testSessionLoss(t *testing.T, path lossPath) {
 
 // A member whose commits are refused with UNKNOWN_MEMBER_ID has lost its
 // partitions, though its heartbeats seem fine (the broker dropped it without
-// telling it, as kfake did in issue 11): it stops them at its first refused
+// telling it, as kfake did): it stops them at its first refused
 // commit.
 func TestMemberDroppedByTheBrokerStopsAtItsFirstRefusedCommit(t *testing.T) {
 	testSessionLoss(t, viaCommit)

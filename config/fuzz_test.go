@@ -35,7 +35,7 @@ func FuzzLoad(f *testing.F) {
 		"kafka: {version: 3.6}\nshutdown_timeout: 1e400\n",
 		"consumers:\n\t- bad",
 		"",
-		// Issue 11's hostile values, and the bounds themselves.
+		// Hostile values, and the bounds themselves.
 		"consumers: [{name: a, topics: [t], concurrency: 1000000000, max_buffered: 1000000000000, handler: {type: noop}}]",
 		"consumers: [{name: a, topics: [t], concurrency: 10000, max_buffered: 100000, commit_interval: 10ms, handler: {type: noop}}]",
 		"consumers: [{name: a, topics: [t], max_buffered: 9223372036854775807, commit_interval: 1ns, handler: {type: noop}}]",
@@ -48,7 +48,7 @@ func FuzzLoad(f *testing.F) {
 		"consumers: [{name: a, topics: [t], handler: {type: http, url: \"http://127.0.0.1:99999/x\"}}]",
 		"consumers: [{name: a, topics: [t], handler: {type: noop}}]\n---\nconsumers: []\n",
 		"kafka: {version: 2.4.0}\nconsumers: [{name: a, topics: [t], max_handler_time: 1ms, retry: {initial_backoff: 1ms, max_backoff: 24h}}]\nshutdown_timeout: 1h",
-		// Issue 12's sections.
+		// The security sections.
 		"kafka: {brokers: [k:9093], tls: {enabled: true, insecure_skip_verify: true}, sasl: {mechanism: SCRAM-SHA-512, username: u, password: p}}\nconsumers: [{name: a, topics: [t], handler: {type: noop}}]",
 		"kafka: {brokers: [k:9093], sasl: {mechanism: OAUTHBEARER, oauth: {token_url: \"https://i/t\", client_id: c, client_secret: s, scopes: [a], extensions: {logicalCluster: x}}}}\nconsumers: [{name: a, topics: [t], handler: {type: noop}}]",
 		"kafka: {tls: {enabled: yes, ca_file: /dev/zero}, sasl: {mechanism: plain, oauth: {extensions: [1]}}}\nconsumers: [{name: a, topics: [t], handler: {type: noop}}]",

@@ -9,7 +9,7 @@ import (
 )
 
 // The bounds below are checked by Validate, so that every configuration it
-// accepts can run: issue 11 found values that passed validation and then ran
+// accepts can run: a review found values that passed validation and then ran
 // out of memory (concurrency 1000000000), panicked (max_buffered
 // 9223372036854775807: "makechan: size out of range"), burned a core
 // (commit_interval 1ns) or killed every node (node_report_interval 1ns).

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestLoadRejectsHostile lists every input of issue 11 that used to pass
+// TestLoadRejectsHostile lists every hostile input that used to pass
 // validation and then crashed, burned CPU, retried forever or was silently
 // ignored (points 4, 6, 7, 12 and 14), with the exact message each now gets.
 // $DIR in a message stands for the directory of the file.
@@ -151,7 +151,7 @@ func TestLoadRejectsHostile(t *testing.T) {
 			want: `config: tracing.service_name: must be printable and at most 255 bytes`},
 		{name: "service name of 300 bytes", content: top + "tracing: {service_name: " + strings.Repeat("s", 300) + "}\n",
 			want: `config: tracing.service_name: must be printable and at most 255 bytes`},
-		// Issue 13: the swarm's liveness listener became http.listen.
+		// The swarm's liveness listener became http.listen.
 		{name: "liveness_listen replaced", content: top + "swarm: {liveness_listen: \"127.0.0.1:8080\"}\n",
 			want: `config: swarm.liveness_listen: replaced by http.listen (the same /healthz and /status, plus /metrics, /readyz and the console); move the address there`},
 		{name: "liveness_listen replaced, env", content: top, env: map[string]string{"TURBO_SWARM_LIVENESS_LISTEN": ":8080"},

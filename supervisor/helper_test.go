@@ -301,7 +301,7 @@ func controlsWithRunning(lines []map[string]any, from, n int) int {
 	return c
 }
 
-// Issue 11 point 3: a supervisor stopped (SIGSTOP) for longer than
+// A supervisor stopped (SIGSTOP) for longer than
 // node_report_timeout and then continued must not judge its healthy nodes
 // silent: their reports wait unread on the socket, and the gap is the
 // supervisor's own, not theirs.
@@ -341,7 +341,7 @@ func TestStoppedSupervisorKeepsHealthyNodes(t *testing.T) {
 	}
 }
 
-// Issue 11 point 11 (b): a node that cannot be started because the
+// A node that cannot be started because the
 // supervisor itself is out of descriptors (EMFILE) is retried, and the
 // failures do not consume max_restarts; the health socket keeps accepting
 // through the shortage.
@@ -411,7 +411,7 @@ func TestSupervisorOutOfDescriptorsKeepsRestartBudget(t *testing.T) {
 // issue's 1,024 scaled down.
 const floodFileLimit = 128
 
-// Issue 11 point 11, as reported: idle keep-alive connections to the
+// Idle keep-alive connections to the
 // HTTP listener (the liveness endpoint then), then one node killed, under a tight descriptor limit.
 // The restart must work and the swarm must keep running.
 func TestLivenessFloodDoesNotStopTheSwarm(t *testing.T) {

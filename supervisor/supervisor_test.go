@@ -198,7 +198,7 @@ func TestNodeOverMemoryLimitIsRestarted(t *testing.T) {
 	for _, n := range r.sup.Status() {
 		t.Logf("node %d: restarts %d, last exit %q, status %s", n.Index, n.Restarts, n.LastExit, n.StatusName)
 	}
-	// Issue 13: each restart counted under cause memory, none as exit.
+	// Each restart counted under cause memory, none as exit.
 	eventually(t, 5*time.Second, "the restart published under cause memory", func() bool {
 		v := r.sup.view.Load()
 		return v.obs[0].restartsBy[causeMemory] >= 1
@@ -231,7 +231,7 @@ func TestStoppedNodeIsReplaced(t *testing.T) {
 		n := running(r.sup)
 		return len(n) == 1 && n[0].PID != pid && n[0].Restarts == 1
 	})
-	// Issue 13: the restart is counted under cause hung.
+	// The restart is counted under cause hung.
 	eventually(t, 5*time.Second, "the restart published under cause hung", func() bool {
 		return r.sup.view.Load().obs[0].restartsBy == [numCauses]int{causeHung: 1}
 	})

@@ -12,7 +12,7 @@ import (
 // keepalive works around two bugs of kfake's classic consumer groups
 // (franz-go pkg/kfake groups.go, v0.0.0-20260918054303-01f206a7e32c) that
 // left a group rejoining for minutes, or a dead member holding partitions
-// for good, when a member died while others joined (issue 11):
+// for good, when a member died while others joined:
 //
 //  1. A member whose connection dies while its first JoinGroup is parked
 //     never gets a session timer: handleJoin → addMemberAndRebalance calls

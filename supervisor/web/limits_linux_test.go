@@ -59,7 +59,7 @@ func serverConns(t *testing.T, port int) int {
 	return n
 }
 
-// Issue 11 point 11 (a), moved here from the supervisor's liveness
+// The HTTP server, moved here from the supervisor's liveness
 // endpoint with the limits: idle keep-alive connections are closed after the
 // idle timeout, and no more than MaxConns are held at once — the others wait
 // in the kernel's accept queue, holding no descriptor of the process, and

@@ -4,7 +4,7 @@
 // absolute figures on a shared machine are noise, ratios within one run are
 // less so.
 //
-//	make bench         # the sizes (about 7 minutes)
+//	make bench         # the full sizes (about 7 minutes)
 //	make bench-quick   # the same scenarios scaled down (under 3 minutes)
 //
 // Each peer is a real implementation in its own process (peers_test.go),

@@ -26,7 +26,7 @@ type result struct {
 	Note     string  `json:"note,omitempty"` // n/a and why, or how the run was cut short
 }
 
-// target is one of the issue's targets, judged on this run's figures.
+// target is one of the benchmark's targets, judged on this run's figures.
 type target struct {
 	Target   string `json:"target"`
 	Measured string `json:"measured"`

@@ -125,7 +125,7 @@ func act(t *testing.T, ms *members, rng *mrand.Rand, did *chaosCounts, step int)
 	t.Helper()
 	live := ms.live()
 	pick := func() *member { return live[rng.IntN(len(live))] }
-	// Kills go to any member, including one still joining (issue 11: on the
+	// Kills go to any member, including one still joining (on the
 	// embedded broker such kills once left the group rejoining for minutes;
 	// see embedded.Broker's keepalive and the note on kfake in
 	// test/README.md).

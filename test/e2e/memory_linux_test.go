@@ -107,7 +107,7 @@ func TestMemoryFlatWithLargeBacklog(t *testing.T) {
 	// Two runs of the same configuration differ by up to 14 MiB of RSS
 	// (30 to 44 MiB on Kafka 4.4.0, whatever the backlog; an 8 MiB margin
 	// failed CI once). Memory that followed the backlog cost 221 MiB more
-	// for the 1M backlog (issue 11's "66 MiB at 100,000, 287 MiB at
+	// for the 1M backlog (the earlier "66 MiB at 100,000, 287 MiB at
 	// 1,000,000"), far above the margin.
 	if maxOf(largeRSS) > maxOf(smallRSS)+24*1024 {
 		t.Errorf("peak RSS with a 1M backlog %d KiB vs %d KiB with 100k: memory follows the backlog", maxOf(largeRSS), maxOf(smallRSS))

@@ -20,7 +20,7 @@ import (
 	"github.com/turbokafka/turbo/test/testkit"
 )
 
-// Signals and the shutdown promise (issue 11, points 1, 8, 9, 10): every
+// Signals and the shutdown promise: every
 // test drives the real binary, sends real signals, and judges the exit code,
 // the time to exit and what was committed.
 

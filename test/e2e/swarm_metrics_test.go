@@ -71,7 +71,7 @@ func restartsOf(fams map[string]*dto.MetricFamily, node, cause string) (float64,
 	return 0, false
 }
 
-// Issue 13, done means 3: a real `turbo swarm` of two nodes with
+// A real `turbo swarm` of two nodes with
 // http.listen: its /metrics carries both nodes' turbo_* series with
 // node="0" and node="1" (and every series has a node label, and the whole
 // passes the linter); a node killed with SIGKILL increments
