@@ -8,6 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/handlers/sleep"
 	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/config"
 )
@@ -50,8 +51,8 @@ func WaitCaughtUp(ctx context.Context, k config.Kafka, consumers []config.Consum
 			client.Close()
 		}
 		log.Warn().Err(err).Msg("waiting to catch up: cannot reach Kafka; retrying")
-		if !sleepCtx(ctx, time.Second) {
-			return ctx.Err()
+		if err := sleep.For(ctx, time.Second); err != nil {
+			return err
 		}
 	}
 	defer admin.Close() // closes the client too
@@ -68,8 +69,8 @@ func WaitCaughtUp(ctx context.Context, k config.Kafka, consumers []config.Consum
 			return err
 		}
 		log.Warn().Err(err).Msg("waiting to catch up: reading the partitions' end offsets; retrying")
-		if !sleepCtx(ctx, time.Second) {
-			return ctx.Err()
+		if err := sleep.For(ctx, time.Second); err != nil {
+			return err
 		}
 	}
 	// A group that starts at the newest offset and has committed nothing
@@ -184,15 +185,4 @@ func idleTargets(client sarama.Client, consumers []config.Consumer) ([]*target, 
 		}
 	}
 	return targets, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -46,6 +46,24 @@ http: {listen: "127.0.0.1:0"}%s
 `, addr, topic, topic, concurrency, url, nodes)
 }
 
+// hupRefused writes content to path, sends p SIGHUP, and waits until
+// /status (at live) shows the reload refused — the first refusal — with an
+// error naming key and no reload applied.
+func hupRefused(t *testing.T, p *testkit.Proc, live, path, content, key string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Signal(t, syscall.SIGHUP)
+	testkit.Eventually(t, 30*time.Second, "/status to show the refused reload", func() bool {
+		s := getStatus(t, live)
+		return s.Config != nil && s.Config.Refused == 1
+	})
+	if s := getStatus(t, live); s.Config.Reloads != 0 || !strings.Contains(s.Config.LastError, key) {
+		t.Fatalf("config %+v: want no reload and the error naming %s", *s.Config, key)
+	}
+}
+
 func getStatus(t *testing.T, live string) web.Status {
 	t.Helper()
 	var s web.Status
@@ -158,17 +176,7 @@ func TestSIGHUPRollsTheSwarm(t *testing.T) {
 	before := readStatus(t, live)
 
 	// Broken first: refused, nobody restarted.
-	if err := os.WriteFile(path, []byte(strings.Replace(reloadConfig(addr, topic, url, 4, true), "concurrency: 4", "concurrency: 0", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sw.Signal(t, syscall.SIGHUP)
-	testkit.Eventually(t, 30*time.Second, "/status to show the refused reload", func() bool {
-		s := getStatus(t, live)
-		return s.Config != nil && s.Config.Refused == 1
-	})
-	if s := getStatus(t, live); s.Config.Reloads != 0 || !strings.Contains(s.Config.LastError, "consumers[0].concurrency") {
-		t.Fatalf("config %+v: want no reload and the error naming consumers[0].concurrency", *s.Config)
-	}
+	hupRefused(t, sw, live, path, strings.Replace(reloadConfig(addr, topic, url, 4, true), "concurrency: 4", "concurrency: 0", 1), "consumers[0].concurrency")
 
 	if err := os.WriteFile(path, []byte(reloadConfig(addr, topic, url, 16, true)), 0o600); err != nil {
 		t.Fatal(err)

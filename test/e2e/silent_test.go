@@ -53,17 +53,7 @@ func TestAConfigurationCutShortIsRefused(t *testing.T) {
 	var stderr testkit.Buffer
 	run, live := testkit.StartHTTP(t, nil, &stderr, "run", "--config", path)
 	testkit.Eventually(t, time.Minute, "a tenth of the records handled", func() bool { return ledger.Report().Distinct >= records/10 })
-	if err := os.WriteFile(path, []byte(cut), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run.Signal(t, syscall.SIGHUP)
-	testkit.Eventually(t, 30*time.Second, "/status to show the refused reload", func() bool {
-		s := getStatus(t, live)
-		return s.Config != nil && s.Config.Refused == 1
-	})
-	if s := getStatus(t, live); s.Config.Reloads != 0 || !strings.Contains(s.Config.LastError, "consumers[0].handler") {
-		t.Fatalf("after the cut file: %+v, want no reload and the error naming consumers[0].handler", *s.Config)
-	}
+	hupRefused(t, run, live, path, cut, "consumers[0].handler")
 	if err := os.WriteFile(path, []byte(whole), 0o600); err != nil {
 		t.Fatal(err)
 	}
