@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 //	alloc    join, then hold 200 MiB of touched memory
 //	garbage  say hello on a raw connection, send garbage, then join properly
 //	slow     handle no signal for 5 s (a runtime still starting), then as ok
-//	observe  as ok, and when the supervisor sets ObserveEnv, reports ready
+//	observe  as ok, and when the supervisor sets EnvObserve, reports ready
 //	         with metrics (Go collector and turbo_test_reports_total) and a
 //	         status document with one consumer
 //
@@ -112,7 +112,7 @@ func fakeNode(mode string) int {
 	}
 	var held atomic.Int64
 	report := func() *swarmpb.Report { return &swarmpb.Report{RssBytes: selfRSS(), Processed: held.Load()} }
-	if mode == "observe" && os.Getenv(ObserveEnv) == "1" {
+	if mode == "observe" && n.Observe {
 		report = observedReport(n.Index)
 	}
 	link, err := n.Join(NodeOptions{

@@ -6,34 +6,48 @@ import (
 	"net"
 	"os"
 	"runtime/metrics"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/proto/swarmpb"
 )
 
-// The environment a supervisor gives its nodes.
+// The environment a supervisor gives its nodes. The names begin with
+// config.EnvNodePrefix, outside the configuration's namespace: a node hands
+// its whole environment to config.Load.
 const (
-	EnvSocket = "TURBO_SWARM_SOCKET"     // the health socket's path
-	EnvIndex  = "TURBO_SWARM_NODE_INDEX" // the node's slot, 0..nodes-1
-	EnvNodes  = "TURBO_SWARM_NODE_COUNT" // how many nodes the swarm runs
+	EnvSocket = config.EnvNodePrefix + "SOCKET" // the health socket's path
+	EnvIndex  = config.EnvNodePrefix + "INDEX"  // the node's slot, 0..nodes-1
+	EnvNodes  = config.EnvNodePrefix + "COUNT"  // how many nodes the swarm runs
 	// EnvExitOnIdle is "1" with turbo swarm --exit-on-idle: the node judges
 	// when the group has committed what the topics held and says so in its
 	// reports (Report.idle), and goes on until the supervisor stops it.
-	EnvExitOnIdle = "TURBO_SWARM_EXIT_ON_IDLE"
+	EnvExitOnIdle = config.EnvNodePrefix + "EXIT_ON_IDLE"
+	// EnvObserve is "1" when the supervisor serves http.listen: the node
+	// then puts its metrics and its /status document in its reports
+	// (without it, a report stays a few hundred bytes).
+	EnvObserve = config.EnvNodePrefix + "OBSERVE"
 	// EnvStartGate names a file that appears once every node of the
 	// swarm's first start has said hello (Node.AwaitStart); nodes started
 	// later (restarts) do not get it.
-	EnvStartGate = "TURBO_SWARM_START_GATE"
+	EnvStartGate = config.EnvNodePrefix + "START_GATE"
 )
 
-// Node is a node's identity, given by its supervisor.
+// Node is a node's identity and orders, given by its supervisor in its
+// environment (NodeFromEnv).
 type Node struct {
 	Index  int
 	Nodes  int // the swarm's size: a node's share of a consumer-wide limit
 	Socket string
+	// ExitOnIdle: see EnvExitOnIdle.
+	ExitOnIdle bool
+	// Observe: see EnvObserve.
+	Observe bool
 	// StartGate: see EnvStartGate; "" for a node that need not wait.
 	StartGate string
 }
@@ -55,8 +69,31 @@ func NodeFromEnv(lookup func(string) (string, bool)) (n Node, ok bool, err error
 	if err != nil || nodes <= i {
 		return Node{}, false, fmt.Errorf("%s=%q is not a swarm size above node index %d", EnvNodes, count, i)
 	}
+	set := func(name string) bool { v, _ := lookup(name); return v == "1" }
 	gate, _ := lookup(EnvStartGate)
-	return Node{Index: i, Nodes: nodes, Socket: sock, StartGate: gate}, true, nil
+	return Node{Index: i, Nodes: nodes, Socket: sock, ExitOnIdle: set(EnvExitOnIdle), Observe: set(EnvObserve), StartGate: gate}, true, nil
+}
+
+// nodeEnviron is the environment of node n: base without any variable under
+// config.EnvNodePrefix (the supervisor's own environment says nothing to
+// its nodes), and n in the form NodeFromEnv reads.
+func nodeEnviron(base []string, n Node) []string {
+	env := slices.DeleteFunc(slices.Clone(base), func(kv string) bool { return strings.HasPrefix(kv, config.EnvNodePrefix) })
+	env = append(env,
+		EnvSocket+"="+n.Socket,
+		EnvIndex+"="+strconv.Itoa(n.Index),
+		EnvNodes+"="+strconv.Itoa(n.Nodes),
+	)
+	if n.ExitOnIdle {
+		env = append(env, EnvExitOnIdle+"=1")
+	}
+	if n.Observe {
+		env = append(env, EnvObserve+"=1")
+	}
+	if n.StartGate != "" {
+		env = append(env, EnvStartGate+"="+n.StartGate)
+	}
+	return env
 }
 
 // startGatePoll is how often AwaitStart looks for the gate.

@@ -22,7 +22,7 @@ type Options struct {
 	// HTTP is the listener serving every node's metrics and status, the
 	// supervisor's own metrics, /healthz, /readyz and the console; an
 	// empty Listen opens no port, and the nodes then send neither metrics
-	// nor status (ObserveEnv).
+	// nor status (EnvObserve).
 	HTTP config.HTTP
 	// ShutdownTimeout is how long a node has between SIGTERM and SIGKILL.
 	ShutdownTimeout time.Duration

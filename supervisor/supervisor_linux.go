@@ -226,22 +226,13 @@ func (r *run) start(now time.Time, sl *slot) {
 	if h := r.o.Hooks.BeforeFork; h != nil {
 		h(sl.index)
 	}
-	env := append(slices.Clone(r.o.Env),
-		EnvSocket+"="+r.health.path,
-		EnvIndex+"="+strconv.Itoa(sl.index),
-		EnvNodes+"="+strconv.Itoa(r.cfg.Nodes),
-	)
-	if r.o.ExitOnIdle {
-		env = append(env, EnvExitOnIdle+"=1")
-	}
-	if r.gate != "" {
-		env = append(env, EnvStartGate+"="+r.gate)
-	}
-	if r.o.HTTP.Listen != "" {
+	env := nodeEnviron(r.o.Env, Node{
+		Index: sl.index, Nodes: r.cfg.Nodes, Socket: r.health.path, ExitOnIdle: r.o.ExitOnIdle,
 		// Metrics and status make a report up to maxFrame instead of 200
 		// bytes: nodes send them only when someone serves them.
-		env = append(env, ObserveEnv+"=1")
-	}
+		Observe:   r.o.HTTP.Listen != "",
+		StartGate: r.gate,
+	})
 	if lim := r.cfg.MemoryLimit; lim > 0 && !hasEnv(r.o.Env, "GOMEMLIMIT") {
 		// The GC pushes back a little under the limit the supervisor
 		// enforces, so a node near it slows down before it is restarted.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,12 +94,12 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 
 	// Metrics, health and status: served on http.listen by a process of its
 	// own; a swarm node reports them to its supervisor instead, when the
-	// supervisor serves them (it asks through supervisor.ObserveEnv): the
+	// supervisor serves them (it asks through supervisor.EnvObserve): the
 	// nodes would all want the same port.
 	obs := newObserver()
 	observe := cfg.HTTP.Listen != ""
 	if n := o.node; n != nil {
-		observe = os.Getenv(supervisor.ObserveEnv) == "1"
+		observe = n.node.Observe
 		n.obs, n.observe, n.log = obs, observe, log
 	} else if observe {
 		var ctl web.Controller // nil: the control routes answer 403
@@ -140,7 +139,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	statusCtx, stopStatus := context.WithCancel(context.Background())
 	bg.Go(func() { status.run(statusCtx) })
 	var gen atomic.Pointer[consumerSet] // what systemd hears about
-	if o.node == nil {                 // a swarm's supervisor speaks for its nodes
+	if o.node == nil {                  // a swarm's supervisor speaks for its nodes
 		if n := startNotifier(log); n != nil {
 			defer n.Close()
 			bg.Go(func() { n.Run(statusCtx, notifyTick, runService(&gen, status), notifyErrs(log)) })
@@ -272,7 +271,7 @@ func (g *consumerSet) serve(ctx context.Context, embedded bool) (*config.Config,
 				idle <- err
 			}
 		})
-	} else if n := o.node; n != nil && os.Getenv(supervisor.EnvExitOnIdle) == "1" {
+	} else if n := o.node; n != nil && n.node.ExitOnIdle {
 		// turbo swarm --exit-on-idle: the node judges, its supervisor stops
 		// the swarm; a node that cannot judge says why and goes on.
 		bg.Go(func() {
@@ -484,7 +483,7 @@ func loadSelected(path string, sel *selection) (*config.Config, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: --config is required", errUsage)
 	}
-	cfg, err := config.Load(path, configEnviron(os.Environ()))
+	cfg, err := config.Load(path, os.Environ())
 	if err != nil {
 		return nil, err
 	}
@@ -497,20 +496,4 @@ func loadSelected(path string, sel *selection) (*config.Config, error) {
 		return nil, err
 	}
 	return cfg, nil
-}
-
-// configEnviron is environ without the variables a swarm supervisor sets
-// for its nodes: they share the TURBO_SWARM_ prefix with configuration keys
-// but are not keys, and config.Load refuses what names no key.
-func configEnviron(environ []string) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case supervisor.EnvSocket, supervisor.EnvIndex, supervisor.EnvNodes, supervisor.ObserveEnv, supervisor.EnvExitOnIdle, supervisor.EnvStartGate:
-		default:
-			out = append(out, kv)
-		}
-	}
-	return out
 }
