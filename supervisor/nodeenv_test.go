@@ -59,7 +59,7 @@ func TestNodeEnvironRoundTrips(t *testing.T) {
 	base := []string{"PATH=/bin", EnvObserve + "=1", EnvExitOnIdle + "=1", EnvIndex + "=7"}
 	for _, want := range []Node{
 		{Index: 0, Nodes: 1, Socket: "/run/s"},
-		{Index: 2, Nodes: 3, Socket: "/run/s", ExitOnIdle: true, Observe: true, StartGate: "/run/start"},
+		{Index: 2, Nodes: 3, Socket: "/run/s", ExitOnIdle: true, Observe: true, AwaitStart: true},
 	} {
 		env := nodeEnviron(base, want)
 		got, ok, err := NodeFromEnv(lookupIn(env))
@@ -81,7 +81,7 @@ func TestNodeEnvironIsNoConfiguration(t *testing.T) {
 	if err := os.WriteFile(path, []byte("consumers:\n  - {name: a, topics: [t], handler: {type: noop}}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := nodeEnviron(nil, Node{Index: 1, Nodes: 2, Socket: "/s", ExitOnIdle: true, Observe: true, StartGate: "/g"})
+	env := nodeEnviron(nil, Node{Index: 1, Nodes: 2, Socket: "/s", ExitOnIdle: true, Observe: true, AwaitStart: true})
 	if _, err := config.Load(path, env); err != nil {
 		t.Fatalf("config.Load(a node's environment %q): %v", env, err)
 	}

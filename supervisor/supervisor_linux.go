@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,10 +55,11 @@ type run struct {
 	result   error // what Run returns
 	roll     rolling
 	config   web.ConfigState
-	// gate opens (the file appears) once every node of the first start
-	// said hello, or at gateBy; "" once open (Node.AwaitStart).
-	gate   string
-	gateBy time.Time
+	// gateOpen: every node of the first start said hello, or gateBy
+	// passed; nodes started before are asked to wait for their Start
+	// frame (Link.AwaitStart), which they get once it is open.
+	gateOpen bool
+	gateBy   time.Time
 }
 
 // Run starts the nodes and supervises them until ctx is cancelled (then it
@@ -110,9 +110,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	for i := range r.cfg.Nodes {
 		r.slots = append(r.slots, &slot{index: i, startAt: now})
 	}
-	if r.cfg.Nodes > 1 {
-		r.gate, r.gateBy = filepath.Join(filepath.Dir(r.health.path), "start"), now.Add(r.cfg.NodeReportTimeout)
-	}
+	// One node has no one to wait for.
+	r.gateOpen, r.gateBy = r.cfg.Nodes == 1, now.Add(r.cfg.NodeReportTimeout)
 	r.log.Info().Int("nodes", r.cfg.Nodes).Str("socket", r.health.path).Msg("swarm starting")
 	r.loop(ctx)
 	close(r.quit)
@@ -230,8 +229,8 @@ func (r *run) start(now time.Time, sl *slot) {
 		Index: sl.index, Nodes: r.cfg.Nodes, Socket: r.health.path, ExitOnIdle: r.o.ExitOnIdle,
 		// Metrics and status make a report up to maxFrame instead of 200
 		// bytes: nodes send them only when someone serves them.
-		Observe:   r.o.HTTP.Listen != "",
-		StartGate: r.gate,
+		Observe:    r.o.HTTP.Listen != "",
+		AwaitStart: !r.gateOpen,
 	})
 	if lim := r.cfg.MemoryLimit; lim > 0 && !hasEnv(r.o.Env, "GOMEMLIMIT") {
 		// The GC pushes back a little under the limit the supervisor
@@ -255,6 +254,7 @@ func (r *run) start(now time.Time, sl *slot) {
 	sl.missed = 0
 	sl.lastSeen, sl.report, sl.status, sl.detail, sl.memOver, sl.killed = time.Time{}, nil, swarmpb.Status_STATUS_OK, "", 0, false
 	sl.stopCause = causeExit
+	sl.awaitsStart = !r.gateOpen
 	r.waiters.Add(1)
 	go func() {
 		defer r.waiters.Done()
@@ -322,6 +322,7 @@ func (r *run) handle(now time.Time, e event) {
 		}
 		r.log.Info().Int("node", sl.index).Int("pid", e.pid).Str("version", e.version).Msg("node joined")
 		r.openGate(now)
+		r.release(sl)
 	case evReport:
 		sl.heard(now)
 		sl.report = e.report
@@ -364,9 +365,10 @@ func (r *run) exited(now time.Time, sl *slot) {
 }
 
 // openGate opens the start gate once every node has said hello, or when
-// gateBy has passed (a node that cannot start must not hold the others).
+// gateBy has passed (a node that cannot start must not hold the others),
+// and lets go the nodes that joined.
 func (r *run) openGate(now time.Time) {
-	if r.gate == "" {
+	if r.gateOpen {
 		return
 	}
 	waiting := 0
@@ -378,11 +380,29 @@ func (r *run) openGate(now time.Time) {
 	if waiting > 0 && now.Before(r.gateBy) {
 		return
 	}
-	if err := os.WriteFile(r.gate, nil, 0o600); err != nil {
-		r.log.Warn().Err(err).Msg("cannot open the start gate: the nodes start when their wait ends")
+	r.gateOpen = true
+	if waiting == 0 {
+		r.log.Info().Msg("every node joined: they join their consumer groups together")
+	} else {
+		r.log.Warn().Int("not_yet_joined", waiting).Stringer("node_report_timeout", r.cfg.NodeReportTimeout).
+			Msg("not every node joined within node_report_timeout: those that did join their consumer groups now")
 	}
-	r.log.Info().Int("not_yet_joined", waiting).Msg("every node joined: they join their consumer groups together")
-	r.gate = ""
+	for _, sl := range r.slots {
+		r.release(sl)
+	}
+}
+
+// release sends a node waiting for its start the Start frame, once the gate
+// is open and the node has said hello (it has a connection to send it on).
+func (r *run) release(sl *slot) {
+	if !r.gateOpen || !sl.awaitsStart || sl.state != slotRunning {
+		return
+	}
+	sl.awaitsStart = false
+	if err := r.health.start(sl.pid); err != nil {
+		r.log.Warn().Err(err).Int("node", sl.index).Int("pid", sl.pid).
+			Msg("start frame not sent: the node starts when its wait ends (node_report_timeout)")
+	}
 }
 
 // supervise is the periodic check: memory from /proc, silence, reports.

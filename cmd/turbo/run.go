@@ -116,6 +116,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	// A node joins its supervisor before consuming: the join's hook is where
 	// user code creates its connections, and from here on the node reports.
 	var lost <-chan struct{}
+	var joinGate func(done <-chan struct{})
 	if n := o.node; n != nil {
 		link, err := n.node.Join(supervisor.NodeOptions{
 			Version: version, Interval: cfg.Swarm.NodeReportInterval, Report: n.report, Log: log,
@@ -125,6 +126,19 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		}
 		defer link.Close()
 		lost = link.Lost()
+		// The consumers join their groups with the other nodes'.
+		bound := cfg.Swarm.NodeReportTimeout
+		joinGate = func(done <-chan struct{}) {
+			if link.AwaitStart(done, bound) {
+				return
+			}
+			select {
+			case <-done:
+			case <-lost:
+			default:
+				log.Warn().Stringer("node_report_timeout", bound).Msg("the swarm's nodes did not all start in time: joining the group anyway")
+			}
+		}
 	}
 
 	tp, stopTracing, tracingErr := startTracing(cfg.Tracing, log)
@@ -162,14 +176,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		if kafka.IsEmbedded() {
 			kafka.Brokers = embeddedAddrs
 		}
-		g := &consumerSet{cfg: cfg, kafka: kafka, o: o, obs: obs, tp: tp, lost: lost, metrics: observe}
-		if n := o.node; n != nil {
-			g.joinGate = func(done <-chan struct{}) {
-				if !n.node.AwaitStart(done, cfg.Swarm.NodeReportTimeout) {
-					log.Warn().Msg("the swarm's nodes did not all start in time: joining the group anyway")
-				}
-			}
-		}
+		g := &consumerSet{cfg: cfg, kafka: kafka, o: o, obs: obs, tp: tp, lost: lost, metrics: observe, joinGate: joinGate}
 		if err := g.start(); err != nil {
 			return err
 		}
@@ -198,7 +205,7 @@ type consumerSet struct {
 	// metrics: the consumers keep their histograms (someone serves them)
 	metrics bool
 	// joinGate: a swarm node's consumers join their groups with the other
-	// nodes' (supervisor.Node.AwaitStart)
+	// nodes' (supervisor.Link.AwaitStart)
 	joinGate func(done <-chan struct{})
 
 	consumers []*actors.Consumer
