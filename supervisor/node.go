@@ -105,7 +105,6 @@ type NodeOptions struct {
 	Interval time.Duration          // swarm.node_report_interval
 	Report   func() *swarmpb.Report // the node's current health; called on the reporting goroutine
 	Log      zerolog.Logger
-	Hooks    NodeHooks
 }
 
 // Link is a node's connection to its supervisor. It reports on its own
@@ -142,9 +141,6 @@ func (n Node) Join(o NodeOptions) (*Link, error) {
 	go l.read(o.Log)
 	go l.report(o)
 	o.Log.Info().Str("event", "swarm.node.after_fork").Msg("joined the swarm")
-	if o.Hooks.AfterFork != nil {
-		o.Hooks.AfterFork(n.Index)
-	}
 	return l, nil
 }
 

@@ -25,7 +25,6 @@ func startObserved(t *testing.T, mode string, cfg config.Swarm) (*Supervisor, st
 		Swarm:           cfg,
 		HTTP:            config.HTTP{Listen: "127.0.0.1:0"},
 		ShutdownTimeout: 2 * time.Second,
-		Path:            os.Args[0],
 		Args:            []string{"-test.run=^$"},
 		Env:             append(os.Environ(), envFakeNode+"="+mode),
 		Log:             testLogger(t),

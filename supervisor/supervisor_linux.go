@@ -222,9 +222,6 @@ func (r *run) startDue(now time.Time) {
 
 func (r *run) start(now time.Time, sl *slot) {
 	r.log.Info().Str("event", "swarm.manager.before_fork").Int("node", sl.index).Msg("starting node")
-	if h := r.o.Hooks.BeforeFork; h != nil {
-		h(sl.index)
-	}
 	env := nodeEnviron(r.o.Env, Node{
 		Index: sl.index, Nodes: r.cfg.Nodes, Socket: r.health.path, ExitOnIdle: r.o.ExitOnIdle,
 		// Metrics and status make a report up to maxFrame instead of 200
@@ -238,7 +235,7 @@ func (r *run) start(now time.Time, sl *slot) {
 		env = append(env, "GOMEMLIMIT="+strconv.FormatInt(int64(lim)*9/10, 10))
 	}
 	files := []uintptr{r.devnull.Fd(), r.o.Stdout.Fd(), r.o.Stderr.Fd()}
-	p, err := r.spawner.start(r.o.Path, append([]string{r.o.Path}, r.o.Args...), env, files, func(pid int) { r.health.admit(pid, sl.index) })
+	p, err := r.spawner.start(r.exe, append([]string{r.exe}, r.o.Args...), env, files, func(pid int) { r.health.admit(pid, sl.index) })
 	if err != nil && ownResourceErr(err) {
 		r.startLater(now, sl, err)
 		return
@@ -264,7 +261,7 @@ func (r *run) start(now time.Time, sl *slot) {
 		r.events <- e
 	}()
 	r.log.Info().Str("event", "swarm.manager.after_fork").Int("node", sl.index).Int("pid", p.pid).Int("restarts", sl.restarts).Msg("node started")
-	if h := r.o.Hooks.AfterFork; h != nil {
+	if h := r.o.hooks.AfterFork; h != nil {
 		h(sl.index, p.pid)
 	}
 }
@@ -425,7 +422,7 @@ func (r *run) supervise(now time.Time) {
 	}
 	nodes := r.publish(now)
 	r.log.Debug().Str("event", "swarm.manager.control").Int("nodes", len(nodes)).Msg("supervision")
-	if h := r.o.Hooks.Control; h != nil {
+	if h := r.o.hooks.Control; h != nil {
 		h(nodes)
 	}
 }
@@ -464,7 +461,7 @@ func (r *run) stop(now time.Time, sl *slot, status swarmpb.Status, detail string
 	}
 	lvl.Str("event", "swarm.manager.stopping").Int("node", sl.index).Int("pid", sl.pid).
 		Int32("status", int32(status)).Str("status_name", status.String()).Str("detail", detail).Msg("stopping node")
-	if h := r.o.Hooks.Stopping; h != nil {
+	if h := r.o.hooks.Stopping; h != nil {
 		h(sl.index, sl.pid, status, detail)
 	}
 	if status != swarmpb.Status_STATUS_OK {
@@ -512,7 +509,7 @@ func (r *run) killAll() {
 
 func (r *run) terminate(sl *slot) {
 	r.log.Warn().Str("event", "swarm.manager.terminating").Int("node", sl.index).Int("pid", sl.pid).Msg("killing node")
-	if h := r.o.Hooks.Terminating; h != nil {
+	if h := r.o.hooks.Terminating; h != nil {
 		h(sl.index, sl.pid)
 	}
 	if err := sl.proc.signal(syscall.SIGKILL); err != nil {
