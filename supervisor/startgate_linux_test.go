@@ -42,7 +42,7 @@ func started(reps []*swarmpb.Report, nodes int) bool {
 // said hello, then let go together by the supervisor's Start frame; a
 // node restarted later starts at once.
 func TestFirstStartNodesStartTogether(t *testing.T) {
-	const late = 500 * time.Millisecond
+	const late = time.Second
 	t.Setenv(envLateJoin, late.String())
 	cfg := fastSwarm(3)
 	cfg.NodeReportTimeout = 30 * time.Second // the gate's bound: not what opens it here
