@@ -55,7 +55,7 @@ type Options struct {
 	// JoinGate, when set, is called once the consumer has connected to
 	// Kafka and before it first joins its group; the join waits until it
 	// returns (or until the consumer is stopped: done closes). A swarm's
-	// nodes use it to join together (supervisor.Node.AwaitStart).
+	// nodes use it to join together (supervisor.Link.AwaitStart).
 	JoinGate func(done <-chan struct{})
 
 	// watermarkRefresh replaces the high watermark refresh interval

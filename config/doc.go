@@ -87,9 +87,11 @@
 // Only consumers present in the file can be overridden, and an empty value
 // counts as unset, as in viper. A variable whose name starts with TURBO_
 // and the first word of a top-level key (TURBO_KAFKA_, TURBO_CONSUMERS_,
-// TURBO_SHUTDOWN_, TURBO_LOG_, TURBO_SWARM_) but names no key, such as
-// TURBO_KAFKA_BROKER or TURBO_CONSUMERS_5_CONCURRENCY for a file with fewer
-// consumers, is an error naming it.
+// TURBO_SHUTDOWN_, TURBO_LOG_, TURBO_SWARM_, TURBO_HTTP_, TURBO_TRACING_)
+// but names no key, such as TURBO_KAFKA_BROKER or
+// TURBO_CONSUMERS_5_CONCURRENCY for a file with fewer consumers, is an
+// error naming it. The variables turbo swarm gives its nodes begin with
+// [EnvNodePrefix], outside that namespace.
 //
 // Every error from [Load], [Config.Validate] and [Config.Select] wraps
 // [ErrInvalid]; errors about one key are a [*FieldError].

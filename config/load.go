@@ -295,11 +295,10 @@ func applyEnv(raw map[string]any, environ []string) (map[string]string, error) {
 }
 
 // envNamespace returns the first words of the top-level keys in env form
-// (KAFKA, CONSUMERS, SHUTDOWN, LOG, SWARM): a TURBO_ variable starting with
-// one of them must name a key. Other TURBO_ variables (TURBO_TEST_BROKERS)
-// are not the configuration's business. A program that sets variables of
-// its own in this namespace (the swarm's TURBO_SWARM_SOCKET) leaves them out
-// of what it passes to Load.
+// (KAFKA, CONSUMERS, SHUTDOWN, LOG, SWARM, HTTP, TRACING): a TURBO_ variable
+// starting with one of them must name a key. Other TURBO_ variables
+// (TURBO_TEST_BROKERS, and the swarm's node variables under EnvNodePrefix)
+// are not the configuration's business.
 func envNamespace() []string {
 	t := reflect.TypeFor[Config]()
 	words := make([]string, t.NumField())
@@ -325,6 +324,9 @@ func unknownEnv(raw map[string]any, vars map[string]string, known map[string]boo
 		}
 		if key, msg, ok := replacedEnv(name); ok {
 			return fieldErr(name, fmt.Sprintf("%s: %s", key, msg))
+		}
+		if now, ok := movedNodeEnv[name]; ok {
+			return fieldErr(name, "renamed "+now+": turbo swarm sets it for its nodes; it is no configuration key")
 		}
 		msg := "the environment variable names no configuration key"
 		consumers, _ := raw["consumers"].([]any)

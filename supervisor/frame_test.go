@@ -26,6 +26,7 @@ func sampleFrames() []*swarmpb.Frame {
 		{Body: &swarmpb.Frame_Report{Report: &swarmpb.Report{Status: swarmpb.Status_STATUS_POLL_STALLED, Detail: "x", RssBytes: 1 << 30, Lag: -1, Processed: 9}}},
 		{Body: &swarmpb.Frame_Report{Report: &swarmpb.Report{}}},
 		{Body: &swarmpb.Frame_Report{Report: &swarmpb.Report{Ready: true, ReadyDetail: "r", Metrics: []byte{0x02, 0x0a, 0x00}, StatusJson: []byte(`{"mode":"run"}`)}}},
+		{Body: &swarmpb.Frame_Start{Start: &swarmpb.Start{}}},
 	}
 }
 

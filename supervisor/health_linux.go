@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/proto/swarmpb"
 	"golang.org/x/sys/unix"
 )
 
@@ -224,6 +225,32 @@ func (h *healthServer) serve(c *net.UnixConn, pid, index int) {
 			return
 		}
 	}
+}
+
+// errNotConnected: a node has no health connection (it closed it, or was
+// reaped).
+var errNotConnected = errors.New("the node has no health connection")
+
+// startWriteTimeout bounds writing a Start frame.
+const startWriteTimeout = time.Second
+
+// start sends node pid its Start frame, the only frame the supervisor
+// writes. It runs on the control loop, which must not block: the frame is
+// two bytes into a socket buffer that nothing else on this side writes to,
+// so the write returns at once, and startWriteTimeout bounds it anyway.
+// The connection's serve goroutine reads meanwhile, and a concurrent close
+// (forget) makes the write fail.
+func (h *healthServer) start(pid int) error {
+	h.mu.Lock()
+	c := h.conns[pid]
+	h.mu.Unlock()
+	if c == nil {
+		return errNotConnected
+	}
+	if err := c.SetWriteDeadline(time.Now().Add(startWriteTimeout)); err != nil {
+		return err
+	}
+	return writeFrame(c, &swarmpb.Frame{Body: &swarmpb.Frame_Start{Start: &swarmpb.Start{}}})
 }
 
 func (h *healthServer) send(e event) bool {

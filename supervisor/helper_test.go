@@ -73,11 +73,10 @@ func runHelperSupervisor(mode string) int {
 		Swarm:           cfg,
 		HTTP:            httpCfg,
 		ShutdownTimeout: 2 * time.Second,
-		Path:            os.Args[0],
 		Args:            []string{"-test.run=^$"},
 		Env:             append(env, envFakeNode+"=ok"),
 		Log:             log,
-		Hooks: Hooks{
+		hooks: hooks{
 			AfterFork: func(index, pid int) { emit(map[string]any{"hook": "fork", "node": index, "pid": pid}) },
 			Stopping: func(index, pid int, st swarmpb.Status, detail string) {
 				emit(map[string]any{"hook": "stopping", "node": index, "pid": pid, "status": st.String(), "detail": detail})

@@ -6,13 +6,11 @@ import (
 	"github.com/turbokafka/turbo/proto/swarmpb"
 )
 
-// Hooks let an embedding program act on swarm events. Each is also logged
-// as a structured line whose "event" field is the name below. Hooks run on
-// the supervisor's control loop (the node hook on the node's start path) and
+// hooks are called on swarm events, each also logged as a structured line
+// whose "event" field is the name below: this package's tests observe the
+// supervisor through them. They run on the supervisor's control loop and
 // must return quickly. Any may be nil.
-type Hooks struct {
-	// BeforeFork runs before node index is started: swarm.manager.before_fork.
-	BeforeFork func(index int)
+type hooks struct {
 	// AfterFork runs once node index runs as pid: swarm.manager.after_fork.
 	AfterFork func(index, pid int)
 	// Control runs on every supervision tick: swarm.manager.control.
@@ -23,14 +21,6 @@ type Hooks struct {
 	// Terminating runs when a node that did not stop in time is killed:
 	// swarm.manager.terminating.
 	Terminating func(index, pid int)
-}
-
-// NodeHooks are the hooks of a node process.
-type NodeHooks struct {
-	// AfterFork runs in the node once it has joined its supervisor, before
-	// it consumes anything: where user code (re-)creates its connections.
-	// swarm.node.after_fork.
-	AfterFork func(index int)
 }
 
 // NodeStatus is one node slot as the supervisor sees it (GET /status).

@@ -8,11 +8,6 @@ import (
 	"github.com/turbokafka/turbo/supervisor/web"
 )
 
-// ObserveEnv is set to "1" in a node's environment when the supervisor
-// serves http.listen: the node then puts its metrics and its /status
-// document in its reports (without it, a report stays a few hundred bytes).
-const ObserveEnv = "TURBO_SWARM_OBSERVE"
-
 // maxHTTPConns is the most connections http.listen holds at once; fewer
 // when the descriptor limit is tight (httpConnCap).
 const maxHTTPConns = web.MaxConns

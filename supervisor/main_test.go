@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -51,10 +52,33 @@ func TestMain(m *testing.M) {
 //	alloc    join, then hold 200 MiB of touched memory
 //	garbage  say hello on a raw connection, send garbage, then join properly
 //	slow     handle no signal for 5 s (a runtime still starting), then as ok
-//	observe  as ok, and when the supervisor sets ObserveEnv, reports ready
+//	observe  as ok, and when the supervisor sets EnvObserve, reports ready
 //	         with metrics (Go collector and turbo_test_reports_total) and a
 //	         status document with one consumer
+//	gated    as ok, after waiting for its start (Link.AwaitStart, bound
+//	         gatedBound); reports how it started (Processed, a gatedOutcome)
+//	         and when (LastPollUnixNano). The last node of the first start
+//	         joins envLateJoin late.
 //
+// envLateJoin is how long the last node of a swarm's first start waits
+// before joining, in mode gated (a time.Duration string).
+const envLateJoin = "TURBO_TEST_LATE_JOIN"
+
+// gatedBound is a gated fake node's bound on its wait for its start: far
+// above what the tests wait, so that only a Start frame ends it in time.
+const gatedBound = time.Minute
+
+// gatedOutcome is how a fake node in mode gated started, in its reports'
+// Processed.
+type gatedOutcome int64
+
+const (
+	gatedWaiting  gatedOutcome = iota // still waiting
+	gatedByFrame                      // asked to wait, started by the Start frame
+	gatedByBound                      // asked to wait, started when its bound passed
+	gatedNotAsked                     // not asked to wait (a restart): started at once
+)
+
 // observedReport is the report function of a fake node in mode observe:
 // what a `turbo run` node sends when the supervisor serves http.listen.
 func observedReport(index int) func() *swarmpb.Report {
@@ -106,14 +130,23 @@ func fakeNode(mode string) int {
 		}
 		writeFrame(c, &swarmpb.Frame{Body: &swarmpb.Frame_Hello{Hello: &swarmpb.Hello{Index: uint32(n.Index), Pid: int32(os.Getpid())}}})
 		c.Write([]byte{0x05, 0xff, 0xff, 0xff, 0xff, 0xff})
-		var b [1]byte
-		c.Read(b[:]) // the supervisor closes it
+		// Until the supervisor closes it (it may send a Start first).
+		io.Copy(io.Discard, c)
 		c.Close()
+	}
+	if late, _ := time.ParseDuration(os.Getenv(envLateJoin)); mode == "gated" && n.AwaitStart && n.Index == n.Nodes-1 {
+		time.Sleep(late) // the late join is what is under test
 	}
 	var held atomic.Int64
 	report := func() *swarmpb.Report { return &swarmpb.Report{RssBytes: selfRSS(), Processed: held.Load()} }
-	if mode == "observe" && os.Getenv(ObserveEnv) == "1" {
+	if mode == "observe" && n.Observe {
 		report = observedReport(n.Index)
+	}
+	var outcome, startedAt atomic.Int64
+	if mode == "gated" {
+		report = func() *swarmpb.Report {
+			return &swarmpb.Report{RssBytes: selfRSS(), Processed: outcome.Load(), LastPollUnixNano: startedAt.Load()}
+		}
 	}
 	link, err := n.Join(NodeOptions{
 		Version:  "test",
@@ -127,6 +160,16 @@ func fakeNode(mode string) int {
 	}
 	defer link.Close()
 	switch mode {
+	case "gated":
+		o := gatedNotAsked
+		if n.AwaitStart {
+			o = gatedByBound
+			if link.AwaitStart(nil, gatedBound) {
+				o = gatedByFrame
+			}
+		}
+		startedAt.Store(time.Now().UnixNano())
+		outcome.Store(int64(o))
 	case "brief":
 		time.Sleep(50 * time.Millisecond)
 		return 0

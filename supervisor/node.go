@@ -6,36 +6,51 @@ import (
 	"net"
 	"os"
 	"runtime/metrics"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/proto/swarmpb"
 )
 
-// The environment a supervisor gives its nodes.
+// The environment a supervisor gives its nodes. The names begin with
+// config.EnvNodePrefix, outside the configuration's namespace: a node hands
+// its whole environment to config.Load.
 const (
-	EnvSocket = "TURBO_SWARM_SOCKET"     // the health socket's path
-	EnvIndex  = "TURBO_SWARM_NODE_INDEX" // the node's slot, 0..nodes-1
-	EnvNodes  = "TURBO_SWARM_NODE_COUNT" // how many nodes the swarm runs
+	EnvSocket = config.EnvNodePrefix + "SOCKET" // the health socket's path
+	EnvIndex  = config.EnvNodePrefix + "INDEX"  // the node's slot, 0..nodes-1
+	EnvNodes  = config.EnvNodePrefix + "COUNT"  // how many nodes the swarm runs
 	// EnvExitOnIdle is "1" with turbo swarm --exit-on-idle: the node judges
 	// when the group has committed what the topics held and says so in its
 	// reports (Report.idle), and goes on until the supervisor stops it.
-	EnvExitOnIdle = "TURBO_SWARM_EXIT_ON_IDLE"
-	// EnvStartGate names a file that appears once every node of the
-	// swarm's first start has said hello (Node.AwaitStart); nodes started
-	// later (restarts) do not get it.
-	EnvStartGate = "TURBO_SWARM_START_GATE"
+	EnvExitOnIdle = config.EnvNodePrefix + "EXIT_ON_IDLE"
+	// EnvObserve is "1" when the supervisor serves http.listen: the node
+	// then puts its metrics and its /status document in its reports
+	// (without it, a report stays a few hundred bytes).
+	EnvObserve = config.EnvNodePrefix + "OBSERVE"
+	// EnvAwaitStart is "1" for a node of the swarm's first start: its
+	// consumers join their groups once the supervisor's Start frame comes
+	// (Link.AwaitStart). A node started later (a restart) does not get it
+	// and starts at once.
+	EnvAwaitStart = config.EnvNodePrefix + "AWAIT_START"
 )
 
-// Node is a node's identity, given by its supervisor.
+// Node is a node's identity and orders, given by its supervisor in its
+// environment (NodeFromEnv).
 type Node struct {
 	Index  int
 	Nodes  int // the swarm's size: a node's share of a consumer-wide limit
 	Socket string
-	// StartGate: see EnvStartGate; "" for a node that need not wait.
-	StartGate string
+	// ExitOnIdle: see EnvExitOnIdle.
+	ExitOnIdle bool
+	// Observe: see EnvObserve.
+	Observe bool
+	// AwaitStart: see EnvAwaitStart.
+	AwaitStart bool
 }
 
 // NodeFromEnv returns the node identity when this process was started by a
@@ -55,40 +70,33 @@ func NodeFromEnv(lookup func(string) (string, bool)) (n Node, ok bool, err error
 	if err != nil || nodes <= i {
 		return Node{}, false, fmt.Errorf("%s=%q is not a swarm size above node index %d", EnvNodes, count, i)
 	}
-	gate, _ := lookup(EnvStartGate)
-	return Node{Index: i, Nodes: nodes, Socket: sock, StartGate: gate}, true, nil
+	set := func(name string) bool { v, _ := lookup(name); return v == "1" }
+	return Node{
+		Index: i, Nodes: nodes, Socket: sock,
+		ExitOnIdle: set(EnvExitOnIdle), Observe: set(EnvObserve), AwaitStart: set(EnvAwaitStart),
+	}, true, nil
 }
 
-// startGatePoll is how often AwaitStart looks for the gate.
-const startGatePoll = time.Millisecond
-
-// AwaitStart waits, at most max, until every node of the swarm's first
-// start has said hello to the supervisor, so that the nodes join their
-// consumer groups together: a node that joined alone would take every
-// partition, start their records, and a moment later (its next heartbeat)
-// hand most of them over, draining what it had started first — seconds
-// lost at every swarm start. It returns at once for a node without a gate
-// (a restart), and reports whether the gate opened.
-func (n Node) AwaitStart(done <-chan struct{}, max time.Duration) bool {
-	if n.StartGate == "" {
-		return true
+// nodeEnviron is the environment of node n: base without any variable under
+// config.EnvNodePrefix (the supervisor's own environment says nothing to
+// its nodes), and n in the form NodeFromEnv reads.
+func nodeEnviron(base []string, n Node) []string {
+	env := slices.DeleteFunc(slices.Clone(base), func(kv string) bool { return strings.HasPrefix(kv, config.EnvNodePrefix) })
+	env = append(env,
+		EnvSocket+"="+n.Socket,
+		EnvIndex+"="+strconv.Itoa(n.Index),
+		EnvNodes+"="+strconv.Itoa(n.Nodes),
+	)
+	if n.ExitOnIdle {
+		env = append(env, EnvExitOnIdle+"=1")
 	}
-	t := time.NewTicker(startGatePoll)
-	defer t.Stop()
-	deadline := time.NewTimer(max)
-	defer deadline.Stop()
-	for {
-		if _, err := os.Stat(n.StartGate); err == nil {
-			return true
-		}
-		select {
-		case <-t.C:
-		case <-deadline.C:
-			return false
-		case <-done:
-			return false
-		}
+	if n.Observe {
+		env = append(env, EnvObserve+"=1")
 	}
+	if n.AwaitStart {
+		env = append(env, EnvAwaitStart+"=1")
+	}
+	return env
 }
 
 // NodeOptions configure a node's link to its supervisor.
@@ -97,22 +105,25 @@ type NodeOptions struct {
 	Interval time.Duration          // swarm.node_report_interval
 	Report   func() *swarmpb.Report // the node's current health; called on the reporting goroutine
 	Log      zerolog.Logger
-	Hooks    NodeHooks
 }
 
 // Link is a node's connection to its supervisor. It reports on its own
-// goroutine, independent of message processing, and notices when the
-// supervisor is gone (EOF), even if it was SIGKILLed.
+// goroutine, independent of message processing, and reads the supervisor's
+// frames on another: it notices when the supervisor is gone (EOF), even if
+// it was SIGKILLed, and when it says start (AwaitStart).
 type Link struct {
-	conn      net.Conn
-	lost      chan struct{}
-	stop      chan struct{}
-	closeOnce sync.Once
-	wg        sync.WaitGroup
+	conn       net.Conn
+	awaitStart bool          // Node.AwaitStart
+	started    chan struct{} // closed by the reader on the Start frame
+	lost       chan struct{}
+	stop       chan struct{}
+	closeOnce  sync.Once
+	wg         sync.WaitGroup
 }
 
 // Join connects to the supervisor, says hello, and starts reporting every
-// o.Interval (the first report at once).
+// o.Interval (the first report at once) and reading what the supervisor
+// sends. Close stops both.
 func (n Node) Join(o NodeOptions) (*Link, error) {
 	conn, err := net.DialTimeout("unix", n.Socket, 5*time.Second)
 	if err != nil {
@@ -125,21 +136,50 @@ func (n Node) Join(o NodeOptions) (*Link, error) {
 		conn.Close()
 		return nil, fmt.Errorf("swarm node %d: hello: %w", n.Index, err)
 	}
-	l := &Link{conn: conn, lost: make(chan struct{}), stop: make(chan struct{})}
+	l := &Link{conn: conn, awaitStart: n.AwaitStart, started: make(chan struct{}), lost: make(chan struct{}), stop: make(chan struct{})}
 	l.wg.Add(2)
-	go l.watch()
+	go l.read(o.Log)
 	go l.report(o)
 	o.Log.Info().Str("event", "swarm.node.after_fork").Msg("joined the swarm")
-	if o.Hooks.AfterFork != nil {
-		o.Hooks.AfterFork(n.Index)
-	}
 	return l, nil
 }
 
 // Lost is closed when the supervisor is gone: the node must stop.
 func (l *Link) Lost() <-chan struct{} { return l.lost }
 
-// Close stops reporting and disconnects; it waits for the link's goroutines.
+// AwaitStart waits, at most max, until the supervisor says start: once
+// every node of the swarm's first start has said hello, so that the nodes
+// join their consumer groups together. A node that joined alone would take
+// every partition, start their records, and a moment later (its next
+// heartbeat) hand most of them over, draining what it had started first:
+// seconds lost at every swarm start. It returns true at once for a node
+// the supervisor did not ask to wait (a restart: Node.AwaitStart false),
+// and false when max passed, done was closed or the supervisor is gone
+// first. Any number of callers may wait (one per consumer).
+func (l *Link) AwaitStart(done <-chan struct{}, max time.Duration) bool {
+	if !l.awaitStart {
+		return true
+	}
+	bound := time.NewTimer(max)
+	defer bound.Stop()
+	select {
+	case <-l.started:
+		return true
+	case <-bound.C:
+	case <-done:
+	case <-l.lost:
+	}
+	// A Start that came meanwhile still counts.
+	select {
+	case <-l.started:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close stops reporting and reading, and disconnects; it waits for the
+// link's goroutines. A second Close does nothing.
 func (l *Link) Close() {
 	l.closeOnce.Do(func() {
 		close(l.stop)
@@ -148,12 +188,32 @@ func (l *Link) Close() {
 	l.wg.Wait()
 }
 
-// watch reads until the connection ends. The supervisor never writes, so
-// any read result means it closed the connection or died.
-func (l *Link) watch() {
+// read reads the supervisor's frames until the connection ends: then, unless
+// Close ended it, the supervisor is gone (it closed the connection or died)
+// and lost is closed. A malformed frame ends the link too: what follows it
+// cannot be read, and a supervisor that sends one is broken.
+func (l *Link) read(log zerolog.Logger) {
 	defer l.wg.Done()
-	var b [1]byte
-	l.conn.Read(b[:])
+	fr := newFrameReader(l.conn)
+	for {
+		f, err := fr.next()
+		if errors.Is(err, ErrBadFrame) {
+			log.Error().Err(err).Msg("the supervisor sent a malformed frame: leaving the swarm")
+		}
+		if err != nil {
+			break
+		}
+		switch f.Body.(type) {
+		case *swarmpb.Frame_Start:
+			select {
+			case <-l.started: // a second Start changes nothing
+			default:
+				close(l.started)
+			}
+		default:
+			log.Warn().Str("frame", fmt.Sprintf("%T", f.Body)).Msg("the supervisor sent a frame a node does not expect: ignored")
+		}
+	}
 	select {
 	case <-l.stop:
 	default:

@@ -25,7 +25,6 @@ func startObserved(t *testing.T, mode string, cfg config.Swarm) (*Supervisor, st
 		Swarm:           cfg,
 		HTTP:            config.HTTP{Listen: "127.0.0.1:0"},
 		ShutdownTimeout: 2 * time.Second,
-		Path:            os.Args[0],
 		Args:            []string{"-test.run=^$"},
 		Env:             append(os.Environ(), envFakeNode+"="+mode),
 		Log:             testLogger(t),
@@ -77,7 +76,7 @@ func getJSON(t *testing.T, url string, v any) int {
 }
 
 // Two nodes that report metrics and status (only because the supervisor
-// asked, through ObserveEnv): the supervisor's /metrics serves both nodes'
+// asked, through EnvObserve): the supervisor's /metrics serves both nodes'
 // series with their node label next to its own, /status both nodes'
 // consumers, /readyz 200; a node killed is restarted and counted under
 // cause "exit", and while it is down /readyz says which node is not ready.

@@ -50,6 +50,9 @@ type slot struct {
 	killAt   time.Time // when stopping: when to KILL
 	killed   bool      // SIGKILL sent: only the exit is awaited
 	restarts int       // processes started after the first
+	// awaitsStart: the process was asked to wait for its Start frame
+	// (started before the start gate opened) and has not been sent it.
+	awaitsStart bool
 	// stopCause is why the supervisor asked the current process to stop
 	// (causeExit while it has not: an exit is then the node's own).
 	stopCause  restartCause

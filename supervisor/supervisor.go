@@ -22,14 +22,12 @@ type Options struct {
 	// HTTP is the listener serving every node's metrics and status, the
 	// supervisor's own metrics, /healthz, /readyz and the console; an
 	// empty Listen opens no port, and the nodes then send neither metrics
-	// nor status (ObserveEnv).
+	// nor status (EnvObserve).
 	HTTP config.HTTP
 	// ShutdownTimeout is how long a node has between SIGTERM and SIGKILL.
 	ShutdownTimeout time.Duration
-	// Path is the node executable; empty means this program (nodes are
-	// re-executed copies of it: Go cannot fork without exec).
-	Path string
-	// Args are the node's arguments, without the program name.
+	// Args are the node's arguments, without the program name: nodes are
+	// re-executed copies of this program (Go cannot fork without exec).
 	Args []string
 	// Env is the nodes' base environment; nil means this process's.
 	Env []string
@@ -47,7 +45,9 @@ type Options struct {
 	// Stdout and Stderr are the nodes' outputs; nil means this process's.
 	Stdout, Stderr *os.File
 	Log            zerolog.Logger
-	Hooks          Hooks
+
+	// hooks observe the events the supervisor logs (this package's tests).
+	hooks hooks
 }
 
 // Errors of Run.
@@ -62,6 +62,7 @@ var (
 // Supervisor runs Swarm.Nodes node processes and keeps them healthy.
 type Supervisor struct {
 	o        Options
+	exe      string // this program, which the nodes run
 	kill     chan struct{}
 	killOnce sync.Once
 	view     atomic.Pointer[view]
@@ -106,12 +107,9 @@ func New(o Options) (*Supervisor, error) {
 	if o.Swarm.Nodes < 1 {
 		return nil, fmt.Errorf("supervisor: %d nodes", o.Swarm.Nodes)
 	}
-	if o.Path == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("supervisor: cannot find this program to start nodes: %w", err)
-		}
-		o.Path = exe
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: cannot find this program to start nodes: %w", err)
 	}
 	if o.Env == nil {
 		o.Env = os.Environ()
@@ -122,7 +120,7 @@ func New(o Options) (*Supervisor, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	return &Supervisor{o: o, kill: make(chan struct{}), badReports: &badReports{log: o.Log}}, nil
+	return &Supervisor{o: o, exe: exe, kill: make(chan struct{}), badReports: &badReports{log: o.Log}}, nil
 }
 
 // Kill stops every node at once with SIGKILL (a second signal to the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,10 +55,11 @@ type run struct {
 	result   error // what Run returns
 	roll     rolling
 	config   web.ConfigState
-	// gate opens (the file appears) once every node of the first start
-	// said hello, or at gateBy; "" once open (Node.AwaitStart).
-	gate   string
-	gateBy time.Time
+	// gateOpen: every node of the first start said hello, or gateBy
+	// passed; nodes started before are asked to wait for their Start
+	// frame (Link.AwaitStart), which they get once it is open.
+	gateOpen bool
+	gateBy   time.Time
 }
 
 // Run starts the nodes and supervises them until ctx is cancelled (then it
@@ -110,9 +110,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	for i := range r.cfg.Nodes {
 		r.slots = append(r.slots, &slot{index: i, startAt: now})
 	}
-	if r.cfg.Nodes > 1 {
-		r.gate, r.gateBy = filepath.Join(filepath.Dir(r.health.path), "start"), now.Add(r.cfg.NodeReportTimeout)
-	}
+	// One node has no one to wait for.
+	r.gateOpen, r.gateBy = r.cfg.Nodes == 1, now.Add(r.cfg.NodeReportTimeout)
 	r.log.Info().Int("nodes", r.cfg.Nodes).Str("socket", r.health.path).Msg("swarm starting")
 	r.loop(ctx)
 	close(r.quit)
@@ -223,32 +222,20 @@ func (r *run) startDue(now time.Time) {
 
 func (r *run) start(now time.Time, sl *slot) {
 	r.log.Info().Str("event", "swarm.manager.before_fork").Int("node", sl.index).Msg("starting node")
-	if h := r.o.Hooks.BeforeFork; h != nil {
-		h(sl.index)
-	}
-	env := append(slices.Clone(r.o.Env),
-		EnvSocket+"="+r.health.path,
-		EnvIndex+"="+strconv.Itoa(sl.index),
-		EnvNodes+"="+strconv.Itoa(r.cfg.Nodes),
-	)
-	if r.o.ExitOnIdle {
-		env = append(env, EnvExitOnIdle+"=1")
-	}
-	if r.gate != "" {
-		env = append(env, EnvStartGate+"="+r.gate)
-	}
-	if r.o.HTTP.Listen != "" {
+	env := nodeEnviron(r.o.Env, Node{
+		Index: sl.index, Nodes: r.cfg.Nodes, Socket: r.health.path, ExitOnIdle: r.o.ExitOnIdle,
 		// Metrics and status make a report up to maxFrame instead of 200
 		// bytes: nodes send them only when someone serves them.
-		env = append(env, ObserveEnv+"=1")
-	}
+		Observe:    r.o.HTTP.Listen != "",
+		AwaitStart: !r.gateOpen,
+	})
 	if lim := r.cfg.MemoryLimit; lim > 0 && !hasEnv(r.o.Env, "GOMEMLIMIT") {
 		// The GC pushes back a little under the limit the supervisor
 		// enforces, so a node near it slows down before it is restarted.
 		env = append(env, "GOMEMLIMIT="+strconv.FormatInt(int64(lim)*9/10, 10))
 	}
 	files := []uintptr{r.devnull.Fd(), r.o.Stdout.Fd(), r.o.Stderr.Fd()}
-	p, err := r.spawner.start(r.o.Path, append([]string{r.o.Path}, r.o.Args...), env, files, func(pid int) { r.health.admit(pid, sl.index) })
+	p, err := r.spawner.start(r.exe, append([]string{r.exe}, r.o.Args...), env, files, func(pid int) { r.health.admit(pid, sl.index) })
 	if err != nil && ownResourceErr(err) {
 		r.startLater(now, sl, err)
 		return
@@ -264,6 +251,7 @@ func (r *run) start(now time.Time, sl *slot) {
 	sl.missed = 0
 	sl.lastSeen, sl.report, sl.status, sl.detail, sl.memOver, sl.killed = time.Time{}, nil, swarmpb.Status_STATUS_OK, "", 0, false
 	sl.stopCause = causeExit
+	sl.awaitsStart = !r.gateOpen
 	r.waiters.Add(1)
 	go func() {
 		defer r.waiters.Done()
@@ -273,7 +261,7 @@ func (r *run) start(now time.Time, sl *slot) {
 		r.events <- e
 	}()
 	r.log.Info().Str("event", "swarm.manager.after_fork").Int("node", sl.index).Int("pid", p.pid).Int("restarts", sl.restarts).Msg("node started")
-	if h := r.o.Hooks.AfterFork; h != nil {
+	if h := r.o.hooks.AfterFork; h != nil {
 		h(sl.index, p.pid)
 	}
 }
@@ -331,6 +319,7 @@ func (r *run) handle(now time.Time, e event) {
 		}
 		r.log.Info().Int("node", sl.index).Int("pid", e.pid).Str("version", e.version).Msg("node joined")
 		r.openGate(now)
+		r.release(sl)
 	case evReport:
 		sl.heard(now)
 		sl.report = e.report
@@ -373,9 +362,10 @@ func (r *run) exited(now time.Time, sl *slot) {
 }
 
 // openGate opens the start gate once every node has said hello, or when
-// gateBy has passed (a node that cannot start must not hold the others).
+// gateBy has passed (a node that cannot start must not hold the others),
+// and lets go the nodes that joined.
 func (r *run) openGate(now time.Time) {
-	if r.gate == "" {
+	if r.gateOpen {
 		return
 	}
 	waiting := 0
@@ -387,11 +377,29 @@ func (r *run) openGate(now time.Time) {
 	if waiting > 0 && now.Before(r.gateBy) {
 		return
 	}
-	if err := os.WriteFile(r.gate, nil, 0o600); err != nil {
-		r.log.Warn().Err(err).Msg("cannot open the start gate: the nodes start when their wait ends")
+	r.gateOpen = true
+	if waiting == 0 {
+		r.log.Info().Msg("every node joined: they join their consumer groups together")
+	} else {
+		r.log.Warn().Int("not_yet_joined", waiting).Stringer("node_report_timeout", r.cfg.NodeReportTimeout).
+			Msg("not every node joined within node_report_timeout: those that did join their consumer groups now")
 	}
-	r.log.Info().Int("not_yet_joined", waiting).Msg("every node joined: they join their consumer groups together")
-	r.gate = ""
+	for _, sl := range r.slots {
+		r.release(sl)
+	}
+}
+
+// release sends a node waiting for its start the Start frame, once the gate
+// is open and the node has said hello (it has a connection to send it on).
+func (r *run) release(sl *slot) {
+	if !r.gateOpen || !sl.awaitsStart || sl.state != slotRunning {
+		return
+	}
+	sl.awaitsStart = false
+	if err := r.health.start(sl.pid); err != nil {
+		r.log.Warn().Err(err).Int("node", sl.index).Int("pid", sl.pid).
+			Msg("start frame not sent: the node starts when its wait ends (node_report_timeout)")
+	}
 }
 
 // supervise is the periodic check: memory from /proc, silence, reports.
@@ -414,7 +422,7 @@ func (r *run) supervise(now time.Time) {
 	}
 	nodes := r.publish(now)
 	r.log.Debug().Str("event", "swarm.manager.control").Int("nodes", len(nodes)).Msg("supervision")
-	if h := r.o.Hooks.Control; h != nil {
+	if h := r.o.hooks.Control; h != nil {
 		h(nodes)
 	}
 }
@@ -453,7 +461,7 @@ func (r *run) stop(now time.Time, sl *slot, status swarmpb.Status, detail string
 	}
 	lvl.Str("event", "swarm.manager.stopping").Int("node", sl.index).Int("pid", sl.pid).
 		Int32("status", int32(status)).Str("status_name", status.String()).Str("detail", detail).Msg("stopping node")
-	if h := r.o.Hooks.Stopping; h != nil {
+	if h := r.o.hooks.Stopping; h != nil {
 		h(sl.index, sl.pid, status, detail)
 	}
 	if status != swarmpb.Status_STATUS_OK {
@@ -501,7 +509,7 @@ func (r *run) killAll() {
 
 func (r *run) terminate(sl *slot) {
 	r.log.Warn().Str("event", "swarm.manager.terminating").Int("node", sl.index).Int("pid", sl.pid).Msg("killing node")
-	if h := r.o.Hooks.Terminating; h != nil {
+	if h := r.o.hooks.Terminating; h != nil {
 		h(sl.index, sl.pid)
 	}
 	if err := sl.proc.signal(syscall.SIGKILL); err != nil {

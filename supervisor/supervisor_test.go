@@ -40,8 +40,8 @@ type recorder struct {
 	killed   int
 }
 
-func (r *recorder) hooks() Hooks {
-	return Hooks{
+func (r *recorder) hooks() hooks {
+	return hooks{
 		AfterFork: func(_, pid int) { r.mu.Lock(); r.forks = append(r.forks, pid); r.mu.Unlock() },
 		Stopping: func(_, _ int, st swarmpb.Status, _ string) {
 			r.mu.Lock()
@@ -78,11 +78,10 @@ func startSwarm(t *testing.T, mode string, cfg config.Swarm) *swarmRun {
 	sup, err := New(Options{
 		Swarm:           cfg,
 		ShutdownTimeout: 2 * time.Second,
-		Path:            os.Args[0],
 		Args:            []string{"-test.run=^$"},
 		Env:             append(os.Environ(), envFakeNode+"="+mode),
 		Log:             testLogger(t),
-		Hooks:           rec.hooks(),
+		hooks:           rec.hooks(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -330,21 +330,18 @@ func TestSwarmRejectsBadConfigAndFlags(t *testing.T) {
 	}
 }
 
-// The swarm supervisor sets TURBO_SWARM_SOCKET, TURBO_SWARM_NODE_INDEX,
-// TURBO_SWARM_NODE_COUNT and (with http.listen) TURBO_SWARM_OBSERVE for its
-// nodes; they are in the configuration's namespace but are not keys, and
-// must not make a node's configuration invalid.
-func TestConfigEnvironDropsSwarmVariables(t *testing.T) {
+// TestNodeEnvironmentIsNoConfiguration: a node reads its configuration with
+// the whole environment its supervisor gave it; the variables the supervisor
+// adds for the node must not make that configuration invalid.
+func TestNodeEnvironmentIsNoConfiguration(t *testing.T) {
 	path := writeConfig(t, "config.yaml", validYAML)
-	env := []string{"TURBO_SWARM_SOCKET=/tmp/s", "TURBO_SWARM_NODE_INDEX=1", "TURBO_SWARM_NODE_COUNT=2", supervisor.ObserveEnv + "=1", "TURBO_LOG_LEVEL=debug"}
-	for _, kv := range env[:4] {
-		if _, err := config.Load(path, []string{kv}); err == nil {
-			t.Fatalf("config.Load accepted %s: the test no longer shows anything", kv)
-		}
+	for _, name := range []string{supervisor.EnvSocket, supervisor.EnvIndex, supervisor.EnvNodes, supervisor.EnvObserve, supervisor.EnvExitOnIdle} {
+		t.Setenv(name, "1")
 	}
-	cfg, err := config.Load(path, configEnviron(env))
+	t.Setenv("TURBO_LOG_LEVEL", "debug")
+	cfg, err := loadSelected(path, &selection{})
 	if err != nil {
-		t.Fatalf("config.Load(configEnviron): %v", err)
+		t.Fatalf("loadSelected in a node's environment: %v", err)
 	}
 	if cfg.Log.Level != config.LogDebug {
 		t.Errorf("log.level = %q, want debug from TURBO_LOG_LEVEL", cfg.Log.Level)

@@ -29,7 +29,7 @@ func cmdProduce(ctx context.Context, f *produceFlags, stdout, stderr io.Writer) 
 	var k config.Kafka
 	var log = newLogger(config.Default().Log, stderr)
 	if f.config != "" {
-		cfg, err := config.Load(f.config, configEnviron(os.Environ()))
+		cfg, err := config.Load(f.config, os.Environ())
 		if err != nil {
 			return err
 		}

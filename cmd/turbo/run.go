@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,12 +94,12 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 
 	// Metrics, health and status: served on http.listen by a process of its
 	// own; a swarm node reports them to its supervisor instead, when the
-	// supervisor serves them (it asks through supervisor.ObserveEnv): the
+	// supervisor serves them (it asks through supervisor.EnvObserve): the
 	// nodes would all want the same port.
 	obs := newObserver()
 	observe := cfg.HTTP.Listen != ""
 	if n := o.node; n != nil {
-		observe = os.Getenv(supervisor.ObserveEnv) == "1"
+		observe = n.node.Observe
 		n.obs, n.observe, n.log = obs, observe, log
 	} else if observe {
 		var ctl web.Controller // nil: the control routes answer 403
@@ -117,6 +116,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	// A node joins its supervisor before consuming: the join's hook is where
 	// user code creates its connections, and from here on the node reports.
 	var lost <-chan struct{}
+	var joinGate func(done <-chan struct{})
 	if n := o.node; n != nil {
 		link, err := n.node.Join(supervisor.NodeOptions{
 			Version: version, Interval: cfg.Swarm.NodeReportInterval, Report: n.report, Log: log,
@@ -126,6 +126,19 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		}
 		defer link.Close()
 		lost = link.Lost()
+		// The consumers join their groups with the other nodes'.
+		bound := cfg.Swarm.NodeReportTimeout
+		joinGate = func(done <-chan struct{}) {
+			if link.AwaitStart(done, bound) {
+				return
+			}
+			select {
+			case <-done:
+			case <-lost:
+			default:
+				log.Warn().Stringer("node_report_timeout", bound).Msg("the swarm's nodes did not all start in time: joining the group anyway")
+			}
+		}
 	}
 
 	tp, stopTracing, tracingErr := startTracing(cfg.Tracing, log)
@@ -163,14 +176,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		if kafka.IsEmbedded() {
 			kafka.Brokers = embeddedAddrs
 		}
-		g := &consumerSet{cfg: cfg, kafka: kafka, o: o, obs: obs, tp: tp, lost: lost, metrics: observe}
-		if n := o.node; n != nil {
-			g.joinGate = func(done <-chan struct{}) {
-				if !n.node.AwaitStart(done, cfg.Swarm.NodeReportTimeout) {
-					log.Warn().Msg("the swarm's nodes did not all start in time: joining the group anyway")
-				}
-			}
-		}
+		g := &consumerSet{cfg: cfg, kafka: kafka, o: o, obs: obs, tp: tp, lost: lost, metrics: observe, joinGate: joinGate}
 		if err := g.start(); err != nil {
 			return err
 		}
@@ -199,7 +205,7 @@ type consumerSet struct {
 	// metrics: the consumers keep their histograms (someone serves them)
 	metrics bool
 	// joinGate: a swarm node's consumers join their groups with the other
-	// nodes' (supervisor.Node.AwaitStart)
+	// nodes' (supervisor.Link.AwaitStart)
 	joinGate func(done <-chan struct{})
 
 	consumers []*actors.Consumer
@@ -272,7 +278,7 @@ func (g *consumerSet) serve(ctx context.Context, embedded bool) (*config.Config,
 				idle <- err
 			}
 		})
-	} else if n := o.node; n != nil && os.Getenv(supervisor.EnvExitOnIdle) == "1" {
+	} else if n := o.node; n != nil && n.node.ExitOnIdle {
 		// turbo swarm --exit-on-idle: the node judges, its supervisor stops
 		// the swarm; a node that cannot judge says why and goes on.
 		bg.Go(func() {
@@ -484,7 +490,7 @@ func loadSelected(path string, sel *selection) (*config.Config, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: --config is required", errUsage)
 	}
-	cfg, err := config.Load(path, configEnviron(os.Environ()))
+	cfg, err := config.Load(path, os.Environ())
 	if err != nil {
 		return nil, err
 	}
@@ -497,20 +503,4 @@ func loadSelected(path string, sel *selection) (*config.Config, error) {
 		return nil, err
 	}
 	return cfg, nil
-}
-
-// configEnviron is environ without the variables a swarm supervisor sets
-// for its nodes: they share the TURBO_SWARM_ prefix with configuration keys
-// but are not keys, and config.Load refuses what names no key.
-func configEnviron(environ []string) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case supervisor.EnvSocket, supervisor.EnvIndex, supervisor.EnvNodes, supervisor.ObserveEnv, supervisor.EnvExitOnIdle, supervisor.EnvStartGate:
-		default:
-			out = append(out, kv)
-		}
-	}
-	return out
 }
