@@ -22,20 +22,21 @@ import (
 // its adapter: it translates messages into calls on it, and what the calls
 // leave in its Out into sends, spawns, credits and timers.
 type coordinator struct {
-	ordering config.Ordering
-	ctx      context.Context
-	handler  Handler
-	stats    *consumerStats
-	props    func(actor.Actor, ...actor.PropsOption) *actor.Props
-	log      zerolog.Logger
-	maxTime  time.Duration // max_handler_time
-	runners  int           // concurrency
-	metaOn   bool          // commits record what finished above the watermark (commit_metadata_bytes > 0)
-	limit    *rate.Limiter // rate.limit; nil: none
-	batch    BatchHandler  // nil: one record per handler call
-	fill     int           // batch.max_records
-	fillWait time.Duration // batch.max_wait
-	maxBytes int64         // batch.max_bytes
+	pausesSeen uint64 // consumerStats.pausesChanged when the holds were last synced
+	ordering   config.Ordering
+	ctx        context.Context
+	handler    Handler
+	stats      *consumerStats
+	props      func(actor.Actor, ...actor.PropsOption) *actor.Props
+	log        zerolog.Logger
+	maxTime    time.Duration // max_handler_time
+	runners    int           // concurrency
+	metaOn     bool          // commits record what finished above the watermark (commit_metadata_bytes > 0)
+	limit      *rate.Limiter // rate.limit; nil: none
+	batch      BatchHandler  // nil: one record per handler call
+	fill       int           // batch.max_records
+	fillWait   time.Duration // batch.max_wait
+	maxBytes   int64         // batch.max_bytes
 	// adapt is the adaptive concurrency limit (concurrency_mode adaptive),
 	// nil when concurrency is fixed; backoffUntil is when dispatch may go
 	// on after a Retry-After it honoured (at most retry.max_backoff away).
@@ -163,8 +164,8 @@ func (co *coordinator) receive(c actor.Context) {
 		co.filler = nil
 		co.dispatch()
 	case *pauseChanged:
-		co.syncHolds()
-		co.dispatch()
+		co.dispatch() // which syncs the holds first
+
 	case *revokePartition:
 		co.handleRevoke(c, m)
 	case *retryDue:
@@ -244,6 +245,14 @@ func (co *coordinator) apply(c actor.Context) {
 // the limit held records back.
 func (co *coordinator) dispatch() {
 	co.dispatched = true
+	// A partition paused since the last dispatch is held before anything
+	// starts, even when the pauseChanged message is still on its way: once
+	// Consumer.Pause(tps...) has returned, none of their records starts —
+	// a retry coming due included.
+	if v := co.stats.pausesChanged.Load(); v != co.pausesSeen {
+		co.pausesSeen = v
+		co.syncHolds()
+	}
 	switch {
 	case co.stats.suspended.Load():
 		co.p.SetQuota(0) // Resume sends pauseChanged: dispatch again then

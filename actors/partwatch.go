@@ -212,6 +212,7 @@ func (s *consumerStats) pausePartitions(tps []TopicPartition, on bool) {
 		}
 	}
 	s.partsPaused.Store(int64(len(s.pausedParts)))
+	s.pausesChanged.Add(1)
 }
 
 // partitionPaused reports whether tp is paused (Consumer.Pause(tp)); cheap

@@ -55,12 +55,15 @@ type consumerStats struct {
 	mu    sync.Mutex
 	parts map[TopicPartition]*gate // assigned partitions, for Partitions
 	// pausedParts are the partitions paused by Consumer.Pause(tps...);
-	// partsPaused is their number, read without the lock.
-	pausedParts map[TopicPartition]bool
-	partsPaused atomic.Int64
-	running     []*atomic.Int64 // per runner: when its current handler call began (unix ns), 0 when idle
-	gaveUp      chan struct{}   // closed by giveUp; made on first use
-	fatal       error
+	// partsPaused is their number, read without the lock; pausesChanged
+	// counts the calls, so the coordinator can tell before any dispatch
+	// that its holds are behind (see coordinator.dispatch).
+	pausedParts   map[TopicPartition]bool
+	partsPaused   atomic.Int64
+	pausesChanged atomic.Uint64
+	running       []*atomic.Int64 // per runner: when its current handler call began (unix ns), 0 when idle
+	gaveUp        chan struct{}   // closed by giveUp; made on first use
+	fatal         error
 }
 
 // setKafkaError records why Kafka refuses the connection ("" once it
