@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/turbokafka/turbo/actors"
@@ -65,8 +66,27 @@ func (l *Ledger) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// peerKey keys the connecting process's member name in a request's context.
+// peerKey keys a connection's *peer in its requests' contexts.
 type peerKey struct{}
+
+// peer is the process at the other end of a connection, looked up once, by
+// the first request that needs it: not in the server's accept loop, where a
+// slow lookup would hold up every connection behind it (and requests whose
+// caller gave up meanwhile would be judged when they arrived).
+type peer struct {
+	remote, local string
+	once          sync.Once
+	name          string // "pid:<pid>", or "" when it cannot tell
+}
+
+func (p *peer) member() string {
+	p.once.Do(func() {
+		if pid := peerPID(p.remote, p.local); pid != 0 {
+			p.name = "pid:" + strconv.Itoa(pid)
+		}
+	})
+	return p.name
+}
 
 // Endpoint serves the ledger over HTTP for the test (ServeHTTP) and returns
 // its URL, closed when the test ends. A caller that posts to URL +
@@ -76,10 +96,7 @@ type peerKey struct{}
 func (l *Ledger) Endpoint(t testing.TB) string {
 	srv := httptest.NewUnstartedServer(l)
 	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		if pid := peerPID(c.RemoteAddr().String(), c.LocalAddr().String()); pid != 0 {
-			return context.WithValue(ctx, peerKey{}, "pid:"+strconv.Itoa(pid))
-		}
-		return ctx
+		return context.WithValue(ctx, peerKey{}, &peer{remote: c.RemoteAddr().String(), local: c.LocalAddr().String()})
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -92,8 +109,8 @@ func memberOf(req *http.Request) string {
 	if i := strings.LastIndexByte(member, '/'); i >= 0 {
 		member = member[i+1:]
 	}
-	if member == "" {
-		member, _ = req.Context().Value(peerKey{}).(string)
+	if p, ok := req.Context().Value(peerKey{}).(*peer); ok && member == "" {
+		member = p.member()
 	}
 	return member
 }

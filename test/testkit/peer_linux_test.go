@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -37,6 +38,9 @@ func TestPeerPID(t *testing.T) {
 	accepted = accept(t, ln)
 	if got := peerPID(accepted.RemoteAddr().String(), accepted.LocalAddr().String()); got != child.Process.Pid {
 		t.Errorf("peerPID of the child's connection = %d, want %d", got, child.Process.Pid)
+	}
+	if mine, _ := family(os.Getpid()); !slices.Contains(mine, child.Process.Pid) || mine[0] != os.Getpid() {
+		t.Errorf("family(%d) = %v: want this process first, and its child %d among them", os.Getpid(), mine, child.Process.Pid)
 	}
 	if got := peerPID("127.0.0.1:1", ln.Addr().String()); got != 0 {
 		t.Errorf("peerPID of an address nobody holds = %d, want 0", got)

@@ -153,7 +153,7 @@ func StartBinary(t testing.TB, bin string, stdout, stderr io.Writer, args ...str
 		stderr = logWriter{t, "stderr"}
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = ChildEnv()
+	cmd.Env = childEnvOf(t)
 	name := "turbo " + strings.Join(args, " ")
 	if _, isFile := stderr.(*os.File); !isFile {
 		// A file (a pipe's end the test reads) is the child's own: wrapping

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,12 +33,36 @@ func ChildEnv() []string {
 	return append(os.Environ(), "GORACE="+gorace) // the last value of a key wins
 }
 
+// childEnvs holds what Setenv added, per test: []string of KEY=VALUE.
+var childEnvs sync.Map // testing.TB → []string
+
+// Setenv is t.Setenv for the turbo processes t starts (Start and its
+// kin, Command): they see key=value, the test process does not. Unlike
+// t.Setenv it leaves t free to run in parallel with other tests. A subtest
+// has an environment of its own; it does not inherit its parent's.
+func Setenv(t testing.TB, key, value string) {
+	t.Helper()
+	old, _ := childEnvs.Load(t)
+	env, _ := old.([]string)
+	childEnvs.Store(t, append(slices.Clip(env), key+"="+value))
+	t.Cleanup(func() { childEnvs.Delete(t) })
+}
+
+// childEnvOf is ChildEnv with what Setenv added for t, which wins.
+func childEnvOf(t testing.TB) []string {
+	env := ChildEnv()
+	if added, ok := childEnvs.Load(t); ok {
+		env = append(env, added.([]string)...)
+	}
+	return env
+}
+
 // Command is exec.Command for the turbo binary (race-enabled, see Binary)
 // with ChildEnv: give its Stderr through RaceWatch.
 func Command(t testing.TB, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
-	cmd.Env = ChildEnv()
+	cmd.Env = childEnvOf(t)
 	return cmd
 }
 

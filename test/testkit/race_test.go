@@ -48,6 +48,45 @@ func TestChildEnvSetsTheRaceExitCode(t *testing.T) {
 	}
 }
 
+// lastValue is the value of key's last entry in env ("" when absent).
+func lastValue(env []string, key string) string {
+	var v string
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+func TestSetenvReachesOnlyTheTestsChildren(t *testing.T) {
+	t.Parallel() // what Setenv is for
+	const key = "TURBO_TESTKIT_SETENV_PROBE"
+	Setenv(t, key, "one")
+	Setenv(t, key, "two")
+	if got := lastValue(childEnvOf(t), key); got != "two" {
+		t.Errorf("a child of the test sees %s=%q, want the last value set, \"two\"", key, got)
+	}
+	if v, ok := os.LookupEnv(key); ok {
+		t.Errorf("the test process itself sees %s=%q: Setenv must leave it alone", key, v)
+	}
+	t.Run("subtest", func(t *testing.T) {
+		if got := lastValue(childEnvOf(t), key); got != "" {
+			t.Errorf("a subtest's child sees %s=%q, want nothing (its own environment)", key, got)
+		}
+		Setenv(t, key, "sub")
+		if got := lastValue(childEnvOf(t), key); got != "sub" {
+			t.Errorf("a subtest's child sees %s=%q after its Setenv, want \"sub\"", key, got)
+		}
+	})
+	if got := lastValue(childEnvOf(t), key); got != "two" {
+		t.Errorf("after the subtest, a child of the test sees %s=%q, want \"two\"", key, got)
+	}
+	if cmd := Command(t, "version"); lastValue(cmd.Env, key) != "two" {
+		t.Errorf("Command's environment lacks %s=two", key)
+	}
+}
+
 // recordingTB is a testing.TB whose failures and cleanups the test keeps.
 type recordingTB struct {
 	testing.TB
