@@ -58,6 +58,7 @@ type sample struct {
 // and throughput near what it allows; every record is handled once, in key
 // order, with no tree restart.
 func TestAdaptiveConcurrencyFollowsTheDownstream(t *testing.T) {
+	// Timed (it measures throughput): it runs alone, after the rest (the Makefile's TIMED).
 	const records, keys, lat, phase = 6000, 600, 20 * time.Millisecond, 2 * time.Second
 	caps := []int64{40, 10, 40}
 	c := harness.Consumer("adaptive", "t")
@@ -131,6 +132,7 @@ func TestAdaptiveConcurrencyFollowsTheDownstream(t *testing.T) {
 // push-back with Retry-After 300 ms holds every dispatch of the consumer
 // that long, not only the failed record's retry.
 func TestRetryAfterPausesAdaptiveDispatch(t *testing.T) {
+	t.Parallel()
 	c := harness.Consumer("pause-after", "t")
 	c.Concurrency = 4
 	c.ConcurrencyMode = config.ConcurrencyAdaptive

@@ -8,6 +8,7 @@ import (
 // A backlog worked off between ticks: the ticks spend what fills, so the
 // drain at its end commits at once, and only once.
 func TestAllowanceCommitsTheEndOfABacklogAtOnce(t *testing.T) {
+	t.Parallel()
 	const interval = 100 * time.Millisecond
 	t0 := time.Unix(1000, 0)
 	var a commitAllowance
@@ -26,6 +27,7 @@ func TestAllowanceCommitsTheEndOfABacklogAtOnce(t *testing.T) {
 // A trickle drains the partition with every record: over any stretch the
 // commits stay within one per interval plus the burst.
 func TestAllowanceBoundsCommitsUnderATrickle(t *testing.T) {
+	t.Parallel()
 	const interval = 100 * time.Millisecond
 	t0 := time.Unix(1000, 0)
 	var a commitAllowance
@@ -52,6 +54,7 @@ func TestAllowanceBoundsCommitsUnderATrickle(t *testing.T) {
 // After a quiet spell the allowance is full again, but never holds more
 // than the burst however long the quiet lasted.
 func TestAllowanceRefillsUpToTheBurst(t *testing.T) {
+	t.Parallel()
 	const interval = time.Second
 	t0 := time.Unix(1000, 0)
 	var a commitAllowance

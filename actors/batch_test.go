@@ -62,6 +62,7 @@ func id(r *actors.Record) string { return fmt.Sprintf("%s/%d@%d", r.Topic, r.Par
 // its end, and under key and partition ordering records after a failed one
 // of their unit were counted as not run and ran again.
 func TestBatchesLoseNothingAndKeepOrder(t *testing.T) {
+	t.Parallel()
 	for _, ordering := range []config.Ordering{config.OrderingKey, config.OrderingPartition, config.OrderingUnordered} {
 		t.Run(string(ordering), func(t *testing.T) {
 			const partitions, perPartition, maxRecords = 4, 300, 10
@@ -144,6 +145,7 @@ func checkPerPartition(t *testing.T, hs *harness.Harness, key string) {
 // once; a@2 and a@3 are not run (the handler's word for them does not
 // count) and run after a@1's retry, in order.
 func TestBatchPartialFailure(t *testing.T) {
+	t.Parallel()
 	c := harness.Consumer("partial", "t")
 	c.Batch.MaxRecords = 6
 	c.Batch.MaxWait = 2 * time.Second // the six arrive together: one batch
@@ -193,6 +195,7 @@ func TestBatchPartialFailure(t *testing.T) {
 // TestBatchBounds: max_bytes cuts batches (a larger record goes alone),
 // and max_wait lets a short batch start once it has waited.
 func TestBatchBounds(t *testing.T) {
+	t.Parallel()
 	t.Run("max_bytes", func(t *testing.T) {
 		c := harness.Consumer("bytes", "t")
 		c.Batch.MaxRecords = 50

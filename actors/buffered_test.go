@@ -14,6 +14,7 @@ import (
 // in the consumer. (Before, a partition counted the credits its claim held
 // while it waited for records: up to 512 each.)
 func TestBufferedIsZeroAfterACommittedRun(t *testing.T) {
+	t.Parallel()
 	// 3 keys over 8 partitions: at least five partitions get no record.
 	const records = 300
 	r := newRun(t, 8, records, 3)
@@ -57,6 +58,7 @@ func TestBufferedIsZeroAfterACommittedRun(t *testing.T) {
 // buffered records add up to the consumer's, and partitions with nothing
 // to fetch show none.
 func TestBufferedAddsUpWhilePaused(t *testing.T) {
+	t.Parallel()
 	const records = 400
 	r := newRun(t, 8, records, 3) // at least five partitions without a record
 	ledger := testkit.NewLedger(20 * time.Millisecond)

@@ -16,6 +16,7 @@ import (
 // and it is resumed once its records finish; a record larger than the whole
 // share (about twice) still runs.
 func TestByteBudgetPausesAndResumesPartitions(t *testing.T) {
+	t.Parallel()
 	const valueSize = 200 << 10 // a share of 512 KiB holds three (the third overshoots)
 	r := newRun(t, 2, 0, 0)
 	testkit.ProduceSized(t, r.brokers, r.topic, 20, 8, valueSize)

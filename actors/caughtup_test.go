@@ -16,6 +16,7 @@ import (
 // commit under the first group, it returns once the topics the groups read
 // are committed — and not before.
 func TestWaitCaughtUpJudgesWhatEachGroupReads(t *testing.T) {
+	t.Parallel()
 	base := testkit.TopicName("caughtup")
 	in, dlq := base+".in", base+".dlq"
 	brokers := testkit.Broker(t, 2, in, dlq)

@@ -15,6 +15,7 @@ import (
 // Version >= 2.4" the tree retried forever as "cannot reach Kafka". The
 // configurations here are built in code, past config.Validate.
 func TestCheckKafka(t *testing.T) {
+	t.Parallel()
 	base := func() config.Config {
 		c := config.Default()
 		cons := config.DefaultConsumer("orders")

@@ -67,6 +67,7 @@ func tenRecords() []Record {
 // TestAssembleBatch: the batch stops at the credits taken or once the bytes
 // of records that will run reach the room; inherited records cost no bytes.
 func TestAssembleBatch(t *testing.T) {
+	t.Parallel()
 	var l sideLife
 	l.begin(func(any) {})
 	c := l.newClaim(claimSpec{tp: TopicPartition{Topic: "t"}, finished: []offsetmeta.Range{{From: 2, To: 4}}, maxBatch: 10})
@@ -151,6 +152,7 @@ func TestKeyArena(t *testing.T) {
 // it goes to the proxy, every credit taken comes back, and the claim ends
 // as lost.
 func TestClaimLostMidBatch(t *testing.T) {
+	t.Parallel()
 	var l sideLife
 	sent := make(chan any, 16)
 	l.begin(func(m any) { sent <- m })
@@ -212,6 +214,7 @@ const (
 // the same records with the same rules, and every batch must have come from
 // runClaim (the sides' batch counters).
 func TestBothSidesShareTheClaim(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"memory", "sarama"} {
 		t.Run(name, func(t *testing.T) {
 			var r sideRun

@@ -37,6 +37,7 @@ func (f *fakeFetcher) read() (int, bool) {
 // of cycles, the records fetched but not yet handed to the pipeline must stay
 // within one response, and every record must come out once, in order.
 func TestClaimFlowBoundsReadAhead(t *testing.T) {
+	t.Parallel()
 	const perFetch, cycles = 500, 5000
 	src := &fakeFetcher{perFetch: perFetch}
 	var flow claimFlow[int]
@@ -83,6 +84,7 @@ func TestClaimFlowBoundsReadAhead(t *testing.T) {
 
 // TestClaimFlowResumesOnlyWhenEmpty: the rule itself, step by step.
 func TestClaimFlowResumesOnlyWhenEmpty(t *testing.T) {
+	t.Parallel()
 	var f claimFlow[int]
 	if f.resume() {
 		t.Fatal("resume of a partition never paused")

@@ -105,6 +105,7 @@ func checkClean(t *testing.T, rep testkit.Report, want int) {
 // 100 ms each, key ordering, 10 runners. Ideal: 10 s; a consumer that runs one
 // record per partition at a time needs at least 12.5 s.
 func TestKeyOrderingReachesFullParallelism(t *testing.T) {
+	t.Parallel() // most of its time is spent waiting: for sessions, joins, handlers
 	r := newRun(t, 8, 1000, 100)
 	ledger := testkit.NewLedger(100 * time.Millisecond)
 	c := r.consumer("seed-demo", func(c *config.Consumer) { c.Concurrency = 10 })
@@ -135,6 +136,7 @@ func TestKeyOrderingReachesFullParallelism(t *testing.T) {
 // A hot key that cannot progress fills only its partition's share of the
 // buffer: that partition is paused, the others keep flowing.
 func TestBlockedKeyDoesNotStallOtherPartitions(t *testing.T) {
+	t.Parallel()
 	r := newRun(t, 4, 2000, 20)
 	release := make(chan struct{})
 	defer close(release)
@@ -206,6 +208,7 @@ func TestBlockedKeyDoesNotStallOtherPartitions(t *testing.T) {
 // Without retries, a failing handler restarts the tree after a backoff;
 // uncommitted records come again and the consumer carries on.
 func TestHandlerFailureRestartsTheTree(t *testing.T) {
+	t.Parallel()
 	r := newRun(t, 2, 100, 10)
 	var failed atomic.Bool
 	ledger := testkit.NewLedger(0)
@@ -234,6 +237,7 @@ func TestHandlerFailureRestartsTheTree(t *testing.T) {
 // Stop drains and commits: a second consumer of the group handles none of
 // the records the first one finished.
 func TestStopCommitsFinishedRecords(t *testing.T) {
+	t.Parallel()
 	r := newRun(t, 4, 600, 60)
 	first := testkit.NewLedger(10 * time.Millisecond)
 	c := r.consumer("first", func(c *config.Consumer) { c.Concurrency = 8 })
@@ -267,6 +271,7 @@ func TestStopCommitsFinishedRecords(t *testing.T) {
 // A second member joins mid-run: partitions move, same-key records never
 // overlap across members, nothing is lost.
 func TestRebalanceHandoverKeepsKeysApart(t *testing.T) {
+	t.Parallel() // most of its time is spent waiting: for sessions, joins, handlers
 	r := newRun(t, 8, 1600, 80)
 	// The shared ledger does the work and judges overlap and loss across both
 	// members; each member's own ledger judges the order it started records in.
@@ -322,6 +327,7 @@ func TestRebalanceHandoverKeepsKeysApart(t *testing.T) {
 // A handler that ignores its context cannot hold Stop beyond the bound:
 // shutdown_timeout for the drain, then a short grace after cancellation.
 func TestStopIsBoundedWhenAHandlerHangs(t *testing.T) {
+	t.Parallel()
 	r := newRun(t, 1, 10, 1)
 	hang := make(chan struct{})
 	defer close(hang)
@@ -369,6 +375,7 @@ func TestStopIsBoundedWhenAHandlerHangs(t *testing.T) {
 // Kafka unreachable at start: turbo retries with backoff and consumes once
 // the broker appears.
 func TestKafkaUnreachableAtStartThenAppears(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -404,6 +411,7 @@ func TestKafkaUnreachableAtStartThenAppears(t *testing.T) {
 // the first is paused behind a stuck record, the handover takes the
 // revocation's shutdown_timeout, not the broker's rebalance timeout (60 s).
 func TestPausedPartitionsAreHandedOverPromptly(t *testing.T) {
+	t.Parallel()
 	r := newRun(t, 4, 2000, 40)
 	stuck := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
 		if rec.Offset == 3 {
@@ -495,6 +503,7 @@ func TestStuckRecordBoundsTheWatermarkWindow(t *testing.T) {
 // the partition while the previous response still waited, and Held grew by a
 // response per cycle up to the whole backlog: memory grew with the backlog.)
 func TestReadAheadStaysWithinOneFetch(t *testing.T) {
+	t.Parallel()
 	// One 256 KiB fetch holds about 5,000 of these records (the producer's
 	// batches are 5,000 records, about 50 bytes each).
 	const records, oneFetch = 40_000, 5_000

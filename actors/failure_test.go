@@ -18,6 +18,7 @@ import (
 // are not retried and land once each in the dead-letter topic with their
 // origin and error; the others are handled once; everything is committed.
 func TestDeadLetterTopicForPermanentFailures(t *testing.T) {
+	t.Parallel()
 	r := newRun(t, 4, 400, 40)
 	var calls sync.Map // offset id → count
 	var ok atomic.Int64

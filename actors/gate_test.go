@@ -23,6 +23,7 @@ func readBatch(g *gate, max int, sizes []int64) int {
 // The byte budget step by step: a share of 1,000 bytes and a record budget
 // far larger, so only the bytes stop the reading.
 func TestGateByteBudget(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		read   []int64 // sizes offered to a batch (nil: a record finishes)
 		finish int64   // size of the record that finishes
@@ -85,6 +86,7 @@ func TestGateByteBudget(t *testing.T) {
 // A claim stopped by bytes (not by records) pauses at once; one stopped by
 // records, or held, does not count as out of bytes.
 func TestGateOutOfBytes(t *testing.T) {
+	t.Parallel()
 	g := newGate(10, 100)
 	g.take(10)
 	if g.outOfBytes() {
@@ -107,6 +109,7 @@ func TestGateOutOfBytes(t *testing.T) {
 
 // The wake signal needs a quarter of both budgets free.
 func TestGateWakesOnAQuarterOfBothBudgets(t *testing.T) {
+	t.Parallel()
 	g := newGate(100, 1000)
 	g.take(100)
 	g.settle(100, 100, 1000, 0)
@@ -137,6 +140,7 @@ func TestGateWakesOnAQuarterOfBothBudgets(t *testing.T) {
 //   - never stuck: with nothing in flight the claim always gets credits, and a
 //     claim waiting for credits has a wake signal once everything finished.
 func TestGateModel(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		share, shareBytes := 1+rng.IntN(20), int64(1+rng.IntN(4000))
@@ -238,6 +242,7 @@ func TestGateModel(t *testing.T) {
 // and a claim it stopped is woken only once the limit is slack past what it
 // read.
 func TestGateLimit(t *testing.T) {
+	t.Parallel()
 	g := newGate(100, 1<<20)
 	g.setLimit(50, 20)
 	<-g.wake // a fresh gate is far below its limit
@@ -284,6 +289,7 @@ func TestGateLimit(t *testing.T) {
 // (unused, inherited records, a batch given back) are not records, and a
 // record dropped unfinished leaves the count while its credit stays taken.
 func TestGateCountsRecordsInThePipeline(t *testing.T) {
+	t.Parallel()
 	g := newGate(20, 1<<20)
 	n, _ := g.take(10)
 	if got := g.inPipeline(); got != 0 {

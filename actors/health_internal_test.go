@@ -10,6 +10,7 @@ import (
 )
 
 func TestArrivalsGiveTheOldestUnfinishedRecordsArrival(t *testing.T) {
+	t.Parallel()
 	ms := int64(time.Millisecond)
 	var a arrivals
 	a.add(0, 1000*ms)  // offsets 0..9
@@ -47,6 +48,7 @@ func TestArrivalsGiveTheOldestUnfinishedRecordsArrival(t *testing.T) {
 }
 
 func TestReadinessSaysWhy(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s    Snapshot
 		ok   bool
@@ -66,6 +68,7 @@ func TestReadinessSaysWhy(t *testing.T) {
 }
 
 func TestStuckHandlerAfterMaxHandlerTimePlusGrace(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	running := func(d time.Duration) Snapshot { return Snapshot{Oldest: now.Add(-d)} }
 	for _, c := range []struct {
@@ -86,6 +89,7 @@ func TestStuckHandlerAfterMaxHandlerTimePlusGrace(t *testing.T) {
 }
 
 func TestRefusalKinds(t *testing.T) {
+	t.Parallel()
 	err := errors.New("x")
 	for _, c := range []struct {
 		r    *kafkanet.Refusal

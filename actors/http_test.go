@@ -20,6 +20,7 @@ import (
 // Before Retry-After was honoured, every retry came after the plain backoff
 // (80–100 ms here), whatever the endpoint said.
 func TestHTTPRetryAfterDelaysTheRetry(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		status     int
@@ -98,6 +99,7 @@ func TestHTTPRetryAfterDelaysTheRetry(t *testing.T) {
 // (the default). Refusing them made a permanent failure, and so a restart
 // loop on perfectly normal records.
 func TestHTTPRecordHeadersNeverFailTheTree(t *testing.T) {
+	t.Parallel()
 	var (
 		mu       sync.Mutex
 		received = map[string][]string{} // offset → what arrived of its header

@@ -23,6 +23,7 @@ import (
 // partitions without a batch for an interval (and not being revoked), only
 // their current assignment, only forward.
 func TestWatermarkRefreshRules(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	tp := func(p int32) TopicPartition { return TopicPartition{Topic: "t", Partition: p} }
 	part := func(epoch uint64, fetched time.Time, hwm int64) *ownedPartition {
@@ -64,6 +65,7 @@ func TestWatermarkRefreshRules(t *testing.T) {
 
 // The refresh interval has a floor (fetchMaxWait) and a default.
 func TestRefreshInterval(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want time.Duration }{
 		{0, watermarkRefresh}, {-time.Second, watermarkRefresh}, {time.Millisecond, minWatermarkRefresh},
 		{time.Second, time.Second},
@@ -76,6 +78,7 @@ func TestRefreshInterval(t *testing.T) {
 
 // A failing refresh is counted every time and logged once per streak.
 func TestWatermarkRefreshFailuresLoggedOncePerStreak(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	p := &clientProxy{stats: &consumerStats{}, log: zerolog.New(&buf), parts: map[TopicPartition]*ownedPartition{}}
 	boom := errors.New("boom")
@@ -105,6 +108,7 @@ func TestWatermarkRefreshFailuresLoggedOncePerStreak(t *testing.T) {
 // (records wait to be read) until those records are read and finished —
 // then it is drained again; nothing else (what is committed) depends on it.
 func TestDrainedFollowsARefreshedHighWatermark(t *testing.T) {
+	t.Parallel()
 	g := newGate(10, 1000)
 	p := &partitionWatermark{tracker: watermark.New(), gate: g}
 	for off := int64(0); off < 5; off++ {
@@ -136,6 +140,7 @@ func TestDrainedFollowsARefreshedHighWatermark(t *testing.T) {
 // the consumer's isolation level, and answers what it could when a
 // partition cannot be asked about.
 func TestLatestOffsetsOneRequestPerLeader(t *testing.T) {
+	t.Parallel()
 	const topic = "hwm"
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(9, topic))
 	if err != nil {

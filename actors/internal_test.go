@@ -9,6 +9,7 @@ import (
 )
 
 func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
+	t.Parallel()
 	g := newGate(10, 1<<30)
 	if n, _ := g.take(4); n != 4 {
 		t.Fatalf("take(4) = %d, want 4", n)
@@ -34,6 +35,7 @@ func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
 }
 
 func TestGateShrinksBelowZeroAndRecovers(t *testing.T) {
+	t.Parallel()
 	g := newGate(8, 1<<30)
 	g.take(8)
 	g.resize(2, 1<<30) // two more partitions arrived: 6 records over the new share
@@ -51,6 +53,7 @@ func TestGateShrinksBelowZeroAndRecovers(t *testing.T) {
 }
 
 func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
+	t.Parallel()
 	g := newGate(100, 1<<30)
 	var wg sync.WaitGroup
 	taken := make(chan int, 1000)
@@ -80,6 +83,7 @@ func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
 }
 
 func TestBatchSize(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		avgNs float64
@@ -105,6 +109,7 @@ func TestBatchSize(t *testing.T) {
 // 500 ms, made the last commit of a drained backlog ~350 ms late). The fetch
 // sizes bound what sarama decodes ahead of the budget.
 func TestSaramaConfigBoundsWhatWaitsOnTheBroker(t *testing.T) {
+	t.Parallel()
 	k := config.Default().Kafka
 	k.Brokers = []string{"127.0.0.1:1"}
 	cfg := saramaConfig(k, config.DefaultConsumer("c"), 30*time.Second)
@@ -125,6 +130,7 @@ func TestSaramaConfigBoundsWhatWaitsOnTheBroker(t *testing.T) {
 // A JoinGroup may wait on the broker for the whole rebalance timeout (a
 // peer draining its revoked partitions); sarama must not give up first.
 func TestSaramaConfigWaitsOutARebalance(t *testing.T) {
+	t.Parallel()
 	k := config.Default().Kafka
 	k.Brokers = []string{"127.0.0.1:1"}
 	for _, shutdown := range []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute} {

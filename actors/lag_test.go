@@ -49,6 +49,7 @@ func lagFigures(c *actors.Consumer) string {
 // brokers. (Before, the lag stayed at what the last fetch had seen: 0 with
 // every record waiting.)
 func TestLagOfPausedConsumerFollowsTheBroker(t *testing.T) {
+	t.Parallel()
 	const first, more = 200, 300
 	r := newRun(t, 4, first, 20)
 	ledger := testkit.NewLedger(0)
@@ -103,6 +104,7 @@ func lagIs(c *actors.Consumer, want map[int32]int64, total int64) bool {
 // while paused, which never fetches: its lag counts from the offset the
 // group committed.
 func TestLagOfPausedConsumerInMemory(t *testing.T) {
+	t.Parallel()
 	const first, more = 10, 25
 	tp := memkafka.TopicPartition{Topic: "lag", Partition: 0}
 	cluster := memkafka.New()
@@ -154,6 +156,7 @@ func TestLagOfPausedConsumerInMemory(t *testing.T) {
 // broker's high watermark. (Before, it stayed at the high watermark of its
 // last fetch: 127 where the backlog was 2,003, in production.)
 func TestLagOfStuckPartitionCountsTheWholeBacklog(t *testing.T) {
+	t.Parallel()
 	// key-0's records fill its partition's share (11) while the other
 	// keys finish: the partition is paused with a backlog behind them.
 	const first, more = 2000, 2000

@@ -14,6 +14,7 @@ import (
 // 2.8 GB at concurrency 10000000; max_buffered sized a
 // channel, which panicked at 9223372036854775807.
 func TestConsumerAtTheLimits(t *testing.T) {
+	t.Parallel()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

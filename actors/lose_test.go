@@ -18,6 +18,7 @@ import (
 // nothing is committed for it; the partition's next assignment (here the
 // same consumer's, as after a rejoin) handles again what did not finish.
 func TestLostPartitionIsDroppedAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []config.OnFailure{config.OnFailureFail, config.OnFailureSkip} {
 		t.Run(string(policy), func(t *testing.T) {
 			var mu sync.Mutex

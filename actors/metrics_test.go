@@ -33,6 +33,7 @@ func gather(t *testing.T, c *actors.Consumer) scrape.Metrics {
 // record shows as a growing oldest-unfinished age on its partition alone,
 // and every partition's lag reaches 0 once everything is committed.
 func TestMetricsFollowTheRecords(t *testing.T) {
+	t.Parallel()
 	const records = 400
 	r := newRun(t, 4, records, 40)
 	ledger := testkit.NewLedger(0)
@@ -155,6 +156,7 @@ func partition(c *actors.Consumer, topic string, p int32) actors.PartitionStats 
 
 // Without Options.Metrics there are no histograms, and the rest is there.
 func TestMetricsWithoutHistograms(t *testing.T) {
+	t.Parallel()
 	r := newRun(t, 2, 20, 5)
 	ledger := testkit.NewLedger(0)
 	c := r.start(r.consumer("plain", nil), ledger)

@@ -82,6 +82,7 @@ func openFilesLimit(t *testing.T) uint64 {
 // tree never restarts), every record handled once, each such failure
 // counted, and exactly one log line must explain it, naming the limit.
 func TestOutOfFilesIsReportedOnceAndRetried(t *testing.T) {
+	t.Parallel()
 	tap := &logTap{T: t}
 	var emfile atomic.Int64
 	handler := harness.Fail(func(rec *actors.Record) bool { return rec.Offset%3 == 0 }, func(attempt int) error {
@@ -112,6 +113,7 @@ func TestOutOfFilesIsReportedOnceAndRetried(t *testing.T) {
 // a few descriptors above what it uses, and its handler dials a listener of
 // this process and holds the connection a moment, with sixteen runners.
 func TestOutOfFilesWithARealLimit(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("TURBO_OUT_OF_FILES_CHILD") != "" {
 		outOfFilesChild(t)
 		return

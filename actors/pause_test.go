@@ -16,6 +16,7 @@ import (
 // forever while the member reports no lag. Found by the chaos suite
 // (test/chaos, TestRebalancesUnderLoad).
 func TestPartitionPausedWhenRevokedIsReadWhenItComesBack(t *testing.T) {
+	t.Parallel() // most of its time is spent waiting: for sessions, joins, handlers
 	r := newRun(t, 4, 400, 40)
 	release := make(chan struct{})
 	ledger := testkit.NewLedger(0)

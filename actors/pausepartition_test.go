@@ -17,6 +17,7 @@ import (
 // while t/1 goes on; t/0 stays assigned, and after Resume(t/0) it drains,
 // in order, each record once.
 func TestPausePartitions(t *testing.T) {
+	t.Parallel()
 	for _, ordering := range []config.Ordering{config.OrderingKey, config.OrderingPartition, config.OrderingUnordered} {
 		t.Run(string(ordering), func(t *testing.T) {
 			c := harness.Consumer("pause-parts", "t")

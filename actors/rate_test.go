@@ -37,6 +37,7 @@ func (s *startTimes) Handle(_ context.Context, rec *actors.Record) error {
 // the burst), retries included; every record is handled once and in key
 // order, and the time waited shows in Stats.
 func TestRateLimitPacesAttempts(t *testing.T) {
+	t.Parallel()
 	const limit, burst, records = 100, 10, 200 // 20 retries: 220 attempts, ~2.1 s
 	c := harness.Consumer("paced", "t")
 	c.Concurrency = 16
@@ -71,6 +72,7 @@ func TestRateLimitPacesAttempts(t *testing.T) {
 // per 100 s) do not hold up a stop, and are not handled: they are not a
 // runner's until their token came.
 func TestRateLimitWaitEndsAtStop(t *testing.T) {
+	t.Parallel()
 	c := harness.Consumer("slow", "t")
 	c.Rate = config.Rate{Limit: config.MinRateLimit, Burst: 1}
 	hs := harness.New(t, harness.Config{Consumer: c}, nil)

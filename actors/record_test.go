@@ -15,6 +15,7 @@ import (
 // scheduler keyed its map with the handler's own bytes, the scribble lost
 // track of the key, and the coordinator panicked (a restart loop).
 func TestAHandlerCannotCorruptTheScheduling(t *testing.T) {
+	t.Parallel()
 	const records, keys = 200, 10
 	h := harness.New(t, harness.Config{Consumer: harness.Consumer("tree", topic)},
 		actors.HandlerFunc(func(_ context.Context, rec *actors.Record) error {

@@ -21,6 +21,7 @@ import (
 // generation still skips what the last one finished instead of running it
 // again. One record fails for good, so the tree restarts over and over.
 func TestRestartKeepsWhatTheTreeFinishedWhenCommitsFail(t *testing.T) {
+	t.Parallel()
 	const records, bad = 100, 50
 	topic := testkit.TopicName("t-gen")
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))

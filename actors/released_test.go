@@ -8,6 +8,7 @@ import (
 )
 
 func TestReleasedAtAddsWhatTheBrokerDoesNotKnow(t *testing.T) {
+	t.Parallel()
 	tp := TopicPartition{Topic: "t", Partition: 3}
 	meta, _, err := offsetmeta.Encode(100, []offsetmeta.Range{{From: 105, To: 109}}, 4000)
 	if err != nil {
@@ -56,6 +57,7 @@ func TestReleasedAtAddsWhatTheBrokerDoesNotKnow(t *testing.T) {
 }
 
 func TestUnionRanges(t *testing.T) {
+	t.Parallel()
 	got := unionRanges([]offsetmeta.Range{{From: 10, To: 12}, {From: 0, To: 3}, {From: 4, To: 5}, {From: 11, To: 20}, {From: 30, To: 30}})
 	want := []offsetmeta.Range{{From: 0, To: 5}, {From: 10, To: 20}, {From: 30, To: 30}}
 	if !slices.Equal(got, want) {
@@ -67,6 +69,7 @@ func TestUnionRanges(t *testing.T) {
 // same partition was released (rememberLost): the higher watermark of the
 // same topic stays; a new topic id replaces it whatever its offset.
 func TestReleasedAtKeepsTheHigherWatermark(t *testing.T) {
+	t.Parallel()
 	tp := TopicPartition{Topic: "t", Partition: 0}
 	topic, recreated := topicID{1}, topicID{2}
 	var r releasedAt
@@ -92,6 +95,7 @@ func TestReleasedAtKeepsTheHigherWatermark(t *testing.T) {
 // (TestRestartKeepsWhatTheTreeFinishedWhenCommitsFail once ran 34 records
 // again when a release with less replaced one with more).
 func TestReleasedAtKeepsWhatEveryReleaseFinished(t *testing.T) {
+	t.Parallel()
 	tp := TopicPartition{Topic: "t", Partition: 0}
 	topic := topicID{1}
 	enc := func(committed int64, rs ...offsetmeta.Range) string {

@@ -37,6 +37,7 @@ func work(d time.Duration) actors.Handler {
 // finished records above it in the commit metadata). The commit ticker is
 // an hour: only the restart's own commit can do it.
 func TestRestartLoopCommitsWhatFinished(t *testing.T) {
+	t.Parallel()
 	const partitions, perPartition = 4, 100
 	poison := harness.At(topic, 0, 10)
 	cfg := consumer(func(c *config.Consumer) {
@@ -98,6 +99,7 @@ func TestRestartLoopCommitsWhatFinished(t *testing.T) {
 // stops below it (as below the failed record); the metadata lists only what
 // finished. The next generation runs exactly the unfinished records.
 func TestRestartCommitStopsBelowCancelledRecords(t *testing.T) {
+	t.Parallel()
 	cfg := consumer(func(c *config.Consumer) {
 		c.CommitInterval = time.Hour
 		c.Retry.MaxAttempts = 1
@@ -147,6 +149,7 @@ func TestRestartCommitStopsBelowCancelledRecords(t *testing.T) {
 // assignment must not stop the other partitions' commits, and no healthy
 // record may be handled twice across the restarts.
 func TestRestartLoopCommitsWhatFinishedOnABroker(t *testing.T) {
+	t.Parallel()
 	const records = 400
 	r := newRun(t, 4, records, 40)
 	ledger := testkit.NewLedger(2 * time.Millisecond)

@@ -13,6 +13,7 @@ import (
 // delay, capped by max_backoff, wherever the RetryAfterError sits in the
 // error's chain.
 func TestRetryDelayHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	c := config.DefaultConsumer("c")
 	c.Retry = config.Retry{MaxAttempts: 10, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
 	p := newFailurePolicy(c)
@@ -47,6 +48,7 @@ func TestRetryDelayHonoursRetryAfter(t *testing.T) {
 // A RetryAfterError is a failed attempt like any other: it consumes an
 // attempt, and one that also wraps ErrPermanent is not retried.
 func TestRetryAfterConsumesAnAttempt(t *testing.T) {
+	t.Parallel()
 	c := config.DefaultConsumer("c")
 	c.Retry.MaxAttempts = 2
 	c.OnFailure = config.OnFailureSkip

@@ -22,6 +22,7 @@ var saramaSide = []string{
 }
 
 func TestOnlyTheSaramaSideImportsSarama(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

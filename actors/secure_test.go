@@ -53,6 +53,7 @@ func secureClusterCtl(t *testing.T, topic string) (config.Kafka, *kfake.Cluster)
 // A consumer over mTLS and SCRAM-SHA-512 handles and commits everything,
 // and its logs never show the password.
 func TestConsumerOverMTLSAndSCRAM(t *testing.T) {
+	t.Parallel()
 	const topic, records = "secure", 400
 	k := secureCluster(t, topic)
 	var logs testkit.Buffer
@@ -90,6 +91,7 @@ func TestConsumerOverMTLSAndSCRAM(t *testing.T) {
 // broker's CA) gives up after a few attempts, saying why, instead of
 // retrying a configuration mistake forever.
 func TestConsumerRefusedAtStartGivesUp(t *testing.T) {
+	t.Parallel() // most of its time is spent waiting: for sessions, joins, handlers
 	const topic = "refused"
 	k := secureCluster(t, topic)
 	other := pki.TestCA(t, "another CA")
@@ -132,6 +134,7 @@ func TestConsumerRefusedAtStartGivesUp(t *testing.T) {
 // cause and shown in the stats (and so in the health reports) until the
 // consumer is let in again, and then it carries on.
 func TestRefusalLaterInARunIsRetriedAndShown(t *testing.T) {
+	t.Parallel()
 	const topic, records = "later", 200
 	k, cluster := secureClusterCtl(t, topic)
 	var refuse, drop atomic.Bool

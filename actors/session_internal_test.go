@@ -10,6 +10,7 @@ import (
 )
 
 func TestSessionLiveness(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	const timeout = 10 * time.Second
 	at := func(d time.Duration) time.Time { return t0.Add(d) }

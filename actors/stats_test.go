@@ -8,6 +8,7 @@ import (
 // Add sums every counter and gauge: a field added to Snapshot but not to
 // Add would read zero in a multi-consumer process's totals.
 func TestSnapshotAddSumsEveryCount(t *testing.T) {
+	t.Parallel()
 	var a, b Snapshot
 	va, vb := reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem()
 	for i := range va.NumField() {

@@ -8,6 +8,7 @@ import (
 // The phases of a drain fit within shutdown_timeout, in order, whatever its
 // value, with room left for the actors to stop.
 func TestStopBudgetFitsWithinShutdownTimeout(t *testing.T) {
+	t.Parallel()
 	for _, shutdown := range []time.Duration{time.Millisecond, 100 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 30 * time.Second, time.Hour} {
 		b := newStopBudget(shutdown)
 		if b.total != shutdown {

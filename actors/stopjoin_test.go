@@ -21,6 +21,7 @@ import (
 // member that never reached Kafka at all is still a failed stop
 // (TestRunShutdownIsBoundedAgainstASilentBroker in test/e2e).
 func TestStopWhileJoiningIsClean(t *testing.T) {
+	// Timed (it times the stop to 250 ms): it runs alone, after the rest (the Makefile's TIMED).
 	topic := testkit.TopicName("t-join")
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topic))
 	if err != nil {

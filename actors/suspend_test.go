@@ -18,6 +18,7 @@ import (
 // the runner held nor what arrives meanwhile — the partitions stay the
 // consumer's, and Resume runs the rest once each, in order.
 func TestPauseHoldsRecordsAndKeepsPartitions(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	c := harness.Consumer("pausable", "t")
 	c.Concurrency = 1 // the runner holds the whole run of "held" in its batch
@@ -79,6 +80,7 @@ func TestPauseHoldsRecordsAndKeepsPartitions(t *testing.T) {
 // nothing more is committed and the lag the broker reports grows; after
 // Resume every record is handled once and committed.
 func TestPausedConsumerKeepsItsGroup(t *testing.T) {
+	t.Parallel() // most of its time is spent waiting: for sessions, joins, handlers
 	const before, during = 200, 300
 	r := newRun(t, 4, before, 20)
 	var mu sync.Mutex

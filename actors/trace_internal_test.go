@@ -22,6 +22,7 @@ const (
 )
 
 func TestOutcomeOf(t *testing.T) {
+	t.Parallel()
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	timedOut, cancelT := context.WithTimeoutCause(context.Background(), time.Nanosecond, ErrHandlerTimeout)
@@ -52,6 +53,7 @@ func TestOutcomeOf(t *testing.T) {
 }
 
 func TestIsTraceHeader(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]bool{
 		"traceparent": true, "Traceparent": true, "TRACESTATE": true, "tracestate": true,
 		"": false, "traceparen": false, "traceparent ": false, "trace-id": false, "baggage": false, "tracestatx": false,
@@ -63,6 +65,7 @@ func TestIsTraceHeader(t *testing.T) {
 }
 
 func TestTruncateKeepsUTF8(t *testing.T) {
+	t.Parallel()
 	if got := truncate("short", 10); got != "short" {
 		t.Errorf("truncate(short) = %q", got)
 	}
@@ -77,6 +80,7 @@ func TestTruncateKeepsUTF8(t *testing.T) {
 // of repeated headers counts; an invalid traceparent leaves the context
 // without a trace.
 func TestTracerPutsTheRecordTraceInTheContext(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		headers []Header
@@ -123,6 +127,7 @@ func TestTracerPutsTheRecordTraceInTheContext(t *testing.T) {
 // One span per attempt, with its attributes and outcome; a panic is
 // recorded and raised again.
 func TestTracerSpans(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer func() { _ = tp.Shutdown(context.Background()) }()

@@ -41,6 +41,7 @@ func traced(offset int64, key string) harness.Record {
 // holds that trace (the record's span as a remote parent); a record without
 // one reaches it with none.
 func TestTraceContextReachesTheHandler(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	got := map[int64]trace.SpanContext{}
 	h := harness.New(t, consumer(nil), actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
@@ -72,6 +73,7 @@ func TestTraceContextReachesTheHandler(t *testing.T) {
 // unchanged (spans off) under their standard names, and not as
 // Kafka-Header-Traceparent.
 func TestHTTPHandlerForwardsTheRecordsTraceparent(t *testing.T) {
+	t.Parallel()
 	reqs := make(chan http.Header, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reqs <- r.Header.Clone()
@@ -107,6 +109,7 @@ func TestHTTPHandlerForwardsTheRecordsTraceparent(t *testing.T) {
 // handler's context holds during that attempt; a record without trace
 // context gets a root span. Exported over OTLP/HTTP to a receiver.
 func TestOneSpanPerAttemptReachesTheCollector(t *testing.T) {
+	t.Parallel()
 	recv := tracingtest.NewReceiver(t)
 	prov, err := tracing.Start(config.Tracing{OTLPEndpoint: recv.URL}, zerolog.Nop())
 	if err != nil {

@@ -72,6 +72,7 @@ func checkPartitionOnce(t *testing.T, h *harness.Harness, partition int32, n int
 // no two records of a unit at once nor out of offset order, and everything
 // is committed.
 func TestOrderingHoldsUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	for _, ordering := range []config.Ordering{config.OrderingKey, config.OrderingPartition, config.OrderingUnordered} {
 		t.Run(string(ordering), func(t *testing.T) {
 			work := actors.HandlerFunc(func(context.Context, *actors.Record) error {
@@ -99,6 +100,7 @@ func TestOrderingHoldsUnderConcurrency(t *testing.T) {
 // The parallelism each ordering allows, and no more: with every record
 // held, as many run as there are free units (keys, partitions, or runners).
 func TestParallelismPerOrdering(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		ordering config.Ordering
 		limit    int
@@ -133,6 +135,7 @@ func TestParallelismPerOrdering(t *testing.T) {
 // when one of them blocks, the rest of its run is taken back but must wait
 // (same partition), while the other partitions keep flowing.
 func TestPartitionOrderingBlockedRecordHoldsOnlyItsPartition(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	h := harness.New(t, consumer(func(c *config.Consumer) {
 		c.Ordering = config.OrderingPartition
@@ -155,6 +158,7 @@ func TestPartitionOrderingBlockedRecordHoldsOnlyItsPartition(t *testing.T) {
 // the budget (concurrency + max_buffered, shared among the partitions
 // held): its partition stops being read, the others flow.
 func TestBlockedKeyFillsOnlyItsPartitionsShare(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	h := harness.New(t, consumer(func(c *config.Consumer) {
 		c.Concurrency = 2
@@ -182,6 +186,7 @@ func TestBlockedKeyFillsOnlyItsPartitionsShare(t *testing.T) {
 // A record that fails twice and then succeeds is handled exactly three
 // times; its key's later records wait for it, the other keys do not.
 func TestRetryKeepsKeyOrderAndOtherKeysFlow(t *testing.T) {
+	t.Parallel()
 	third := make(chan struct{}) // the third attempt waits for the test
 	handler := harness.FailTimes(harness.At(topic, 0, 20), 2, errors.New("transient failure"),
 		harness.Block(harness.At(topic, 0, 20), third, nil))
@@ -215,6 +220,7 @@ func TestRetryKeepsKeyOrderAndOtherKeysFlow(t *testing.T) {
 
 // on_failure: skip gives up on a record after its attempts and carries on.
 func TestSkipAfterAttempts(t *testing.T) {
+	t.Parallel()
 	h := harness.New(t, consumer(func(c *config.Consumer) { c.OnFailure = config.OnFailureSkip }),
 		harness.FailTimes(func(rec *actors.Record) bool { return rec.Offset == 5 }, math.MaxInt, errors.New("always fails"), nil))
 	feedAll(h, 2, 50, 10)
@@ -237,6 +243,7 @@ func TestSkipAfterAttempts(t *testing.T) {
 // its key, value and headers plus where it came from and why; its key waits
 // until the write is acknowledged, and it then counts as done.
 func TestDeadLetterRecordsCarryTheirOrigin(t *testing.T) {
+	t.Parallel()
 	permanent := fmt.Errorf("bad payload: %w", actors.ErrPermanent)
 	handler := harness.FailTimes(func(rec *actors.Record) bool { return rec.Offset%10 == 7 }, math.MaxInt, permanent,
 		harness.FailTimes(harness.At(topic, 0, 3), math.MaxInt, errors.New("timeout"), nil))
@@ -299,6 +306,7 @@ func header(t *testing.T, r harness.Record, name string) string {
 // tree: the record is never dropped silently. After the restart it comes
 // again and is dead-lettered once the topic takes writes.
 func TestDeadLetterWriteFailureRestartsTheTree(t *testing.T) {
+	t.Parallel()
 	h := harness.New(t, consumer(func(c *config.Consumer) {
 		c.OnFailure, c.DLQTopic = config.OnFailureDLQ, "orders-dlq"
 	}), harness.FailTimes(harness.At(topic, 0, 2), math.MaxInt, fmt.Errorf("no: %w", actors.ErrPermanent), nil))
@@ -319,6 +327,7 @@ func TestDeadLetterWriteFailureRestartsTheTree(t *testing.T) {
 // on_failure: fail restarts the tree (with backoff) once the attempts run
 // out; the record comes again and succeeds on a later delivery.
 func TestFailRestartsTheTreeAfterAttempts(t *testing.T) {
+	t.Parallel()
 	h := harness.New(t, consumer(func(c *config.Consumer) { c.Retry.MaxAttempts = 2 }),
 		harness.FailTimes(harness.At(topic, 0, 10), 3, errors.New("fails three times"), nil))
 	h.Feed(harness.Seq(topic, 0, 0, 30, 3)...)
@@ -338,6 +347,7 @@ func TestFailRestartsTheTreeAfterAttempts(t *testing.T) {
 
 // A panicking handler fails its record like an error does.
 func TestPanickingHandlerRestartsTheTree(t *testing.T) {
+	t.Parallel()
 	h := harness.New(t, consumer(func(c *config.Consumer) { c.Retry.MaxAttempts = 1 }),
 		harness.Fail(harness.At(topic, 0, 5), func(attempt int) error {
 			if attempt == 1 {
@@ -362,6 +372,7 @@ func TestPanickingHandlerRestartsTheTree(t *testing.T) {
 // After a restart the partition is read again from the committed offset:
 // what was committed is not handled again, the failed record is.
 func TestRestartRedeliversFromTheCommittedOffset(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	h := harness.New(t, consumer(func(c *config.Consumer) { c.Retry.MaxAttempts = 1 }),
 		harness.Block(harness.At(topic, 0, 5), release,
@@ -389,6 +400,7 @@ func TestRestartRedeliversFromTheCommittedOffset(t *testing.T) {
 // A record that fails for good (on_failure: fail) holds its key until the
 // restart: nothing after it runs before it comes again.
 func TestEscalatedFailureHoldsItsKeyUntilTheRestart(t *testing.T) {
+	t.Parallel()
 	h := harness.New(t, consumer(func(c *config.Consumer) { c.Retry.MaxAttempts = 1 }),
 		harness.FailTimes(harness.At(topic, 0, 5), 1, errors.New("boom"), nil))
 	h.Feed(harness.Seq(topic, 0, 0, 100, 1)...) // a single key
@@ -418,6 +430,7 @@ func TestEscalatedFailureHoldsItsKeyUntilTheRestart(t *testing.T) {
 // max_handler_time cancels an attempt that runs too long; it counts as a
 // failed attempt and is retried.
 func TestMaxHandlerTimeCancelsAndRetries(t *testing.T) {
+	t.Parallel()
 	var hung atomic.Bool
 	h := harness.New(t, consumer(func(c *config.Consumer) { c.MaxHandlerTime = 50 * time.Millisecond }),
 		actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
@@ -446,6 +459,7 @@ func TestMaxHandlerTimeCancelsAndRetries(t *testing.T) {
 // one are dropped, the other partitions keep flowing meanwhile, and the
 // partition's next assignment reads from that watermark.
 func TestRevocationDrainsAndCommits(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	cfg := consumer(nil)
 	cfg.ShutdownTimeout = 30 * time.Second // the revocation must wait for the test, however slow the machine
@@ -492,6 +506,7 @@ func TestRevocationDrainsAndCommits(t *testing.T) {
 // the records below the highest one started still run before the release,
 // so the committed offset passes every finished record.
 func TestRevocationWaitsOnlyForRunningRecords(t *testing.T) {
+	t.Parallel()
 	// Key a: offset 0 blocks, 1–200 wait behind it and take 2 ms each (so a
 	// revocation that dropped them could not come too late to matter); key
 	// b's offset 201 finishes at once.
@@ -572,6 +587,7 @@ func TestRevocationWaitsOnlyForRunningRecords(t *testing.T) {
 // revoked: the key's later records are dropped with it, not run past it,
 // and the watermark stays below it (its metadata lists what finished).
 func TestRevocationDoesNotRunPastAParkedRecord(t *testing.T) {
+	t.Parallel()
 	h := harness.New(t, consumer(func(c *config.Consumer) {
 		c.Retry = config.Retry{MaxAttempts: 3, InitialBackoff: 20 * time.Second, MaxBackoff: 20 * time.Second}
 	}), harness.FailTimes(harness.At(topic, 0, 0), 1, errors.New("transient"), nil))
@@ -601,6 +617,7 @@ func TestRevocationDoesNotRunPastAParkedRecord(t *testing.T) {
 // finished records above it. When the tree restarts, the new tree reads the
 // metadata and does not run those again — unless metadata is off.
 func TestWatermarkNeverPassesAnUnfinishedRecord(t *testing.T) {
+	t.Parallel()
 	for _, metaBytes := range []int{4000, 0} {
 		t.Run(fmt.Sprintf("commit_metadata_bytes=%d", metaBytes), func(t *testing.T) {
 			release := make(chan struct{})
@@ -646,6 +663,7 @@ func TestWatermarkNeverPassesAnUnfinishedRecord(t *testing.T) {
 // Offsets that are never delivered (compaction, transaction markers) are
 // never waited for.
 func TestGapsInOffsetsDoNotStallTheWatermark(t *testing.T) {
+	t.Parallel()
 	h := harness.New(t, consumer(nil), nil)
 	for _, off := range []int64{0, 1, 5, 6, 10, 42} {
 		h.Feed(harness.Rec(topic, 0, off, "k", "v"))
@@ -662,6 +680,7 @@ func TestGapsInOffsetsDoNotStallTheWatermark(t *testing.T) {
 // Stop drains like a revocation: the running record finishes, then the
 // watermark is committed (here the only commit: commit_interval is long).
 func TestStopWaitsForRunningRecordsAndCommits(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	cfg := consumer(func(c *config.Consumer) { c.CommitInterval = time.Hour })
 	cfg.ShutdownTimeout = 30 * time.Second
@@ -691,6 +710,7 @@ func TestStopWaitsForRunningRecordsAndCommits(t *testing.T) {
 // passes the record still running: nothing is lost, its metadata still
 // spares the next owner the records that finished.
 func TestExpiredRevocationReleasesAtTheLastWatermark(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	cfg := consumer(nil)
@@ -716,6 +736,7 @@ func TestExpiredRevocationReleasesAtTheLastWatermark(t *testing.T) {
 // the tree. It is simply not finished, and the partition's next owner (here
 // the same consumer, given it back) handles it again.
 func TestRecordCancelledByAnExpiredRevocationIsNotAFailure(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []config.OnFailure{config.OnFailureFail, config.OnFailureSkip, config.OnFailureDLQ} {
 		t.Run(string(policy), func(t *testing.T) {
 			release := make(chan struct{})
@@ -761,6 +782,7 @@ func TestRecordCancelledByAnExpiredRevocationIsNotAFailure(t *testing.T) {
 // for the tick: over any stretch a partition commits at most once per
 // interval plus that burst of two.
 func TestADrainedPartitionCommitsWithoutWaitingForTheTick(t *testing.T) {
+	t.Parallel()
 	h := harness.New(t, consumer(func(c *config.Consumer) { c.CommitInterval = time.Hour }), nil)
 	h.Feed(harness.Seq(topic, 0, 0, 20, 5)...)
 	h.Assign(topic, 0)

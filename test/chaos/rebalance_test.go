@@ -28,6 +28,7 @@ const (
 // every handover, nothing is lost, and the duplicates (all from the kill)
 // are reported.
 func TestRebalancesUnderLoad(t *testing.T) {
+	t.Parallel() // its own topic, group and members
 	began := time.Now()
 	topic, group := testkit.TopicName("rebalance"), testkit.TopicName("rebalance-group")
 	brokers := testkit.Broker(t, rebPartitions, topic)

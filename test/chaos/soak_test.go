@@ -36,6 +36,7 @@ type chaosCounts struct{ kills, restarts, joins, leaves int }
 // it: nothing lost, no order violation, no overlap of a key nor of a
 // partition's owners; duplicates are reported.
 func TestChaosSoak(t *testing.T) {
+	t.Parallel() // its own topic, group and members
 	s := *seed
 	if s == 0 {
 		s = uint64(time.Now().UnixNano())

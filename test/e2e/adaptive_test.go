@@ -15,6 +15,7 @@ import (
 // → 20 (503 beyond it): the requests in flight follow the capacity, and
 // the ledger behind the endpoint sees every record once, in key order.
 func TestAdaptiveConcurrencyThroughHTTP(t *testing.T) {
+	t.Parallel()
 	const records, keys, phase = 4000, 400, 3 * time.Second
 	caps := []int64{20, 5, 20}
 	topic := testkit.TopicName("adaptive")

@@ -15,6 +15,7 @@ import (
 // partition ordering: nothing is lost, no unit runs twice at once or out of
 // order, and the requests carried several records each.
 func TestHTTPBatches(t *testing.T) {
+	t.Parallel()
 	for _, ordering := range []string{"key", "partition"} {
 		t.Run(ordering, func(t *testing.T) {
 			const records, keys = 2000, 50

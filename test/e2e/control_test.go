@@ -17,6 +17,7 @@ import (
 // records produced meanwhile are not delivered — and /resume delivers them,
 // each once, in key order.
 func TestPauseAndResumeOverHTTP(t *testing.T) {
+	t.Parallel()
 	const first, second = 200, 100
 	topic := testkit.TopicName("control")
 	addr := testkit.Cluster(t, 4, topic)

@@ -150,6 +150,7 @@ log: {level: warn, format: json}
 // the restart handles again only what had not finished; without it, every
 // record above the stuck one comes again.
 func TestKill9RedeliversOnlyUnfinishedRecords(t *testing.T) {
+	t.Parallel()
 	meta, plain := testkit.TopicName("crash-meta"), testkit.TopicName("crash-plain")
 	// One partition each, so that offset 100 holds the watermark of all.
 	addr := testkit.Cluster(t, 1, meta, plain)

@@ -25,6 +25,7 @@ import (
 // that runs until a signal (run, swarm, dev) must become ready and then
 // stop with exit 0 on SIGTERM.
 func TestEveryExampleRuns(t *testing.T) {
+	t.Parallel()
 	examples := helpExamples(t)
 	if n := len(examples); n < 10 {
 		t.Fatalf("only %d examples in the commands' help", n)
@@ -60,7 +61,7 @@ swarm:
 		t.Run(line, func(t *testing.T) {
 			env, args := exampleArgs(t, line, cfg, addr, topic)
 			for k, v := range env {
-				t.Setenv(k, v)
+				testkit.Setenv(t, k, v)
 			}
 			if untilSignal(args) {
 				runUntilReady(t, args)

@@ -13,6 +13,7 @@ import (
 // batch's retryable failure). One record per call and batches of up to 25:
 // nothing lost, no key runs twice at once or out of order, no duplicate.
 func TestGRPCHandler(t *testing.T) {
+	t.Parallel()
 	for _, batch := range []int{1, 25} {
 		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
 			const records, keys = 2000, 50

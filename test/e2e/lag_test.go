@@ -22,6 +22,7 @@ import (
 // stayed at the high watermark of the last fetch: 127 where 2,003 records
 // waited, in production, and TurboLagGrowing could not fire for it.)
 func TestLagOfStuckPartitionOverHTTP(t *testing.T) {
+	t.Parallel()
 	const first, more = 2000, 2000
 	topic := testkit.TopicName("lag")
 	addr := testkit.Cluster(t, 2, topic)

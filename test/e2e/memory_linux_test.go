@@ -91,6 +91,7 @@ log: {level: warn, format: json}
 // never finishes, a 1,000,000-record backlog costs no more than a 100,000-record
 // one, and it does not grow while the records wait.
 func TestMemoryFlatWithLargeBacklog(t *testing.T) {
+	// Not parallel with the package's other tests: it measures a process's memory.
 	small, large := testkit.TopicName("small"), testkit.TopicName("large")
 	addr := testkit.Cluster(t, 8, small, large)
 	testkit.ProduceWithBinary(t, addr, small, 100_000, 1000)
@@ -139,6 +140,7 @@ func minOf(s []int64) int64 {
 // share runs out, so one or two records each) and the garbage collector's
 // headroom over the live heap (GOGC=100: up to as much again).
 func TestMemoryBoundedByBytesWithLargeRecords(t *testing.T) {
+	// Not parallel with the package's other tests: it measures a process's memory.
 	const partitions, records = 8, 320
 	topic := testkit.TopicName("large-records")
 	addr := testkit.Cluster(t, partitions, topic)

@@ -95,6 +95,7 @@ func (m *misreader) counts() (bad, done map[string]int) {
 // says the 207 was not understood. (A parser that took the misspelt body as
 // "nothing failed" committed every record unprocessed.)
 func TestA207ThatIsNotTheDocumentIsRetried(t *testing.T) {
+	t.Parallel()
 	const records, keys = 500, 50
 	topic := testkit.TopicName("multistatus")
 	addr := testkit.Cluster(t, 4, topic)

@@ -18,6 +18,7 @@ import (
 // ("__") topic nor one --exclude-topics names is ever consumed, though
 // each matches the pattern.
 func TestTopicPatternsFollowNewTopics(t *testing.T) {
+	t.Parallel()
 	const records, refresh = 100, 500 * time.Millisecond
 	base := testkit.TopicName("pattern")
 	early, late, excluded := base+".early", base+".late", base+".excluded"

@@ -13,6 +13,7 @@ import (
 // the limit (after the burst); the ledger finds every record handled once,
 // in key order.
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	const records, keys, limit, burst = 500, 50, 100, 10 // ~5 s
 	topic := testkit.TopicName("rate")
 	addr := testkit.Cluster(t, 4, topic)

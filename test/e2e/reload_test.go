@@ -105,6 +105,7 @@ func allEqual(xs []int, v, n int) bool {
 // validate is refused, logged, shown in /status, and the old configuration
 // keeps running.
 func TestSIGHUPReloadsRun(t *testing.T) {
+	t.Parallel()
 	const records, keys = 6_000, 200
 	topic := testkit.TopicName("reload")
 	addr := testkit.Cluster(t, 4, topic)
@@ -114,6 +115,11 @@ func TestSIGHUPReloadsRun(t *testing.T) {
 	path := testkit.WriteConfig(t, reloadConfig(addr, topic, url, 4, false))
 	var stderr testkit.Buffer
 	run, live := testkit.StartHTTP(t, nil, &stderr, "run", "--config", path)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("turbo run's stderr (the end):\n%s", tail(stderr.String(), 32<<10))
+		}
+	})
 	testkit.Eventually(t, time.Minute, "a sixth of the records handled", func() bool { return ledger.Report().Distinct >= records/6 })
 
 	if err := os.WriteFile(path, []byte(reloadConfig(addr, topic, url, 16, false)), 0o600); err != nil {
@@ -163,6 +169,7 @@ func TestSIGHUPReloadsRun(t *testing.T) {
 // nodes one at a time, each once the one before is back and ready; the new
 // nodes read the new concurrency. A broken file leaves every node running.
 func TestSIGHUPRollsTheSwarm(t *testing.T) {
+	t.Parallel()
 	const records, keys, nodes = 8_000, 200, 2
 	topic := testkit.TopicName("reloadswarm")
 	addr := testkit.Cluster(t, 4, topic)

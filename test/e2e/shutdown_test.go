@@ -41,6 +41,7 @@ func (r *recorder) snapshot() map[string]int {
 // SIGTERM mid-run: turbo drains, commits and exits 0; the next run
 // redelivers nothing that finished before the signal.
 func TestSigtermThenRestartRedeliversNothingFinished(t *testing.T) {
+	t.Parallel()
 	const records = 3000
 	topic := testkit.TopicName("orders")
 	addr := testkit.Cluster(t, 8, topic)

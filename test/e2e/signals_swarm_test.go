@@ -72,6 +72,7 @@ func awaitGone(t *testing.T, pids []int, timeout time.Duration) time.Duration {
 // fix the nodes took them as two signals and exited through "second signal,
 // exiting now" without their final commits.
 func TestSwarmNodesStopGracefullyWhenTheSupervisorIsKilled(t *testing.T) {
+	t.Parallel()
 	var out testkit.Buffer
 	sw, addr, topic, ledger, nodes := startLedgerSwarm(t, 3000, &out)
 	sw.Signal(t, syscall.SIGKILL)
@@ -112,6 +113,7 @@ func TestSwarmNodesStopGracefullyWhenTheSupervisorIsKilled(t *testing.T) {
 // supervisor.TestStopDuringNodeStartUpIsClean (a node that takes 5 s to
 // handle signals).
 func TestSwarmSignalDuringStartUpIsACleanStop(t *testing.T) {
+	t.Parallel()
 	topic := testkit.TopicName("orders")
 	addr := testkit.Cluster(t, 4, topic)
 	ledger := testkit.NewLedger(0)
@@ -143,6 +145,7 @@ func children(pid int) []string {
 // Point 10: the same for `turbo run`: a signal while the embedded broker is
 // being seeded, or while the consumer is joining its group, is a clean stop.
 func TestRunSignalDuringStartUpIsACleanStop(t *testing.T) {
+	t.Parallel()
 	for _, moment := range []string{"embedded broker started", "turbo running"} {
 		cfg := testkit.WriteConfig(t, `
 kafka:

@@ -152,6 +152,7 @@ func startWithStderrUnread(t *testing.T) stderrUnread {
 // hundred records) and then ignored SIGTERM: logging must never block the
 // pipeline or the signal path.
 func TestRunKeepsGoingWhenStderrIsNeverRead(t *testing.T) {
+	t.Parallel()
 	sr := startWithStderrUnread(t)
 	const records = stderrRecords
 	ep, run, addr, topic := sr.ep, sr.run, sr.addr, sr.topic
@@ -184,6 +185,7 @@ func TestRunKeepsGoingWhenStderrIsNeverRead(t *testing.T) {
 // Point 1: the lines dropped while stderr was not read are counted: one line
 // in the log once the reader is back, and the total in the exit summary.
 func TestRunReportsTheLogLinesItDropped(t *testing.T) {
+	t.Parallel()
 	sr := startWithStderrUnread(t)
 	ep, run, r := sr.ep, sr.run, sr.stderr
 	testkit.Eventually(t, 60*time.Second, "every record handled with stderr unread", func() bool { return ep.distinct() == stderrRecords })
@@ -221,6 +223,7 @@ func TestRunReportsTheLogLinesItDropped(t *testing.T) {
 // (exit 141), nothing committed. A lost log reader is not a reason to lose
 // work: turbo goes on, and stops gracefully on SIGTERM.
 func TestRunSurvivesALostOutputReader(t *testing.T) {
+	t.Parallel()
 	const records = 2000
 	topic := testkit.TopicName("orders")
 	addr := testkit.Cluster(t, 4, topic)
@@ -291,6 +294,7 @@ log: {level: info, format: json}
 // goes on. Before SIGHUP was handled it killed turbo at once: exit 129,
 // nothing committed.
 func TestRunReloadCommitsWhatFinished(t *testing.T) {
+	t.Parallel()
 	const records = 3000
 	topic := testkit.TopicName("orders")
 	addr := testkit.Cluster(t, 4, topic)
@@ -360,6 +364,7 @@ func silentBroker(t *testing.T) (addr string, accepted *atomic.Int64) {
 // finish (nothing could be committed) is a failed stop. Before the fix, exit
 // took shutdown_timeout + 1.5 s and was 0 after "drain did not finish".
 func TestRunShutdownIsBoundedAgainstASilentBroker(t *testing.T) {
+	// Timed (it times the exit to 250 ms): it runs alone, after the rest (the Makefile's TIMED).
 	const shutdownTimeout = 2 * time.Second
 	const epsilon = 250 * time.Millisecond
 	addr, accepted := silentBroker(t)

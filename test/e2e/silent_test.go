@@ -23,6 +23,7 @@ import (
 // goes on, nothing is lost while the file is cut); a reload that changes
 // the handler type says so at warn level.
 func TestAConfigurationCutShortIsRefused(t *testing.T) {
+	t.Parallel()
 	const records, keys = 3_000, 100
 	topic := testkit.TopicName("cutshort")
 	addr := testkit.Cluster(t, 4, topic)
@@ -93,6 +94,7 @@ func TestAConfigurationCutShortIsRefused(t *testing.T) {
 // read (a pattern never matches a dead-letter topic), so it is not waited
 // for either; turbo run and turbo swarm exit 0 once the rest is committed.
 func TestExitOnIdleLeavesOutDeadLetterTopicsAPatternMatches(t *testing.T) {
+	t.Parallel()
 	const records = 50
 	base := testkit.TopicName("idledlq")
 	matched, dlq, other := base+".in", base+".dlq", base+"-b"

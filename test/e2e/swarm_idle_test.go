@@ -12,69 +12,76 @@ import (
 // TestSwarmExitOnIdle: turbo swarm --nodes 3 --exit-on-idle on 10,000
 // records exits 0 once the group committed them all, every record handled
 // once (ledger), from the swarm's start to its exit close to the ideal time
-// (10,000 × 20 ms of work over 3 × 8 runners, 8.3 s; see the bound); with a
-// node killed midway (kill -9), it is restarted, every record is still
-// handled, and the swarm still exits 0.
+// (10,000 × 20 ms of work over 3 × 8 runners, 8.3 s; see the bound).
 func TestSwarmExitOnIdle(t *testing.T) {
-	for _, kill := range []bool{false, true} {
-		t.Run(fmt.Sprintf("kill=%v", kill), func(t *testing.T) {
-			const records, keys, nodes, conc, work = 10_000, 500, 3, 8, 20 * time.Millisecond
-			topic := testkit.TopicName("idle")
-			var addr string
-			if !kill && testkit.SharedBrokers() == nil {
-				// Timed: the broker too is a plain build.
-				addr = testkit.PerfDev(t, "--partitions", "6")
-			} else {
-				addr = testkit.Cluster(t, 6, topic)
-			}
-			testkit.ProduceWithBinary(t, addr, topic, records, keys)
-			ledger := testkit.NewLedger(work)
-			args := []string{"swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), ""), "--nodes", fmt.Sprint(nodes), "--exit-on-idle"}
-			var sw *testkit.Proc
-			if !kill {
-				// Timed: a plain build, as the race detector would slow
-				// three nodes on two cores several times over.
-				sw = testkit.StartBinary(t, testkit.PerfBinary(t), nil, nil, args...)
-			} else {
-				var live string
-				sw, live = testkit.StartHTTP(t, nil, nil, args...)
-				testkit.Eventually(t, 90*time.Second, "a third of the records handled", func() bool { return ledger.Report().Distinct >= records/3 })
-				victim := readStatus(t, live).Nodes[1]
-				if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if code := sw.Wait(t, 3*time.Minute); code != 0 {
-				t.Fatalf("turbo swarm --exit-on-idle exited %d, want 0", code)
-			}
-			rep := ledger.Report()
-			if rep.Lost != 0 || rep.Distinct != records || rep.OrderViolations != 0 {
-				t.Fatalf("%d lost, %d distinct of %d, %d order violations (%v)", rep.Lost, rep.Distinct, records, rep.OrderViolations, rep.Examples)
-			}
-			took := sw.Exited.Sub(rep.FirstBegin)
-			ideal := time.Duration(records) * work / (nodes * conc)
-			wall := sw.Exited.Sub(sw.Started)
-			if !kill {
-				if err := rep.Err(); err != nil || rep.Duplicates != 0 {
-					t.Fatalf("%v; %d duplicates", err, rep.Duplicates)
-				}
-				// The target is the ideal + 3 s (11.3 s): met with the
-				// machine to itself (10.1-10.9 s), not always beside other
-				// packages' tests on the same two cores (up to 11.9 s).
-				// This bound guards against a regression; FIGURES has the
-				// measure.
-				if bound := ideal + 5*time.Second; wall > bound {
-					t.Errorf("the swarm ran %s from its start to its exit, over the ideal %s + 5 s", wall.Round(time.Millisecond), ideal)
-				}
-				// What --exit-on-idle adds to the work: judging the group
-				// done, and the graceful stop of every node.
-				if tail := sw.Exited.Sub(rep.LastBegin); tail > 3*time.Second {
-					t.Fatalf("exit %s after the last delivery: judging idle and stopping took over 3 s", tail.Round(time.Millisecond))
-				}
-			}
-			t.Logf("FIGURES swarm-exit-on-idle broker=%s kill=%v records=%d duplicates=%d start-to-exit=%s first-delivery-to-exit=%s (deliveries over %s, the last to exit %s) ideal=%s",
-				brokerKind(), kill, records, rep.Duplicates, wall.Round(time.Millisecond), took.Round(time.Millisecond), rep.LastBegin.Sub(rep.FirstBegin).Round(time.Millisecond),
-				sw.Exited.Sub(rep.LastBegin).Round(time.Millisecond), ideal)
-		})
+	// Timed (it times the swarm against the ideal): it runs alone, after the rest (the Makefile's TIMED).
+	swarmExitOnIdle(t, false)
+}
+
+// TestSwarmExitOnIdleAfterANodeIsKilled: the same run with a node killed
+// midway (kill -9): it is restarted, every record is still handled, and the
+// swarm still exits 0.
+func TestSwarmExitOnIdleAfterANodeIsKilled(t *testing.T) {
+	t.Parallel()
+	swarmExitOnIdle(t, true)
+}
+
+func swarmExitOnIdle(t *testing.T, kill bool) {
+	const records, keys, nodes, conc, work = 10_000, 500, 3, 8, 20 * time.Millisecond
+	topic := testkit.TopicName("idle")
+	var addr string
+	if !kill && testkit.SharedBrokers() == nil {
+		// Timed: the broker too is a plain build.
+		addr = testkit.PerfDev(t, "--partitions", "6")
+	} else {
+		addr = testkit.Cluster(t, 6, topic)
 	}
+	testkit.ProduceWithBinary(t, addr, topic, records, keys)
+	ledger := testkit.NewLedger(work)
+	args := []string{"swarm", "--config", swarmConfig(t, addr, topic, ledger.Endpoint(t), ""), "--nodes", fmt.Sprint(nodes), "--exit-on-idle"}
+	var sw *testkit.Proc
+	if !kill {
+		// Timed: a plain build, as the race detector would slow
+		// three nodes on two cores several times over.
+		sw = testkit.StartBinary(t, testkit.PerfBinary(t), nil, nil, args...)
+	} else {
+		var live string
+		sw, live = testkit.StartHTTP(t, nil, nil, args...)
+		testkit.Eventually(t, 90*time.Second, "a third of the records handled", func() bool { return ledger.Report().Distinct >= records/3 })
+		victim := readStatus(t, live).Nodes[1]
+		if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := sw.Wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("turbo swarm --exit-on-idle exited %d, want 0", code)
+	}
+	rep := ledger.Report()
+	if rep.Lost != 0 || rep.Distinct != records || rep.OrderViolations != 0 {
+		t.Fatalf("%d lost, %d distinct of %d, %d order violations (%v)", rep.Lost, rep.Distinct, records, rep.OrderViolations, rep.Examples)
+	}
+	took := sw.Exited.Sub(rep.FirstBegin)
+	ideal := time.Duration(records) * work / (nodes * conc)
+	wall := sw.Exited.Sub(sw.Started)
+	if !kill {
+		if err := rep.Err(); err != nil || rep.Duplicates != 0 {
+			t.Fatalf("%v; %d duplicates", err, rep.Duplicates)
+		}
+		// The target is the ideal + 3 s (11.3 s): met with the
+		// machine to itself (10.1-10.9 s), which is why this test
+		// runs alone; beside other tests on the same two cores it
+		// took up to 18 s. This bound guards against a regression;
+		// FIGURES has the measure.
+		if bound := ideal + 5*time.Second; wall > bound {
+			t.Errorf("the swarm ran %s from its start to its exit, over the ideal %s + 5 s", wall.Round(time.Millisecond), ideal)
+		}
+		// What --exit-on-idle adds to the work: judging the group
+		// done, and the graceful stop of every node.
+		if tail := sw.Exited.Sub(rep.LastBegin); tail > 3*time.Second {
+			t.Fatalf("exit %s after the last delivery: judging idle and stopping took over 3 s", tail.Round(time.Millisecond))
+		}
+	}
+	t.Logf("FIGURES swarm-exit-on-idle broker=%s kill=%v records=%d duplicates=%d start-to-exit=%s first-delivery-to-exit=%s (deliveries over %s, the last to exit %s) ideal=%s",
+		brokerKind(), kill, records, rep.Duplicates, wall.Round(time.Millisecond), took.Round(time.Millisecond), rep.LastBegin.Sub(rep.FirstBegin).Round(time.Millisecond),
+		sw.Exited.Sub(rep.LastBegin).Round(time.Millisecond), ideal)
 }

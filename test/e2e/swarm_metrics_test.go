@@ -78,6 +78,7 @@ func restartsOf(fams map[string]*dto.MetricFamily, node, cause string) (float64,
 // turbo_swarm_node_restarts_total{node="1",cause="exit"} to 1; /status
 // (what the console polls) lists both nodes and their consumers.
 func TestSwarmMetricsCarryEveryNode(t *testing.T) {
+	t.Parallel()
 	topic := testkit.TopicName("orders")
 	addr := testkit.Cluster(t, 4, topic)
 	testkit.ProduceWithBinary(t, addr, topic, 200, 20)

@@ -142,6 +142,7 @@ func alive(pid int) bool {
 // supervisor under load exits 0 with every node gone and the finished
 // records committed.
 func TestSwarmSharesPartitionsAndStopsCleanly(t *testing.T) {
+	t.Parallel()
 	const records, keys = 6000, 200
 	topic := testkit.TopicName("orders")
 	addr := testkit.Cluster(t, 8, topic)
@@ -206,6 +207,7 @@ func TestSwarmSharesPartitionsAndStopsCleanly(t *testing.T) {
 // node_restart_timeout; with static membership the other node keeps its
 // partitions (no partition moves).
 func TestSwarmReplacesAKilledNodeWithoutMovingTheOther(t *testing.T) {
+	// Timed (it times how soon the exit is seen): it runs alone, after the rest (the Makefile's TIMED).
 	sw := startStaticSwarm(t, 100)
 	live, before := sw.live, sw.before
 	victim, other := before.Nodes[1], before.Nodes[0]
@@ -246,6 +248,7 @@ func TestSwarmReplacesAKilledNodeWithoutMovingTheOther(t *testing.T) {
 // Done means 4: when the supervisor is SIGKILLed, every node stops by itself
 // (EOF on its socket) within shutdown_timeout + 2 s: no orphan, no zombie.
 func TestSwarmNodesDieWithTheirSupervisor(t *testing.T) {
+	t.Parallel()
 	topic := testkit.TopicName("orders")
 	addr := testkit.Cluster(t, 4, topic)
 	testkit.ProduceWithBinary(t, addr, topic, 100, 10)
@@ -280,6 +283,7 @@ func TestSwarmNodesDieWithTheirSupervisor(t *testing.T) {
 // silent after node_report_timeout, stops it (SIGTERM with SIGCONT) and
 // starts a replacement, which takes its partitions back; no record is lost.
 func TestSwarmReplacesAHungNode(t *testing.T) {
+	t.Parallel()
 	sw := startStaticSwarm(t, 0)
 	addr, topic, ledger, live := sw.addr, sw.topic, sw.ledger, sw.live
 	victim := sw.before.Nodes[1]

@@ -26,8 +26,8 @@ func newFakeSystemd(t *testing.T) *fakeSystemd {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "notify")
 	f := &fakeSystemd{msgs: sdnotifytest.Listen(t, path)}
-	t.Setenv("NOTIFY_SOCKET", path)
-	t.Setenv("WATCHDOG_USEC", "600000") // WatchdogSec=600ms: a ping every 300 ms
+	testkit.Setenv(t, "NOTIFY_SOCKET", path)
+	testkit.Setenv(t, "WATCHDOG_USEC", "600000") // WatchdogSec=600ms: a ping every 300 ms
 	return f
 }
 
@@ -68,6 +68,7 @@ func count(msgs []string, line string) int {
 // READY=1 once its consumer is in its group, WATCHDOG=1 pings with a
 // status line, STOPPING=1 at SIGTERM, exit 0.
 func TestSystemdNotify(t *testing.T) {
+	t.Parallel()
 	sd := newFakeSystemd(t)
 	topic := testkit.TopicName("systemd")
 	addr := testkit.Cluster(t, 2, topic)
@@ -105,6 +106,7 @@ log: {level: warn, format: json}
 // when both nodes are ready (the nodes never speak: they do not inherit
 // $NOTIFY_SOCKET), watchdog pings, STOPPING=1 at SIGTERM.
 func TestSystemdNotifySwarm(t *testing.T) {
+	t.Parallel()
 	sd := newFakeSystemd(t)
 	topic := testkit.TopicName("systemd-swarm")
 	addr := testkit.Cluster(t, 4, topic)
@@ -143,6 +145,7 @@ func TestSystemdNotifySwarm(t *testing.T) {
 // `systemd-analyze verify` finds nothing to say, and its ExecStart command
 // line runs (to the end of an embedded demo, with --exit-on-idle).
 func TestSystemdUnit(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "systemd", "turbo.service"))
 	if err != nil {
 		t.Fatal(err)
