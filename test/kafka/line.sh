@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One line of `make test-kafka`: run by `kafka.sh with`, beside a broker
+# started for it (its settings exported: TURBO_TEST_*, the state dir in
+# TURBO_TEST_STATE). The Makefile says what to run, in the environment:
+#
+#   GO, TEST_TIMEOUT, TEST_PAR       the go command, its timeout, how many at once
+#   TEST_FLAGS                       the flags of the crowded phase (3)
+#   KAFKA_ALONE_RUN                  the tests of test/kafka that run alone (1)
+#   TIMED, TIMED_PKGS                the timed tests (2), and where they are
+#   KAFKA_EMBEDDED_ONLY              the tests never run on a real broker
+#   KAFKA_SUITES, SUITES_FLAG, SUITES_EXPR
+#                                    the suites of phase 3, and which of their tests
+#   SECURED                          1: the secured runs (3) and the search (4)
+#
+# 1. alone: the broker restart of test/kafka (its bound on the records run
+#    twice measures the load of other tests too: test/README.md);
+# 2. alone: the timed tests (TIMED in TIMED_PKGS, one package at a time);
+# 3. the suites, and beside them the rest of test/kafka, unless SECURED;
+# 4. (SECURED) the rest of test/kafka and the secured runs at once, then a
+#    search of everything printed for the broker's secrets.
+#
+# Each phase prints what test/kafka/gotest.sh prints once it ends; the line
+# stops at the first phase that fails.
+set -uo pipefail
+
+here=$(dirname "$0")
+state=${TURBO_TEST_STATE:?run through kafka.sh with}
+gotest() { bash "$here/gotest.sh" "$@"; }
+
+echo "test-kafka: Kafka $TURBO_TEST_KAFKA_VERSION: TURBO_TEST_BROKERS=$TURBO_TEST_BROKERS (PLAINTEXT)," \
+	"SASL_SSL $TURBO_TEST_SASL_SSL_BROKERS, SSL $TURBO_TEST_SSL_BROKERS; suites: $SUITES_FLAG $SUITES_EXPR"
+
+once=(-tags kafka -race -count=1 -timeout "$TEST_TIMEOUT")
+gotest "$state/alone.log" "$GO" "${once[@]}" -run "$KAFKA_ALONE_RUN" ./test/kafka/ || exit
+# shellcheck disable=SC2086 # TIMED_PKGS is a list of packages
+gotest "$state/timed.log" "$GO" "${once[@]}" -p 1 -run "$TIMED" -skip "$KAFKA_EMBEDDED_ONLY" $TIMED_PKGS || exit
+
+# shellcheck disable=SC2206 # TEST_FLAGS is a list of flags
+crowd=(-tags kafka $TEST_FLAGS)
+rest() { gotest "$state/kafka.log" "$GO" "${crowd[@]}" -skip "$KAFKA_ALONE_RUN" ./test/kafka/ >"$state/kafka.out" 2>&1; }
+
+rc=0
+if [[ $SECURED != 1 ]]; then
+	rest &
+	kafka=$!
+fi
+# shellcheck disable=SC2086 # KAFKA_SUITES is a list of packages
+gotest "$state/plain.log" "$GO" "${crowd[@]}" "$SUITES_FLAG" "$SUITES_EXPR" $KAFKA_SUITES || rc=$?
+if [[ $SECURED == 1 ]]; then
+	((rc == 0)) || exit "$rc"
+	# The full pass keeps two cores busy: the rest comes after it.
+	rest &
+	kafka=$!
+	bash "$here/secured-runs.sh" suites "$GO" "$TEST_TIMEOUT" "$TEST_PAR" || rc=$?
+fi
+wait "$kafka" || rc=$?
+cat "$state/kafka.out"
+if ((rc == 0)) && [[ $SECURED == 1 ]]; then
+	bash "$here/secured-runs.sh" search || rc=$?
+fi
+exit "$rc"
