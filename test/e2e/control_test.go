@@ -30,7 +30,7 @@ consumers:
   - name: ctl
     group: %s
     topics: [%s]
-    handler: {type: http, url: %q, timeout: 5s}
+    handler: {type: http, url: %q, timeout: 30s}
 http: {listen: "127.0.0.1:0", control: true}
 log: {level: info, format: json}
 `, addr, topic, topic, ledger.Endpoint(t)))

@@ -46,7 +46,7 @@ consumers:
     topics: [%s]
     ordering: %s
     concurrency: %d
-    handler: {type: http, url: %q, timeout: 5s}
+    handler: {type: http, url: %q, timeout: 30s}
 log: {level: warn, format: json}
 `, addr, topic, topic, mode.name, concurrency, ledger.Endpoint(t)))
 			started := time.Now()

@@ -43,7 +43,7 @@ consumers:
     on_failure: dlq
     dlq_topic: %s
     commit_interval: 100ms
-    handler: {type: http, url: %q, timeout: 5s}
+    handler: {type: http, url: %q, timeout: 30s}
 log: {level: info, format: json}
 `, addr, base, regexp.QuoteMeta(base), refresh, dlq, ledger.Endpoint(t)))
 	run := testkit.Start(t, nil, "run", "--config", cfg, "--exclude-topics", excluded)

@@ -39,7 +39,7 @@ consumers:
     topics: [%s]
     concurrency: %d
     commit_interval: 100ms
-    handler: {type: http, url: %q, timeout: 5s}
+    handler: {type: http, url: %q, timeout: 30s}
 shutdown_timeout: 10s
 log: {level: info, format: json}
 http: {listen: "127.0.0.1:0"}%s

@@ -60,7 +60,7 @@ consumers:
     topics: [%s]
     concurrency: 16
     commit_interval: 10s   # only the shutdown's final commit can save the work
-    handler: {type: http, url: %q, timeout: 5s}
+    handler: {type: http, url: %q, timeout: 30s}
 shutdown_timeout: 20s
 log: {level: info, format: json}
 `, addr, topic, topic, url))

@@ -64,7 +64,7 @@ consumers:
     commit_interval: 200ms
     on_failure: skip
     retry: {max_attempts: 1}
-    handler: {type: http, url: %q, timeout: 5s}
+    handler: {type: http, url: %q, timeout: 30s}
 shutdown_timeout: 10s
 log: {level: info, format: json}
 `, addr, topic, topic, url))
@@ -282,7 +282,7 @@ consumers:
     topics: [%s]
     concurrency: 8
     commit_interval: 30s
-    handler: {type: http, url: %q, timeout: 5s}
+    handler: {type: http, url: %q, timeout: 30s}
 shutdown_timeout: 8s
 log: {level: info, format: json}
 %s`, addr, topic, topic, url, extra))

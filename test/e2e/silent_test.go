@@ -65,7 +65,7 @@ func TestAConfigurationCutShortIsRefused(t *testing.T) {
 	}
 
 	// A reload to another handler type is applied, and said at warn level.
-	if err := os.WriteFile(path, []byte(strings.Replace(whole, fmt.Sprintf("{type: http, url: %q, timeout: 5s}", url), "{type: noop}", 1)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(strings.Replace(whole, fmt.Sprintf("{type: http, url: %q, timeout: 30s}", url), "{type: noop}", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	run.Signal(t, syscall.SIGHUP)

@@ -93,7 +93,7 @@ consumers:
     topics: [%s]
     concurrency: 8
     commit_interval: 200ms
-    handler: {type: http, url: %q, timeout: 5s}
+    handler: {type: http, url: %q, timeout: 30s}
 shutdown_timeout: 8s
 log: {level: info, format: json}
 http: {listen: "127.0.0.1:0"}

@@ -72,7 +72,7 @@ consumers:
     topics: [%s]
     concurrency: %d
     commit_interval: 200ms
-    handler: {type: http, url: %q, timeout: 5s}
+    handler: {type: http, url: %q, timeout: 30s}
 shutdown_timeout: 10s
 log: {level: warn, format: json}
 `, b.addr, topic, topic, concurrency, ledger.Endpoint(t)))

@@ -176,7 +176,7 @@ consumers:
     topics: [%s]
     concurrency: 8
     commit_interval: 200ms
-    handler: {type: http, url: %q, timeout: 5s}
+    handler: {type: http, url: %q, timeout: 30s}
 shutdown_timeout: 10s
 log: {level: info, format: json}
 `, s.saslSSL(), s.file("ca.pem"), s.OAuth.TokenURL, s.OAuth.ClientID, s.OAuth.ClientSecretFile, topic, topic, ledger.Endpoint(t)))
