@@ -18,7 +18,7 @@ TEST_FLAGS = -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PAR) -parallel $(
 # ms, the rate limit to ±5 %, the throughput adaptive concurrency reaches. They run after the rest,
 # on their own, one package at a time: under the load of the others a bound
 # measures the machine. (Each says so in a comment.)
-TIMED := ^(TestRateLimit|TestRateLimitPacesAttempts|TestSwarmExitOnIdle|TestSwarmReplacesAKilledNodeWithoutMovingTheOther|TestRunShutdownIsBoundedAgainstASilentBroker|TestAdaptiveConcurrencyFollowsTheDownstream|TestStopWhileJoiningIsClean)$$
+TIMED := ^(TestRateLimit|TestRateLimitPacesAttempts|TestSwarmExitOnIdle|TestSwarmReplacesAKilledNodeWithoutMovingTheOther|TestRunShutdownIsBoundedAgainstASilentBroker|TestAdaptiveConcurrencyFollowsTheDownstream|TestStopWhileJoiningIsClean|TestStopIsBoundedWhenAHandlerHangs)$$
 TIMED_PKGS := ./test/e2e/ ./actors/
 
 # The turbo binaries the tests run (test/testkit: TURBO_TEST_BINARY, built
@@ -32,8 +32,8 @@ WITH_BINS = TURBO_TEST_BINARY=$(CURDIR)/$(TEST_BIN_DIR)/turbo-race TURBO_TEST_PE
 # 3.9.2, 4: Kafka 4.4.0). `make test` has run every test on the embedded
 # broker already; a real broker runs what it can make fail differently
 # (test/README.md, "What runs where"):
-#  - every line: alone, a broker restarted mid-run (KAFKA_ALONE_RUN), then
-#    the TIMED tests; then at once: the rest of test/kafka (the secured
+#  - every line: alone, a broker restarted mid-run (KAFKA_ALONE_RUN); then
+#    (the newest line only) the TIMED tests, alone; then at once: the rest of test/kafka (the secured
 #    mistakes, OAuth, every mechanism) and KAFKA_CORE: the ordering ledgers,
 #    kill -9 with commit metadata, the SIGTERM drain, the swarm, rebalances
 #    under load and the key handover (test/kafka/line.sh);
@@ -49,7 +49,7 @@ KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|
 # budget, which real fetch sizes do change, still runs on Kafka), and tests
 # that bring a broker of their own (kfake, a fake that never answers, the
 # harness's in-memory one) whatever TURBO_TEST_BROKERS says.
-KAFKA_EMBEDDED_ONLY := ^(TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestEveryExampleRuns|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestSwarmReplacesAHungNode|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop)$$
+KAFKA_EMBEDDED_ONLY := ^(TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestRefusalLaterInARunIsRetriedAndShown|TestConsumerRefusedAtStartGivesUp|TestConsumerOverMTLSAndSCRAM|TestEveryExampleRuns|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestSwarmReplacesAHungNode|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop)$$
 # test/kafka's broker restart runs first and alone: it bounds the records
 # run twice by those in flight at each session loss, and with two other
 # packages' tests on the same two cores it counted more (45 and 48 of 9,000,

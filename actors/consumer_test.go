@@ -327,7 +327,7 @@ func TestRebalanceHandoverKeepsKeysApart(t *testing.T) {
 // A handler that ignores its context cannot hold Stop beyond the bound:
 // shutdown_timeout for the drain, then a short grace after cancellation.
 func TestStopIsBoundedWhenAHandlerHangs(t *testing.T) {
-	t.Parallel()
+	// Timed (its 1 s shutdown_timeout leaves a quarter second for leaving the group): it runs alone, after the rest (the Makefile's TIMED).
 	r := newRun(t, 1, 10, 1)
 	hang := make(chan struct{})
 	defer close(hang)

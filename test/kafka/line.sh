@@ -14,7 +14,8 @@
 #
 # 1. alone: the broker restart of test/kafka (its bound on the records run
 #    twice measures the load of other tests too: test/README.md);
-# 2. alone: the timed tests (TIMED in TIMED_PKGS, one package at a time);
+# 2. (SECURED, the newest line) alone: the timed tests (TIMED in TIMED_PKGS,
+#    one package at a time): their bounds are turbo's, one line is enough;
 # 3. the suites, and beside them the rest of test/kafka, unless SECURED;
 # 4. (SECURED) the rest of test/kafka and the secured runs at once, then a
 #    search of everything printed for the broker's secrets.
@@ -33,7 +34,9 @@ echo "test-kafka: Kafka $TURBO_TEST_KAFKA_VERSION: TURBO_TEST_BROKERS=$TURBO_TES
 once=(-tags kafka -race -count=1 -timeout "$TEST_TIMEOUT")
 gotest "$state/alone.log" "$GO" "${once[@]}" -run "$KAFKA_ALONE_RUN" ./test/kafka/ || exit
 # shellcheck disable=SC2086 # TIMED_PKGS is a list of packages
-gotest "$state/timed.log" "$GO" "${once[@]}" -p 1 -run "$TIMED" -skip "$KAFKA_EMBEDDED_ONLY" $TIMED_PKGS || exit
+if [[ $SECURED == 1 ]]; then
+	gotest "$state/timed.log" "$GO" "${once[@]}" -p 1 -run "$TIMED" -skip "$KAFKA_EMBEDDED_ONLY" $TIMED_PKGS || exit
+fi
 
 # shellcheck disable=SC2206 # TEST_FLAGS is a list of flags
 crowd=(-tags kafka $TEST_FLAGS)
