@@ -194,7 +194,7 @@ kafka-stop:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
 
-## bench-quick: the same scenarios, scaled down (under 3 minutes).
+## bench-quick: the same scenarios, scaled down, one round (under 3 minutes).
 bench-quick:
 	TURBO_BENCH_QUICK=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./test/bench/
 
