@@ -111,15 +111,15 @@ var (
 	quickScale = scale{
 		noopRecords: 100_000,
 		rounds:      1, // a smoke test: one round, no median
-		pcNoopCap:   10 * time.Second,
+		pcNoopCap:   6 * time.Second,
 		ioCases: []ioCase{
-			{records: 300, keys: 30, concurrency: 10, work: 100 * time.Millisecond, withSarama: true},
+			{records: 200, keys: 20, concurrency: 10, work: 100 * time.Millisecond, withSarama: true},
 			{records: 10_000, keys: 1000, concurrency: 200, work: 20 * time.Millisecond},
 		},
 		hotRecords:     500,
 		cpuRecords:     30_000,
 		memBacklogs:    [2]int{50_000, 200_000},
-		memWindow:      4 * time.Second,
+		memWindow:      3 * time.Second,
 		rateRecords:    3_000, // 6 s
 		batchRecords:   4_000,
 		scaleRecords:   100_000,
