@@ -18,7 +18,11 @@ import (
 
 // reloadConfig is a turbo run (or swarm) configuration whose consumer
 // runs with the given concurrency; broken replaces it with a value that
-// does not validate.
+// does not validate. The reload drains the consumers within
+// shutdown_timeout, and a record still running then runs again (at least
+// once): 30 s, because the tests want no record twice, and a loaded machine
+// kept one ledger request of a 2 ms handler waiting more than the 8 s a
+// 10 s shutdown_timeout gives the drain.
 func reloadConfig(addr, topic, url string, concurrency int, swarm bool) string {
 	nodes := ""
 	if swarm {
@@ -40,7 +44,7 @@ consumers:
     concurrency: %d
     commit_interval: 100ms
     handler: {type: http, url: %q, timeout: 30s}
-shutdown_timeout: 10s
+shutdown_timeout: 30s
 log: {level: info, format: json}
 http: {listen: "127.0.0.1:0"}%s
 `, addr, topic, topic, concurrency, url, nodes)
