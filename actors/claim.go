@@ -87,8 +87,20 @@ func (l *sideLife) newClaim(s claimSpec) *claim {
 }
 
 // start tells the proxy of the claim.
-func (c *claim) start() {
-	c.side.send(&claimStarted{tp: c.tp, epoch: c.epoch, gate: c.gate, committed: max(c.committed, -1)})
+func (c *claim) start() { c.side.send(c.started()) }
+
+func (c *claim) started() *claimStarted {
+	return &claimStarted{tp: c.tp, epoch: c.epoch, gate: c.gate, committed: max(c.committed, -1)}
+}
+
+// startAll tells the proxy of claims that start together (one message: the
+// budgets are shared among them at once).
+func (l *sideLife) startAll(cs []*claim) {
+	starts := make([]*claimStarted, len(cs))
+	for i, c := range cs {
+		starts[i] = c.started()
+	}
+	l.send(&claimsStarted{starts: starts})
 }
 
 // runClaim reads c's partition through feed within its gate's credits and

@@ -17,6 +17,13 @@ type claimStarted struct {
 	committed int64 // the group's committed offset when the claim began, -1 if none
 }
 
+// claimsStarted: claims of one assignment, which start together: the proxy
+// shares the budgets among all of them at once, so that none takes the
+// share of a partition whose start it has not seen yet.
+type claimsStarted struct {
+	starts []*claimStarted
+}
+
 // claimFetched: records read from a partition within its credits.
 type claimFetched struct {
 	tp        TopicPartition

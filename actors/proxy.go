@@ -60,6 +60,12 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.handleDeadLetterWritten(c, m)
 	case *claimStarted:
 		p.handleClaimStarted(c, m)
+		p.resizeGates()
+	case *claimsStarted:
+		for _, one := range m.starts {
+			p.handleClaimStarted(c, one)
+		}
+		p.resizeGates()
 	case *claimEnding:
 		p.handleClaimEnding(c, m)
 	case *claimLost:
@@ -185,13 +191,14 @@ func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWrit
 	c.Send(c.Parent(), &deadLetterDone{written: []*envelope{m.rec}})
 }
 
+// handleClaimStarted takes a new claim; the caller then shares the budgets
+// among the partitions (resizeGates), once for claims that start together.
 func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
 	p.parts[m.tp] = &ownedPartition{epoch: m.epoch, gate: m.gate, committed: -1, start: -1, initial: m.committed, hwm: -1}
 	p.stats.trackPartition(m.tp, m.gate)
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
 	p.stats.gained.Add(1)
-	p.resizeGates()
 	p.log.Info().Str("partition", m.tp.String()).Msg("partition assigned")
 	c.Send(c.Parent(), &partitionAssigned{tp: m.tp, epoch: m.epoch})
 }

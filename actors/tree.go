@@ -69,7 +69,8 @@ func (s *treeSpec) newProxy() *clientProxy {
 }
 
 // newKafkaSide builds what talks to Kafka for one generation of the tree:
-// sarama, or the in-memory cluster of actors/harness.
+// sarama, franz-go (kafka.client), or the in-memory cluster of
+// actors/harness.
 func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 	if s.inMemory != nil {
 		return &memGroup{
@@ -82,6 +83,27 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 			readMeta:   s.consumer.CommitMetadataBytes > 0,
 			stats:      s.stats,
 			log:        s.log,
+		}
+	}
+	if s.kafka.Client == config.ClientFranz {
+		return &franzGroup{
+			released:   s.released,
+			brokers:    s.brokers,
+			groupID:    s.consumer.Group,
+			joinGate:   s.joinGate,
+			topics:     s.topics,
+			refresh:    s.consumer.MetadataRefresh,
+			opts:       franzOpts(s.kafka, s.brokers, s.consumer, s.shutdownTimeout),
+			protocol:   s.kafka.GroupProtocol,
+			instanceID: s.kafka.GroupInstanceID,
+			net:        s.net,
+			log:        s.log,
+			retry:      s.retry,
+			maxBatch:   maxFetchBatch,
+			revokeWait: s.shutdownTimeout + 5*time.Second,
+			dlqTopic:   dlqTopic(s.consumer),
+			readMeta:   s.consumer.CommitMetadataBytes > 0,
+			stats:      s.stats,
 		}
 	}
 	return &kafkaGroup{

@@ -37,8 +37,18 @@ type Kafka struct {
 	// ClientID is sent to the brokers to identify this client in their logs
 	// and quotas.
 	ClientID string `mapstructure:"client_id"`
-	// Version is the Kafka protocol version to speak, e.g. "3.6.0".
+	// Version is the Kafka protocol version to speak, e.g. "3.6.0" (the
+	// sarama client; franz-go asks the brokers which versions they speak).
 	Version string `mapstructure:"version"`
+	// Client is the Kafka client library turbo consumes and produces with:
+	// sarama or franz-go. Both keep the same guarantees; franz-go is the
+	// faster, and the only one that speaks the consumer group protocol.
+	Client KafkaClient `mapstructure:"client"`
+	// GroupProtocol is the consumer group protocol: classic (the members
+	// assign partitions among themselves, cooperative-sticky) or consumer
+	// (the broker assigns them, one member at a time: Kafka 4.0 or later,
+	// with the franz-go client).
+	GroupProtocol GroupProtocol `mapstructure:"group_protocol"`
 	// GroupInstanceID enables static group membership when non-empty, so a
 	// quick restart does not trigger a rebalance.
 	GroupInstanceID string `mapstructure:"group_instance_id"`
@@ -51,6 +61,28 @@ type Kafka struct {
 	// [EmbeddedBroker].
 	Embedded Embedded `mapstructure:"embedded"`
 }
+
+// KafkaClient names the Kafka client library (Kafka.Client).
+type KafkaClient string
+
+const (
+	// ClientSarama is github.com/IBM/sarama, the default.
+	ClientSarama KafkaClient = "sarama"
+	// ClientFranz is github.com/twmb/franz-go.
+	ClientFranz KafkaClient = "franz-go"
+)
+
+// GroupProtocol names a consumer group protocol (Kafka.GroupProtocol).
+type GroupProtocol string
+
+const (
+	// GroupClassic is the protocol of every Kafka version: JoinGroup and
+	// SyncGroup, with the cooperative-sticky assignor.
+	GroupClassic GroupProtocol = "classic"
+	// GroupConsumer is the protocol of KIP-848 (Kafka 4.0 and later): the
+	// group coordinator assigns partitions and moves them incrementally.
+	GroupConsumer GroupProtocol = "consumer"
+)
 
 // IsEmbedded reports whether the configuration asks for an in-memory broker
 // (Brokers is exactly [EmbeddedBroker]).
@@ -399,10 +431,12 @@ const (
 func Default() Config {
 	return Config{
 		Kafka: Kafka{
-			Brokers:  []string{"127.0.0.1:9092"},
-			ClientID: "turbo",
-			Version:  "3.6.0",
-			SASL:     SASL{OAuth: OAuth{AuthStyle: AuthStyleHeader}},
+			Brokers:       []string{"127.0.0.1:9092"},
+			ClientID:      "turbo",
+			Version:       "3.6.0",
+			Client:        ClientSarama,
+			GroupProtocol: GroupClassic,
+			SASL:          SASL{OAuth: OAuth{AuthStyle: AuthStyleHeader}},
 			Embedded: Embedded{
 				Partitions: 8,
 				Seed:       Seed{Keys: 100},

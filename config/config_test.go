@@ -92,6 +92,8 @@ func fullWant() *Config {
 			Brokers:         []string{"k1:9092", "k2:9092"},
 			ClientID:        "my-app",
 			Version:         "2.8.1",
+			Client:          ClientSarama,
+			GroupProtocol:   GroupClassic,
 			GroupInstanceID: "pod-1",
 			SASL:            SASL{OAuth: OAuth{AuthStyle: AuthStyleHeader}},
 			Embedded:        Embedded{Partitions: 3, Seed: Seed{Topic: "demo", Records: 500, Keys: 10}},

@@ -87,6 +87,8 @@ func referenceBounds() map[string]string {
 	return map[string]string{
 		"kafka.brokers":                            fmt.Sprintf("1 to %s entries, each `host:port` (port 1–65535), or exactly `[%s]`", n(MaxBrokers), EmbeddedBroker),
 		"kafka.version":                            fmt.Sprintf("at least %d.%d.%d", minCooperativeVersion[0], minCooperativeVersion[1], minCooperativeVersion[2]),
+		"kafka.client":                             "`sarama` or `franz-go`",
+		"kafka.group_protocol":                     "`classic` or `consumer` (`consumer` needs `kafka.client: franz-go` and Kafka 4.0 or later)",
 		"kafka.group_instance_id":                  "1 to 240 characters of `[0-9a-zA-Z._-]`, not `.` or `..`",
 		"kafka.tls.ca_file":                        fmt.Sprintf("a readable PEM file with at least one certificate, at most %s", MaxPEMFileSize),
 		"kafka.tls.cert_file":                      fmt.Sprintf("a readable PEM certificate, valid now, matching `key_file`, at most %s", MaxPEMFileSize),

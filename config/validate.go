@@ -101,6 +101,15 @@ func (k *Kafka) validate() error {
 	} else if versionLess(v, minCooperativeVersion) {
 		return fieldErr("kafka.version", fmt.Sprintf("must be at least 2.4.0, which cooperative-sticky rebalancing needs (got %s)", quoteValue(k.Version)))
 	}
+	if err := oneOf("kafka.client", k.Client, ClientSarama, ClientFranz); err != nil {
+		return err
+	}
+	if err := oneOf("kafka.group_protocol", k.GroupProtocol, GroupClassic, GroupConsumer); err != nil {
+		return err
+	}
+	if k.GroupProtocol == GroupConsumer && k.Client != ClientFranz {
+		return fieldErr("kafka.group_protocol", fmt.Sprintf("consumer needs kafka.client: %s (sarama speaks only the classic protocol)", ClientFranz))
+	}
 	if id := k.GroupInstanceID; id != "" && (!instanceIDPattern.MatchString(id) || id == "." || id == "..") {
 		return fieldErr("kafka.group_instance_id", fmt.Sprintf("must be 1 to 240 characters of [0-9a-zA-Z._-], not . or .. (got %s)", quoteValue(id)))
 	}

@@ -27,6 +27,15 @@ func TestValidateInCode(t *testing.T) {
 		{"embedded alone", func(c *Config) { c.Kafka.Brokers = []string{EmbeddedBroker} }, ""},
 		{"oldest version", func(c *Config) { c.Kafka.Version = "2.4.0" }, ""},
 		{"four-part version is too old", func(c *Config) { c.Kafka.Version = "0.10.2.1" }, "kafka.version"},
+		{"franz-go client", func(c *Config) { c.Kafka.Client = ClientFranz }, ""},
+		{"franz-go with the consumer protocol", func(c *Config) {
+			c.Kafka.Client, c.Kafka.GroupProtocol = ClientFranz, GroupConsumer
+		}, ""},
+		{"client misspelt", func(c *Config) { c.Kafka.Client = "franz" }, "kafka.client"},
+		{"client in capitals", func(c *Config) { c.Kafka.Client = "SARAMA" }, "kafka.client"},
+		{"no client", func(c *Config) { c.Kafka.Client = "" }, "kafka.client"},
+		{"protocol misspelt", func(c *Config) { c.Kafka.GroupProtocol = "kip848" }, "kafka.group_protocol"},
+		{"consumer protocol on sarama", func(c *Config) { c.Kafka.GroupProtocol = GroupConsumer }, "kafka.group_protocol"},
 		{"http handler", func(c *Config) {
 			c.Consumers[0].Handler = Handler{Type: HandlerHTTP, URL: "HTTPS://h/x", Timeout: time.Second}
 		}, ""},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/turbokafka/turbo/config"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // ErrRefused is wrapped by every *Refusal.
@@ -65,7 +66,7 @@ func (n *Net) explain(err error) string {
 		sasl      = string(n.k.SASL.Mechanism)
 	)
 	switch {
-	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
+	case errors.Is(err, sarama.ErrSASLAuthenticationFailed), errors.Is(err, kerr.SaslAuthenticationFailed):
 		who := "the credentials"
 		switch n.k.SASL.Mechanism {
 		case config.SASLPlain, config.SASLScramSHA256, config.SASLScramSHA512:
@@ -74,7 +75,7 @@ func (n *Net) explain(err error) string {
 			who = "the OAuth token of client " + fmt.Sprintf("%q", n.k.SASL.OAuth.ClientID)
 		}
 		return fmt.Sprintf("the broker refused %s (SASL %s): wrong username or password, or a user the cluster does not know (kafka.sasl)%s", who, sasl, brokerSays(err))
-	case errors.Is(err, sarama.ErrUnsupportedSASLMechanism):
+	case errors.Is(err, sarama.ErrUnsupportedSASLMechanism), errors.Is(err, kerr.UnsupportedSaslMechanism):
 		return fmt.Sprintf("the broker's listener does not offer SASL %s (kafka.sasl.mechanism)%s", sasl, brokerSays(err))
 	case errors.Is(err, sarama.ErrIllegalSASLState) && n.k.SASL.Mechanism != config.SASLNone:
 		return fmt.Sprintf("the broker's listener does not expect SASL: kafka.sasl.mechanism is %s, but the listener is PLAINTEXT or SSL (clear kafka.sasl.mechanism, or use the SASL listener's port)", sasl)

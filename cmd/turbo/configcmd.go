@@ -34,7 +34,8 @@ whether it is valid. Nothing connects to Kafka.`,
 			if len(names) == 1 {
 				noun = "consumer"
 			}
-			_, err := fmt.Fprintf(c.stdout, "%s: valid (%d %s: %s)\n", f.config, len(names), noun, strings.Join(names, ", "))
+			_, err := fmt.Fprintf(c.stdout, "%s: valid (%d %s: %s; Kafka client %s, %s group protocol)\n",
+				f.config, len(names), noun, strings.Join(names, ", "), cfg.Kafka.Client, cfg.Kafka.GroupProtocol)
 			return err
 		}))
 	cmd.AddCommand(configSub(c, "print", "Print the effective configuration: defaults and environment applied, secrets redacted",

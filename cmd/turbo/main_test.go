@@ -235,6 +235,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{name: "no consumers", content: "kafka:\n  brokers: [\"127.0.0.1:1\"]\n", want: []string{"consumers"}},
 		{name: "consumer without topics", content: strings.Replace(validYAML, "    topics: [orders]\n", "", 1), want: []string{"consumers[0].topics"}},
 		{name: "consumer without handler", content: strings.Replace(validYAML, "    handler: {type: noop}\n", "", 1), want: []string{"consumers[0].handler", "is missing", "{type: noop}"}},
+		{name: "kafka.client misspelt", content: withKafka("client: franz"), want: []string{"kafka.client", `"franz"`, "franz-go"}},
+		{name: "consumer protocol on sarama", content: withKafka("group_protocol: consumer"), want: []string{"kafka.group_protocol", "kafka.client: franz-go"}},
 		{name: "kafka.version banana", content: withKafka("version: banana"), want: []string{"kafka.version", `"banana"`}},
 		{name: "kafka.version 3-part before 1.0", content: withKafka(`version: "0.10.2"`), want: []string{"kafka.version", "0.10.2"}},
 		// sarama's cooperative-sticky strategy refuses versions below 2.4;
@@ -369,5 +371,24 @@ func TestVersionLine(t *testing.T) {
 	// The binary under test has its own: the line names this Go.
 	if got := versionLine(debug.ReadBuildInfo()); !strings.Contains(got, runtime.Version()) {
 		t.Fatalf("this build: %q does not name %s", got, runtime.Version())
+	}
+}
+
+// turbo config check names the Kafka client and the group protocol a valid
+// file runs with.
+func TestConfigCheckShowsTheKafkaSide(t *testing.T) {
+	for _, tt := range []struct {
+		kafka []string
+		want  string
+	}{
+		{nil, "Kafka client sarama, classic group protocol"},
+		{[]string{"client: franz-go"}, "Kafka client franz-go, classic group protocol"},
+		{[]string{"client: franz-go", "group_protocol: consumer"}, "Kafka client franz-go, consumer group protocol"},
+	} {
+		path := writeConfig(t, "config.yaml", withKafka(tt.kafka...))
+		r := call(t, "config", "check", "--config", path)
+		if r.code != exitOK || !strings.Contains(r.stdout, ": valid (1 consumer: orders; "+tt.want+")") {
+			t.Errorf("kafka %v: exit %d, stdout %q; want 0 and %q", tt.kafka, r.code, r.stdout, tt.want)
+		}
 	}
 }

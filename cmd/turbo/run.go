@@ -239,7 +239,8 @@ func (g *consumerSet) start() error {
 		}
 		return errors.Join(err, g.stop())
 	}
-	g.o.log.Info().Int("consumers", len(g.consumers)).Strs("brokers", g.kafka.Brokers).Msg("turbo running")
+	g.o.log.Info().Int("consumers", len(g.consumers)).Strs("brokers", g.kafka.Brokers).
+		Str("client", string(g.kafka.Client)).Str("group_protocol", string(g.kafka.GroupProtocol)).Msg("turbo running")
 	return nil
 }
 

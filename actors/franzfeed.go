@@ -1,0 +1,466 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Bounds of a franz-go claim's queue: the records the poll loop delivered
+// that the claim has not taken yet. Past the high mark (in records or in
+// bytes of keys and values) the partition is paused in the client, which
+// then drops what it has buffered of it and stops fetching it; it resumes
+// once the claim, with credits, has taken the queue down to the low mark.
+const (
+	queueHigh      = 256
+	queueLow       = 64
+	queueHighBytes = 256 << 10
+	queueLowBytes  = 64 << 10
+)
+
+// franzFeed feeds one claim from the records the poll loop delivers, and
+// pauses and resumes its partition in the client (see the queue bounds,
+// and pauseAfter: a partition starved of credits is paused too, as on the
+// sarama side).
+type franzFeed struct {
+	g     *franzGroup
+	cl    *kgo.Client
+	tp    TopicPartition
+	id    topicID // the topic's id when the claim started, for releasedAt
+	epoch uint64
+	gt    *gate
+
+	wake       chan struct{} // capacity 1: records were delivered
+	revoked    chan struct{}
+	revokeOnce sync.Once
+	lost       chan struct{} // the partition is lost (its own, or its session's)
+	loseOnce   sync.Once
+	returned   chan struct{} // closed when the claim goroutine has returned
+
+	starved *time.Timer // set on first use
+
+	mu     sync.Mutex
+	queue  []*kgo.Record
+	head   int   // queue[head:] is what the claim has not taken
+	bytes  int64 // of keys and values in queue[head:]
+	back   *kgo.Record
+	hw     int64
+	paused bool
+	closed bool
+}
+
+func (f *franzFeed) revoke()                 { f.revokeOnce.Do(func() { close(f.revoked) }) }
+func (f *franzFeed) lose()                   { f.loseOnce.Do(func() { close(f.lost) }) }
+func (f *franzFeed) lostCh() <-chan struct{} { return f.lost }
+
+func recBytes(r *kgo.Record) int64 { return int64(len(r.Key) + len(r.Value)) }
+
+// deliver appends records the poll loop fetched (under the group's lock)
+// and pauses the partition when the queue is past its high mark.
+func (f *franzFeed) deliver(recs []*kgo.Record, hwm int64) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	if f.head > 0 && f.head >= len(f.queue)/2 {
+		n := copy(f.queue, f.queue[f.head:])
+		clear(f.queue[n:])
+		f.queue, f.head = f.queue[:n], 0
+	}
+	f.queue = append(f.queue, recs...)
+	for _, r := range recs {
+		f.bytes += recBytes(r)
+	}
+	f.hw = max(f.hw, hwm)
+	pause := !f.paused && (len(f.queue)-f.head >= queueHigh || f.bytes >= queueHighBytes)
+	if pause {
+		f.paused = true
+	}
+	f.mu.Unlock()
+	f.g.stats.readAhead.Add(int64(len(recs)))
+	if pause {
+		f.pauseInClient()
+	}
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *franzFeed) pauseInClient() {
+	f.cl.PauseFetchPartitions(map[string][]int32{f.tp.Topic: {f.tp.Partition}})
+	f.g.stats.setPaused(f.gt, true)
+}
+
+func (f *franzFeed) resumeInClient() {
+	f.cl.ResumeFetchPartitions(map[string][]int32{f.tp.Topic: {f.tp.Partition}})
+	f.g.stats.setPaused(f.gt, false)
+}
+
+// take returns the next record of the queue, if any; resume reports that
+// the partition was paused and the queue is now low enough to fetch again
+// (the caller resumes it: it has credits).
+func (f *franzFeed) take(resumeLow bool) (m *kgo.Record, ok, resume bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.back != nil:
+		m, f.back = f.back, nil
+	case f.head < len(f.queue):
+		m = f.queue[f.head]
+		f.queue[f.head] = nil
+		f.head++
+	}
+	if m != nil {
+		f.bytes -= recBytes(m)
+	}
+	if resumeLow && f.paused && len(f.queue)-f.head <= queueLow && f.bytes <= queueLowBytes {
+		f.paused, resume = false, true
+	}
+	return m, m != nil, resume
+}
+
+// ending returns why the claim must end now, readOn if it need not.
+func (f *franzFeed) ending() claimEnd {
+	select {
+	case <-f.g.abort:
+		return endAborted
+	case <-f.lost:
+		return endLost
+	case <-f.revoked:
+		return endRevoked
+	default:
+		return readOn
+	}
+}
+
+// idle implements claimFeed: a partition out of bytes is paused at once,
+// one starved of credits after pauseAfter.
+func (f *franzFeed) idle(gt *gate) claimEnd {
+	if end := f.ending(); end != readOn {
+		return end
+	}
+	f.mu.Lock()
+	paused := f.paused
+	if !paused && gt.outOfBytes() {
+		f.paused = true
+	}
+	f.mu.Unlock()
+	if !paused && gt.outOfBytes() {
+		f.pauseInClient()
+		return readOn
+	}
+	var starved <-chan time.Time
+	if !paused {
+		if f.starved == nil {
+			f.starved = time.NewTimer(pauseAfter)
+		} else {
+			f.starved.Reset(pauseAfter)
+		}
+		defer f.starved.Stop()
+		starved = f.starved.C
+	}
+	select {
+	case <-gt.wake:
+	case <-starved:
+		f.mu.Lock()
+		pause := !f.paused
+		f.paused = true
+		f.mu.Unlock()
+		if pause {
+			f.pauseInClient()
+		}
+	case <-f.revoked:
+		return endRevoked
+	case <-f.lost:
+		return endLost
+	case <-f.g.abort:
+		return endAborted
+	}
+	return readOn
+}
+
+// first implements claimFeed: it waits for a record, resuming the partition
+// when the queue ran low.
+func (f *franzFeed) first(int) (*kgo.Record, claimEnd) {
+	for {
+		if end := f.ending(); end != readOn {
+			return nil, end
+		}
+		m, ok, resume := f.take(true)
+		if resume {
+			f.resumeInClient()
+		}
+		if ok {
+			f.g.stats.readAhead.Add(-1)
+			return m, readOn
+		}
+		select {
+		case <-f.wake:
+		case <-f.revoked:
+			return nil, endRevoked
+		case <-f.lost:
+			return nil, endLost
+		case <-f.g.abort:
+			return nil, endAborted
+		}
+	}
+}
+
+// next implements claimFeed.
+func (f *franzFeed) next() (*kgo.Record, bool) {
+	m, ok, _ := f.take(false)
+	if ok {
+		f.g.stats.readAhead.Add(-1)
+	}
+	return m, ok
+}
+
+// ready implements claimFeed.
+func (f *franzFeed) ready() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := len(f.queue) - f.head
+	if f.back != nil {
+		n++
+	}
+	return n
+}
+
+// unread implements claimFeed.
+func (f *franzFeed) unread(m *kgo.Record) {
+	f.mu.Lock()
+	f.back = m
+	f.bytes += recBytes(m)
+	f.mu.Unlock()
+	f.g.stats.readAhead.Add(1)
+}
+
+// hwm implements claimFeed.
+func (f *franzFeed) hwm() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hw
+}
+
+// batched implements claimFeed: an end is seen at the next take.
+func (f *franzFeed) batched() claimEnd { return readOn }
+
+// fill implements claimFeed.
+func (f *franzFeed) fill(rec *Record, m *kgo.Record) {
+	rec.Topic, rec.Partition, rec.Offset = m.Topic, m.Partition, m.Offset
+	rec.Key, rec.Value, rec.Timestamp = m.Key, m.Value, m.Timestamp
+	if len(m.Headers) > 0 {
+		rec.Headers = make([]Header, len(m.Headers))
+		for i, h := range m.Headers {
+			rec.Headers[i] = Header{Key: h.Key, Value: h.Value}
+		}
+	}
+}
+
+// ended implements claimFeed, as saramaFeed.ended.
+func (f *franzFeed) ended(end claimEnd, fc finalCommit) {
+	f.g.released.remember(f.tp, f.id, fc)
+	if end == endLost {
+		return
+	}
+	f.g.mu.Lock()
+	delete(f.g.lostID, f.epoch)
+	f.g.mu.Unlock()
+}
+
+// close gives back the stats of what the claim still had queued, or paused.
+func (f *franzFeed) close() {
+	if f.starved != nil {
+		f.starved.Stop()
+	}
+	f.mu.Lock()
+	f.closed = true
+	n := len(f.queue) - f.head
+	if f.back != nil {
+		n++
+	}
+	f.queue, f.back = nil, nil
+	paused := f.paused
+	f.mu.Unlock()
+	f.g.stats.readAhead.Add(-int64(n))
+	if paused {
+		f.g.stats.setPaused(f.gt, false)
+	}
+}
+
+// franzSession is the groupSession of the franz-go side: the offsets marked
+// (with their metadata), committed by Commit in one OffsetCommit request
+// with the member's id and generation (member epoch under the consumer
+// protocol), so that a member the group has moved past cannot commit. The
+// client's own commit API carries no metadata.
+type franzSession struct {
+	g        *franzGroup
+	commitMu sync.Mutex // one commit at a time, in order
+	mu       sync.Mutex
+	marks    map[TopicPartition]franzMark
+}
+
+type franzMark struct {
+	offset int64
+	meta   string
+	dirty  bool
+}
+
+// MarkOffset implements groupSession: offsets only move forward.
+func (s *franzSession) MarkOffset(topic string, partition int32, offset int64, meta string) {
+	tp := TopicPartition{Topic: topic, Partition: partition}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.marks[tp]; !ok || offset > m.offset {
+		s.marks[tp] = franzMark{offset: offset, meta: meta, dirty: true}
+	}
+}
+
+// ResetOffset implements groupSession.
+func (s *franzSession) ResetOffset(topic string, partition int32, offset int64, meta string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marks[TopicPartition{Topic: topic, Partition: partition}] = franzMark{offset: offset, meta: meta, dirty: true}
+}
+
+// forget drops a partition the member no longer owns.
+func (s *franzSession) forget(tp TopicPartition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.marks, tp)
+}
+
+// lose ends every claim of the session at once, without a commit.
+func (s *franzSession) lose() {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	for _, f := range s.g.feeds {
+		f.lose()
+	}
+}
+
+// commitWait bounds one commit request.
+const commitWait = 10 * time.Second
+
+// Commit implements groupSession: it commits every mark not committed yet.
+// A failed partition stays marked for the next commit; a refusal that
+// says the member is no longer in the group loses the session's claims at
+// once (the client's next heartbeat ends the session).
+func (s *franzSession) Commit() {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	cl := s.g.client()
+	if cl == nil {
+		return
+	}
+	memberID, generation := cl.GroupMetadata()
+	if memberID == "" {
+		return // between sessions: the marks wait
+	}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.MemberID, req.Generation = s.g.groupID, memberID, generation
+	if id := s.g.instanceID; id != "" {
+		req.InstanceID = &id
+	}
+	type sent struct {
+		tp TopicPartition
+		m  franzMark
+	}
+	var all []sent
+	byTopic := map[string]int{}
+	s.mu.Lock()
+	for tp, m := range s.marks {
+		if !m.dirty {
+			continue
+		}
+		m.dirty = false
+		s.marks[tp] = m
+		all = append(all, sent{tp, m})
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[tp.Topic] = i
+			t := kmsg.NewOffsetCommitRequestTopic()
+			t.Topic = tp.Topic
+			t.TopicID = s.g.topicIDOf(tp)
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = tp.Partition, m.offset, -1
+		meta := m.meta
+		p.Metadata = &meta
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	s.mu.Unlock()
+	if len(all) == 0 {
+		return
+	}
+	failed := map[TopicPartition]error{}
+	ctx, cancel := context.WithTimeout(s.g.killCtx, commitWait)
+	resp, err := req.RequestWith(ctx, cl)
+	cancel()
+	if err == nil {
+		for i, t := range resp.Topics {
+			topic := t.Topic
+			if topic == "" && i < len(req.Topics) {
+				topic = req.Topics[i].Topic // v10 answers by topic id, in the request's order
+			}
+			for _, p := range t.Partitions {
+				if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil {
+					failed[TopicPartition{Topic: topic, Partition: p.Partition}] = perr
+				}
+			}
+		}
+	}
+	var gone bool
+	s.mu.Lock()
+	for _, x := range all {
+		ferr := err
+		if ferr == nil {
+			ferr = failed[x.tp]
+		}
+		if ferr == nil {
+			continue
+		}
+		if m, ok := s.marks[x.tp]; ok && !m.dirty && m.offset == x.m.offset {
+			m.dirty = true // again at the next commit
+			s.marks[x.tp] = m
+		}
+		if errors.Is(ferr, kerr.UnknownMemberID) || errors.Is(ferr, kerr.FencedInstanceID) {
+			gone = true
+		}
+		if err == nil {
+			err = ferr
+		}
+	}
+	s.mu.Unlock()
+	if err == nil {
+		return
+	}
+	s.g.stats.commitErrs.Add(1)
+	s.g.log.Warn().Err(err).Int("partitions", len(all)).Msg("kafka commit refused")
+	if gone {
+		s.g.log.Warn().Msg("the group no longer knows this member: its partitions are dropped without a commit")
+		s.lose()
+	}
+}
+
+// topicIDOf returns the id of tp's topic as last read (zero when unknown).
+func (g *franzGroup) topicIDOf(tp TopicPartition) [16]byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.topicIDs[tp.Topic]
+}
+
+var (
+	_ kafkaSide              = (*franzGroup)(nil)
+	_ groupSession           = (*franzSession)(nil)
+	_ claimFeed[*kgo.Record] = (*franzFeed)(nil)
+)

@@ -1,0 +1,832 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/kafkanet"
+	"github.com/turbokafka/turbo/actors/offsetmeta"
+	"github.com/turbokafka/turbo/config"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// franzGroup is the client proxy's franz-go side (kafka.client: franz-go).
+// It owns one kgo client per generation of the tree — the group member, its
+// commits, the dead-letter producer and the metadata requests all go
+// through it — and every goroutine around it: the poll loop, the
+// committer, the pattern watch and one claim goroutine per owned partition.
+// Like kafkaGroup it tells the proxy what happens by messages and never
+// touches actor state; the claims run the same runClaim as the other sides.
+//
+// Records reach the claims through the poll loop: it polls the client and
+// appends each partition's records to that partition's feed (franzFeed),
+// which the claim reads within its gate's credits. The client is built with
+// BlockRebalanceOnPoll, so a rebalance callback never runs between a poll
+// and its delivery: once a revocation callback has run, no record of the
+// partition reaches any feed, and a partition assigned again starts a new
+// feed that only ever sees records fetched for it.
+//
+// Group changes come through the client's callbacks, which run on its group
+// goroutine and block it: a revocation waits for the claims' handovers
+// (running records finish, the final watermark is committed), a loss drops
+// the claims without a commit. Claims start once the group's committed
+// offsets are known (OnOffsetsFetched), with the commit metadata that came
+// with them.
+type franzGroup struct {
+	brokers    []string
+	groupID    string
+	topics     config.Subscription
+	joinGate   *joinGate
+	refresh    time.Duration // how often the topics matching patterns are looked up
+	opts       []kgo.Opt     // the client's options but its security and callbacks (franzOpts)
+	protocol   config.GroupProtocol
+	instanceID string // static membership, "" without
+	net        *kafkanet.Net
+	log        zerolog.Logger
+	retry      backoff.Policy
+	maxBatch   int
+	revokeWait time.Duration
+	dlqTopic   string
+	readMeta   bool
+	stats      *consumerStats
+	released   *releasedAt
+
+	sideLife // run is its session goroutine
+	// killCtx bounds the requests a graceful stop still needs (the final
+	// commits): unlike sideLife's ctx it is cancelled only by kill.
+	killCtx    context.Context
+	killCancel context.CancelFunc
+
+	commitReq  chan groupSession
+	commitStop chan struct{}
+	hwmReq     chan []partitionHWM
+	noMatch    sync.Once
+	warned     sync.Once // unreadable commit metadata
+
+	mu       sync.Mutex
+	cl       *kgo.Client // nil until connected
+	sess     *franzSession
+	feeds    map[TopicPartition]*franzFeed
+	assigned map[TopicPartition]bool // assigned, their offsets not yet fetched
+	lostID   map[uint64]topicID
+	topicIDs map[string]topicID // as last read, for the commits (OffsetCommit v10 names topics by id)
+	claims   sync.WaitGroup
+}
+
+// franzOpts maps turbo's configuration onto the kgo client options of a
+// consumer (security and callbacks come later, from franzGroup.dial).
+func franzOpts(k config.Kafka, brokers []string, c config.Consumer, shutdownTimeout time.Duration) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.ClientID(k.ClientID),
+		kgo.ConsumerGroup(c.Group),
+		kgo.DisableAutoCommit(), // turbo commits watermarks itself, with their metadata
+		kgo.BlockRebalanceOnPoll(),
+		// As the sarama side: a revoked partition waits for its running
+		// records (up to shutdown_timeout) before it is released, and
+		// members learn of a rebalance from a heartbeat's answer.
+		kgo.RebalanceTimeout(shutdownTimeout + 10*time.Second),
+		kgo.HeartbeatInterval(250 * time.Millisecond),
+		kgo.SessionTimeout(10 * time.Second),
+		kgo.FetchMaxWait(fetchMaxWait),
+		// What the client holds beyond turbo's own budget: one fetch per
+		// broker, bounded as the sarama side bounds its fetches.
+		kgo.FetchMaxBytes(int32(min(max(c.MaxBufferedBytes/4, config.MiB), 50*config.MiB))),
+		kgo.FetchMaxPartitionBytes(int32(min(max(c.MaxBufferedBytes/4, config.MiB), config.MiB))),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Dead letters: every one the pipeline can hold may wait here, so
+		// producing never blocks the proxy.
+		kgo.MaxBufferedRecords(max(c.Concurrency+c.MaxBuffered, 10_000)),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		// As sarama: a dead-letter topic that does not exist yet is created
+		// by the brokers that allow it.
+		kgo.AllowAutoTopicCreation(),
+	}
+	if c.InitialOffset == config.OffsetNewest {
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	}
+	if k.GroupProtocol == config.GroupConsumer {
+		// KIP-848: the broker assigns; "uniform" is its sticky assignor.
+		opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()))
+	} else {
+		opts = append(opts, kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	}
+	if k.GroupInstanceID != "" {
+		opts = append(opts, kgo.InstanceID(k.GroupInstanceID))
+	}
+	return opts
+}
+
+func (g *franzGroup) start(send func(msg any)) {
+	g.begin(send)
+	g.killCtx, g.killCancel = context.WithCancel(context.Background())
+	g.held = &g.stats.suspended
+	g.commitReq = make(chan groupSession, 1)
+	g.commitStop = make(chan struct{})
+	g.hwmReq = make(chan []partitionHWM)
+	g.feeds = make(map[TopicPartition]*franzFeed)
+	g.assigned = make(map[TopicPartition]bool)
+	go g.run()
+}
+
+func (g *franzGroup) run() {
+	defer close(g.done)
+	cl, err := g.connect()
+	if err != nil {
+		g.stopped(nil)
+		return
+	}
+	g.mu.Lock()
+	g.cl = cl
+	g.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Go(g.committer)
+	wg.Go(func() { g.watermarks(cl) })
+	g.joinGate.pass(g.ctx.Done())
+	if g.ctx.Err() == nil {
+		watch, ctx := sync.WaitGroup{}, g.ctx
+		watch.Go(func() { g.subscribe(ctx, cl) })
+		g.poll(cl)
+		watch.Wait()
+	}
+	if !g.aborted() {
+		// Hand every partition over (drain, final commit) while still a
+		// member of the group, then leave it; a static member keeps its
+		// place, as on the sarama side.
+		g.endClaims(g.ownedNow(), endRevoked)
+		ctx, cancel := context.WithTimeout(context.Background(), leaveWait)
+		if err := cl.LeaveGroupContext(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			g.log.Warn().Err(err).Msg("leaving the consumer group")
+		}
+		cancel()
+	}
+	close(g.commitStop)
+	g.claims.Wait()
+	cl.Close()
+	wg.Wait()
+	g.endSession()
+	g.killCancel()
+	g.stopped(nil)
+}
+
+// kill implements kafkaSide: the requests of a graceful stop are cut short
+// too.
+func (g *franzGroup) kill() <-chan struct{} {
+	if g.killCancel != nil {
+		g.killCancel()
+	}
+	return g.sideLife.kill()
+}
+
+// leaveWait bounds a graceful leave after the handovers.
+const leaveWait = 5 * time.Second
+
+// connect makes the client and checks that Kafka answers, retrying with
+// backoff as kafkaGroup.connect does (same refusal rules and messages).
+func (g *franzGroup) connect() (*kgo.Client, error) {
+	refusals := 0
+	for failures := 1; ; failures++ {
+		cl, err := g.dial()
+		if err == nil {
+			g.stats.reached.Store(true)
+			g.stats.setKafkaError("")
+			if failures > 1 {
+				g.log.Info().Strs("brokers", g.brokers).Msg("connected to Kafka")
+			}
+			return cl, nil
+		}
+		var fatal *groupProtocolError
+		if errors.As(err, &fatal) {
+			g.log.Error().Str("cause", fatal.Error()).Strs("brokers", g.brokers).Msg(fatal.Error() + "; giving up")
+			g.stats.setKafkaError(fatal.Error())
+			g.stats.giveUp(fatal)
+			return nil, err
+		}
+		d := g.retry.Delay(failures, rand.Float64())
+		r := g.net.Explain(err)
+		g.stats.connError(refusalKind(r))
+		if r == nil {
+			refusals = 0
+			g.log.Warn().Err(err).Strs("brokers", g.brokers).Stringer("retry_in", d).Msg("cannot reach Kafka; retrying")
+		} else {
+			refusals++
+			g.stats.setKafkaError(r.Cause)
+			if !g.stats.reached.Load() && refusals >= startupRefusals {
+				g.log.Error().Str("cause", r.Cause).Int("attempts", refusals).Strs("brokers", g.brokers).
+					Msg("Kafka refuses the connection: " + r.Cause + "; giving up (a configuration mistake does not fix itself)")
+				g.stats.giveUp(r)
+				return nil, r
+			}
+			g.log.Error().Str("cause", r.Cause).Strs("brokers", g.brokers).Stringer("retry_in", d).
+				Msg("Kafka refuses the connection: " + r.Cause + "; retrying")
+		}
+		if !g.sleep(d) {
+			return nil, g.ctx.Err()
+		}
+	}
+}
+
+// groupProtocolError is kafka.group_protocol asking for what the brokers
+// do not offer: a configuration mistake, not an outage.
+type groupProtocolError struct{ brokers []string }
+
+func (e *groupProtocolError) Error() string {
+	return fmt.Sprintf("kafka.group_protocol: consumer needs Kafka 4.0 or later, and the brokers %v do not offer the consumer group protocol (use classic, or upgrade the cluster)", e.brokers)
+}
+
+// dialWait bounds the first requests of a new client.
+const dialWait = 10 * time.Second
+
+// dial secures the options (reading their files again), makes the client
+// and asks the brokers which requests they serve: an answer proves them
+// reachable, and tells whether they offer the consumer group protocol.
+func (g *franzGroup) dial() (*kgo.Client, error) {
+	sec, err := g.net.Franz()
+	if err != nil {
+		return nil, err
+	}
+	opts := slices.Concat(g.opts, sec, []kgo.Opt{
+		kgo.WithLogger(g.logger()),
+		kgo.OnPartitionsAssigned(g.onAssigned),
+		kgo.OnOffsetsFetched(g.onFetched),
+		kgo.OnPartitionsRevoked(g.onRevoked),
+		kgo.OnPartitionsLost(g.onLost),
+	})
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(g.ctx, dialWait)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	if g.protocol == config.GroupConsumer && !offersConsumerProtocol(resp) {
+		cl.Close()
+		return nil, &groupProtocolError{brokers: g.brokers}
+	}
+	return cl, nil
+}
+
+// logger is the client's logger: with the consumer protocol, a client that
+// falls back to the classic one (brokers that offer the request but turn
+// the protocol down) ends the consumer as the missing request does.
+func (g *franzGroup) logger() franzLogger {
+	l := franzLogger{log: g.log}
+	if g.protocol == config.GroupConsumer {
+		l.fallback = func() {
+			err := &groupProtocolError{brokers: g.brokers}
+			g.log.Error().Str("cause", err.Error()).Msg(err.Error() + "; giving up")
+			g.stats.setKafkaError(err.Error())
+			g.stats.giveUp(err)
+		}
+	}
+	return l
+}
+
+// offersConsumerProtocol reports whether a broker serves the consumer group
+// protocol as franz-go speaks it (ConsumerGroupHeartbeat v1, Kafka 4.0).
+func offersConsumerProtocol(resp *kmsg.ApiVersionsResponse) bool {
+	hb := kmsg.NewConsumerGroupHeartbeatRequest()
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == hb.Key() {
+			return k.MaxVersion >= 1
+		}
+	}
+	return false
+}
+
+// sleep waits d unless the group is stopped first; it reports whether to go on.
+func (g *franzGroup) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-g.ctx.Done():
+		return false
+	}
+}
+
+// pollRecords bounds one poll: the poll loop delivers them before the next.
+const pollRecords = 10_000
+
+// poll is the poll loop: it hands every fetched partition's records to its
+// feed, then lets a pending rebalance run, until the group is stopped.
+func (g *franzGroup) poll(cl *kgo.Client) {
+	for {
+		fs := cl.PollRecords(g.ctx, pollRecords)
+		if g.ctx.Err() != nil || fs.IsClientClosed() {
+			cl.AllowRebalance()
+			return
+		}
+		fs.EachError(func(topic string, partition int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			g.log.Warn().Err(err).Str("partition", TopicPartition{Topic: topic, Partition: partition}.String()).Msg("kafka fetch error")
+		})
+		g.mu.Lock()
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			if f := g.feeds[TopicPartition{Topic: p.Topic, Partition: p.Partition}]; f != nil {
+				f.deliver(p.Records, p.HighWatermark)
+			}
+		})
+		g.mu.Unlock()
+		cl.AllowRebalance()
+	}
+}
+
+// subscribe gives the client the topics to consume: the named ones, or
+// those the patterns match now and every metadata_refresh after, so that
+// the member joins again as they change (the same anchoring and exclusions
+// as kafkaGroup.subscribe: Subscription.Match).
+func (g *franzGroup) subscribe(ctx context.Context, cl *kgo.Client) {
+	if !g.topics.HasPatterns() {
+		cl.AddConsumeTopics(g.topics.Names()...)
+		return
+	}
+	var now []string
+	t := time.NewTicker(g.refresh)
+	defer t.Stop()
+	for {
+		topics, err := g.matching(ctx, cl)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				g.log.Warn().Err(err).Stringer("retry_in", g.refresh).Msg("cannot list the topics to match the patterns against")
+			}
+		case len(topics) == 0 && len(now) == 0:
+			g.noMatch.Do(func() {
+				g.log.Warn().Stringer("metadata_refresh", g.refresh).Msg("no topic matches the consumer's patterns yet; looking again every metadata_refresh")
+			})
+		case !slices.Equal(topics, now):
+			if now != nil {
+				g.log.Info().Strs("topics", topics).Strs("before", now).Msg("the topics matching the patterns changed: joining the group again with them")
+			}
+			var gone []string
+			for _, topic := range now {
+				if !slices.Contains(topics, topic) {
+					gone = append(gone, topic)
+				}
+			}
+			if len(gone) > 0 {
+				cl.PurgeTopicsFromConsuming(gone...)
+			}
+			cl.AddConsumeTopics(topics...)
+			now = topics
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// matching asks the brokers for every topic and returns those the
+// subscription reads.
+func (g *franzGroup) matching(ctx context.Context, cl *kgo.Client) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialWait)
+	defer cancel()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]string, 0, len(resp.Topics))
+	for _, t := range resp.Topics {
+		if t.Topic != nil && t.ErrorCode == 0 {
+			all = append(all, *t.Topic)
+		}
+	}
+	slices.Sort(all)
+	return g.topics.Match(all), nil
+}
+
+// onAssigned implements kgo's OnPartitionsAssigned: the partitions wait for
+// their committed offsets (onFetched) to start their claims.
+func (g *franzGroup) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for topic, ps := range assigned {
+		for _, p := range ps {
+			g.assigned[TopicPartition{Topic: topic, Partition: p}] = true
+		}
+	}
+}
+
+// onFetched implements kgo's OnOffsetsFetched: the committed offsets (and
+// their metadata) of newly assigned partitions are known, and their fetches
+// begin once it returns, so their claims start now.
+func (g *franzGroup) onFetched(_ context.Context, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	type committed struct {
+		tp     TopicPartition
+		offset int64
+		meta   string
+	}
+	var starts []committed
+	add := func(topic string, p int32, offset int64, meta *string, code int16) {
+		tp := TopicPartition{Topic: topic, Partition: p}
+		if code != 0 {
+			return // the client fetches it again
+		}
+		g.mu.Lock()
+		ok := g.assigned[tp]
+		delete(g.assigned, tp)
+		g.mu.Unlock()
+		if ok {
+			c := committed{tp: tp, offset: offset}
+			if meta != nil {
+				c.meta = *meta
+			}
+			starts = append(starts, c)
+		}
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			add(t.Topic, p.Partition, p.Offset, p.Metadata, p.ErrorCode)
+		}
+	}
+	for _, grp := range resp.Groups {
+		for _, t := range grp.Topics {
+			for _, p := range t.Partitions {
+				add(t.Topic, p.Partition, p.Offset, p.Metadata, p.ErrorCode)
+			}
+		}
+	}
+	if len(starts) == 0 {
+		return nil
+	}
+	sess := g.session()
+	cs := make([]*claim, len(starts))
+	fs := make([]*franzFeed, len(starts))
+	for i, s := range starts {
+		cs[i], fs[i] = g.newFranzClaim(cl, sess, s.tp, s.offset, s.meta)
+	}
+	g.startAll(cs)
+	for i := range cs {
+		c, f := cs[i], fs[i]
+		g.claims.Go(func() {
+			defer close(f.returned)
+			defer f.close()
+			runClaim(c, f)
+		})
+	}
+	return nil
+}
+
+// session returns the current session, starting one (and telling the
+// proxy) after a loss or at the first assignment.
+func (g *franzGroup) session() *franzSession {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sess == nil {
+		g.sess = &franzSession{g: g, marks: make(map[TopicPartition]franzMark)}
+		g.stats.sessionStarted()
+		g.stats.setKafkaError("")
+		g.sessionStarted(g.sess)
+	}
+	return g.sess
+}
+
+// endSession ends the current session, if any.
+func (g *franzGroup) endSession() {
+	g.mu.Lock()
+	sess := g.sess
+	g.sess = nil
+	g.mu.Unlock()
+	if sess != nil {
+		g.stats.sessionEnded()
+	}
+}
+
+// newFranzClaim makes the claim and feed of a partition whose committed
+// offset (-1: none) and metadata the group just fetched; the caller starts
+// it.
+func (g *franzGroup) newFranzClaim(cl *kgo.Client, sess *franzSession, tp TopicPartition, committed int64, meta string) (*claim, *franzFeed) {
+	var fromMeta []offsetmeta.Range
+	if g.readMeta {
+		fromMeta = finishedIn(tp, committed, meta, &g.warned, g.log)
+	}
+	id := g.topicID(cl, tp.Topic)
+	finished := g.released.finished(tp, id, committed, fromMeta)
+	g.log.Debug().Str("partition", tp.String()).Int64("committed", committed).
+		Int("finished_ranges", len(finished)).Msg("claim starts")
+	f := &franzFeed{g: g, cl: cl, tp: tp, id: id, wake: make(chan struct{}, 1), revoked: make(chan struct{}), lost: make(chan struct{}),
+		hw: -1, returned: make(chan struct{})}
+	c := g.newClaim(claimSpec{tp: tp, committed: max(committed, -1), finished: finished, maxBatch: g.maxBatch,
+		revokeWait: g.revokeWait, lost: f.lostCh(), sess: sess, log: g.log})
+	f.epoch, f.gt = c.epoch, c.gate
+	g.mu.Lock()
+	if old := g.feeds[tp]; old != nil {
+		// Cannot happen: a partition is revoked or lost before it is
+		// assigned again. Should it, the old claim is dropped first.
+		g.mu.Unlock()
+		g.endClaims([]TopicPartition{tp}, endLost)
+		g.mu.Lock()
+	}
+	g.feeds[tp] = f
+	if g.lostID == nil {
+		g.lostID = make(map[uint64]topicID)
+	}
+	g.lostID[c.epoch] = id
+	g.mu.Unlock()
+	// A partition paused when an earlier claim of it ended would never be
+	// fetched again.
+	cl.ResumeFetchPartitions(map[string][]int32{tp.Topic: {tp.Partition}})
+	return c, f
+}
+
+// onRevoked implements kgo's OnPartitionsRevoked: the revoked partitions'
+// claims hand over (drain, final commit) before the client lets them go.
+func (g *franzGroup) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	g.endClaims(flatten(revoked), endRevoked)
+}
+
+// onLost implements kgo's OnPartitionsLost: the member is out of the group
+// (its session expired, or it was fenced), so its claims are dropped
+// without a commit, and the session ends.
+func (g *franzGroup) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	g.mu.Lock()
+	sess := g.sess
+	g.mu.Unlock()
+	if sess != nil {
+		sess.lose()
+	}
+	g.endClaims(flatten(lost), endLost)
+	g.endSession()
+}
+
+func flatten(m map[string][]int32) []TopicPartition {
+	var tps []TopicPartition
+	for topic, ps := range m {
+		for _, p := range ps {
+			tps = append(tps, TopicPartition{Topic: topic, Partition: p})
+		}
+	}
+	return tps
+}
+
+// ownedNow returns the partitions with a claim.
+func (g *franzGroup) ownedNow() []TopicPartition {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	tps := make([]TopicPartition, 0, len(g.feeds))
+	for tp := range g.feeds {
+		tps = append(tps, tp)
+	}
+	return tps
+}
+
+// endClaims ends the claims of tps as end says (revoked: handed over; lost:
+// dropped) and waits until each has returned; a killed side's claims return
+// at once.
+func (g *franzGroup) endClaims(tps []TopicPartition, end claimEnd) {
+	var ending []*franzFeed
+	g.mu.Lock()
+	for _, tp := range tps {
+		delete(g.assigned, tp)
+		f := g.feeds[tp]
+		if f == nil {
+			continue
+		}
+		delete(g.feeds, tp)
+		ending = append(ending, f)
+	}
+	g.mu.Unlock()
+	for _, f := range ending {
+		if end == endLost {
+			f.lose()
+		} else {
+			f.revoke()
+		}
+	}
+	for _, f := range ending {
+		<-f.returned
+		g.mu.Lock()
+		if g.sess != nil {
+			g.sess.forget(f.tp)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// committer runs the blocking commits off the proxy actor.
+func (g *franzGroup) committer() {
+	for {
+		select {
+		case sess := <-g.commitReq:
+			start := time.Now()
+			sess.Commit()
+			g.stats.observeCommit(start)
+		case <-g.commitStop:
+			return
+		}
+	}
+}
+
+// requestCommit implements kafkaSide.
+func (g *franzGroup) requestCommit(sess groupSession) {
+	select {
+	case g.commitReq <- sess:
+	default:
+	}
+}
+
+// client returns the connected client, nil before.
+func (g *franzGroup) client() *kgo.Client {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cl
+}
+
+// deadLetter implements kafkaSide: the client's producer writes the records
+// (it never blocks here: MaxBufferedRecords holds the whole pipeline).
+func (g *franzGroup) deadLetter(fs []recordFailure) {
+	cl := g.client()
+	for _, f := range fs {
+		if cl == nil || g.dlqTopic == "" {
+			g.deadLettered(f.rec, errNoDeadLetterProducer)
+			continue
+		}
+		rec := f.rec
+		headers := deadLetterHeaders(f, time.Now(), func(k string, v []byte) kgo.RecordHeader {
+			return kgo.RecordHeader{Key: k, Value: v}
+		})
+		cl.Produce(context.Background(), &kgo.Record{Topic: g.dlqTopic, Key: rec.Key, Value: rec.Value, Headers: headers},
+			func(_ *kgo.Record, err error) { g.deadLettered(rec, err) })
+	}
+}
+
+// refreshWatermarks implements kafkaSide: the refresh goroutine asks, one
+// request at a time; a request that comes while it is busy is dropped.
+func (g *franzGroup) refreshWatermarks(q []partitionHWM) {
+	select {
+	case g.hwmReq <- q:
+	default:
+	}
+}
+
+// watermarks is the refresh goroutine: it answers one request at a time
+// until the side stops.
+func (g *franzGroup) watermarks(cl *kgo.Client) {
+	for {
+		select {
+		case q := <-g.hwmReq:
+			marks, err := latestOffsetsFranz(g.ctx, cl, q)
+			if g.ctx.Err() != nil {
+				return
+			}
+			g.send(&watermarksRefreshed{marks: marks, err: err})
+		case <-g.ctx.Done():
+			return
+		}
+	}
+}
+
+// latestOffsetsFranz asks the partitions' leaders for their latest offsets
+// (the client sends one ListOffsets per leader).
+func latestOffsetsFranz(ctx context.Context, cl *kgo.Client, q []partitionHWM) ([]partitionHWM, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialWait)
+	defer cancel()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	byTopic := map[string]int{}
+	for _, p := range q {
+		i, ok := byTopic[p.tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.tp.Topic] = i
+			t := kmsg.NewListOffsetsRequestTopic()
+			t.Topic = p.tp.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		part := kmsg.NewListOffsetsRequestTopicPartition()
+		part.Partition = p.tp.Partition
+		part.Timestamp = -1 // the latest offset
+		part.CurrentLeaderEpoch = -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, part)
+	}
+	latest := map[TopicPartition]int64{}
+	var errs []error
+	for _, shard := range cl.RequestSharded(ctx, req) {
+		if shard.Err != nil {
+			errs = append(errs, fmt.Errorf("broker %d: %w", shard.Meta.NodeID, shard.Err))
+			continue
+		}
+		resp := shard.Resp.(*kmsg.ListOffsetsResponse)
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				tp := TopicPartition{Topic: t.Topic, Partition: p.Partition}
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", tp, err))
+					continue
+				}
+				latest[tp] = p.Offset
+			}
+		}
+	}
+	var out []partitionHWM
+	for _, p := range q {
+		if off, ok := latest[p.tp]; ok {
+			p.hwm = off
+			out = append(out, p)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// topicID returns the id of topic as the brokers have it now (zero when
+// unknown, logged), as kafkaAux.topicID.
+func (g *franzGroup) topicID(cl *kgo.Client, topic string) topicID {
+	ctx, cancel := context.WithTimeout(g.killCtx, dialWait)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = &topic
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		g.log.Warn().Err(err).Str("topic", topic).Msg("reading the topic's id; not skipping records finished before a commit landed")
+		return topicID{}
+	}
+	for _, t := range resp.Topics {
+		if t.Topic != nil && *t.Topic == topic && t.ErrorCode == 0 {
+			g.mu.Lock()
+			if g.topicIDs == nil {
+				g.topicIDs = make(map[string]topicID)
+			}
+			g.topicIDs[topic] = topicID(t.TopicID)
+			g.mu.Unlock()
+			return topicID(t.TopicID)
+		}
+	}
+	return topicID{}
+}
+
+// rememberLost implements kafkaSide, as kafkaGroup.rememberLost.
+func (g *franzGroup) rememberLost(tp TopicPartition, epoch uint64, fc finalCommit) {
+	g.mu.Lock()
+	id, ok := g.lostID[epoch]
+	delete(g.lostID, epoch)
+	g.mu.Unlock()
+	if ok {
+		g.released.remember(tp, id, fc)
+	}
+}
+
+// franzLogger passes the client's warnings and errors to turbo's log. Of
+// its informational messages it watches one: the client falling back to
+// the classic protocol when the brokers turn the consumer protocol down.
+type franzLogger struct {
+	log      zerolog.Logger
+	fallback func() // nil: the classic protocol was asked for
+}
+
+func (l franzLogger) Level() kgo.LogLevel {
+	if l.fallback != nil {
+		return kgo.LogLevelInfo
+	}
+	return kgo.LogLevelWarn
+}
+
+// fallbackMsg starts the message of kgo falling back to the classic
+// protocol (consumer_group_848.go).
+const fallbackMsg = "falling back to standard consumer group management"
+
+func (l franzLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	if level > kgo.LogLevelWarn {
+		if l.fallback != nil && strings.HasPrefix(msg, fallbackMsg) {
+			l.fallback()
+		}
+		return
+	}
+	ev := l.log.Warn()
+	if level == kgo.LogLevelError {
+		ev = l.log.Error()
+	}
+	ev = ev.Str("component", "franz-go")
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		ev = ev.Interface(fmt.Sprint(keyvals[i]), keyvals[i+1])
+	}
+	ev.Msg(msg)
+}
