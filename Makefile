@@ -20,6 +20,12 @@ TEST_FLAGS = -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PAR) -parallel $(
 # measures the machine. (Each says so in a comment.)
 TIMED := ^(TestRateLimit|TestRateLimitPacesAttempts|TestSwarmExitOnIdle|TestSwarmReplacesAKilledNodeWithoutMovingTheOther|TestRunShutdownIsBoundedAgainstASilentBroker|TestAdaptiveConcurrencyFollowsTheDownstream|TestStopWhileJoiningIsClean|TestStopIsBoundedWhenAHandlerHangs)$$
 TIMED_PKGS := ./test/e2e/ ./actors/
+# The Kafka sides (kafka.client and kafka.group_protocol: sarama, franz-go,
+# franz-go-consumer). The side tests (test/testkit.EachSide: KAFKA_CORE's)
+# run once per side of TURBO_TEST_SIDES; every other test runs on sarama,
+# the default. On the embedded broker: sarama and franz-go with the
+# consumer protocol (franz-go's classic protocol runs on Kafka 3.9).
+TEST_SIDES ?= sarama,franz-go-consumer
 
 # The turbo binaries the tests run (test/testkit: TURBO_TEST_BINARY, built
 # with the race detector, and TURBO_TEST_PERF_BINARY), built once for all
@@ -42,6 +48,15 @@ WITH_BINS = TURBO_TEST_BINARY=$(CURDIR)/$(TEST_BIN_DIR)/turbo-race TURBO_TEST_PE
 #    the secured runs at once.
 KAFKA_LINES     ?= 3.9 4
 KAFKA_FULL_LINE := 4
+# The sides of each line (see TEST_SIDES): KAFKA_SIDES_<line> for the side
+# tests; KAFKA_SIDE_<line> for the broker restart, the rest of test/kafka
+# (the secured mistakes, OAuth, every mechanism) and the secured runs, so
+# that each side meets a real broker's restarts and security on one line.
+# The timed tests run on sarama.
+KAFKA_SIDES_3.9 := sarama,franz-go
+KAFKA_SIDE_3.9  := sarama
+KAFKA_SIDES_4   := franz-go-consumer
+KAFKA_SIDE_4    := franz-go-consumer
 KAFKA_SUITES    := ./test/e2e/ ./test/chaos/ ./actors/
 KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|TestSigtermThenRestartRedeliversNothingFinished|TestSwarmSharesPartitionsAndStopsCleanly|TestSwarmExitOnIdleAfterANodeIsKilled|TestRebalancesUnderLoad|TestRebalanceHandoverKeepsKeysApart)$$
 # Tests of what no broker changes: turbo's own output and process handling,
@@ -96,7 +111,7 @@ run: build
 ## test: formatting, vet, and every test with the race detector; the browser
 ## test (test/web) among them, hence `tools` first.
 test: fmt-check vet tools test-bins
-	$(WITH_TOOLS) $(WITH_BINS) $(GO) test $(TEST_FLAGS) -skip '$(TIMED)' $(TEST_PKGS)
+	$(WITH_TOOLS) $(WITH_BINS) TURBO_TEST_SIDES=$(TEST_SIDES) $(GO) test $(TEST_FLAGS) -skip '$(TIMED)' $(TEST_PKGS)
 	$(WITH_BINS) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -p 1 -run '$(TIMED)' $(TIMED_PKGS)
 
 ## test-bins: the turbo binaries the tests run, with and without the race
@@ -174,7 +189,7 @@ test-kafka-line: test-bins
 	fi; \
 	export GO='$(GO)' TEST_TIMEOUT='$(TEST_TIMEOUT)' TEST_PAR='$(TEST_PAR)' TEST_FLAGS='$(TEST_FLAGS)' \
 		KAFKA_ALONE_RUN='$(KAFKA_ALONE_RUN)' TIMED='$(TIMED)' TIMED_PKGS='$(TIMED_PKGS)' KAFKA_EMBEDDED_ONLY='$(KAFKA_EMBEDDED_ONLY)' \
-		KAFKA_SUITES='$(KAFKA_SUITES)'; \
+		KAFKA_SUITES='$(KAFKA_SUITES)' TURBO_TEST_SIDES='$(KAFKA_SIDES_$(KAFKA_LINE))' KAFKA_SIDE='$(KAFKA_SIDE_$(KAFKA_LINE))'; \
 	$(WITH_BINS) TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) with bash test/kafka/line.sh
 
 ## kafka-start: a real Kafka broker in the background for manual runs

@@ -30,7 +30,7 @@ type run struct {
 
 func newRun(t *testing.T, partitions, records, keys int) *run {
 	t.Helper()
-	topic := testkit.TopicName("t-" + t.Name())
+	topic := testkit.TopicName("t-" + strings.ReplaceAll(t.Name(), "/", "."))
 	brokers := testkit.Broker(t, partitions, topic)
 	if records > 0 {
 		testkit.Produce(t, brokers, topic, records, keys)
@@ -272,6 +272,10 @@ func TestStopCommitsFinishedRecords(t *testing.T) {
 // overlap across members, nothing is lost.
 func TestRebalanceHandoverKeepsKeysApart(t *testing.T) {
 	t.Parallel() // most of its time is spent waiting: for sessions, joins, handlers
+	testkit.EachSide(t, rebalanceHandoverKeepsKeysApart)
+}
+
+func rebalanceHandoverKeepsKeysApart(t *testing.T, _ testkit.Side) {
 	r := newRun(t, 8, 1600, 80)
 	// The shared ledger does the work and judges overlap and loss across both
 	// members; each member's own ledger judges the order it started records in.

@@ -51,6 +51,7 @@ type franzGroup struct {
 	opts       []kgo.Opt     // the client's options but its security and callbacks (franzOpts)
 	protocol   config.GroupProtocol
 	instanceID string // static membership, "" without
+	clientID   string
 	net        *kafkanet.Net
 	log        zerolog.Logger
 	retry      backoff.Policy
@@ -166,14 +167,22 @@ func (g *franzGroup) run() {
 		// place, as on the sarama side.
 		g.endClaims(g.ownedNow(), endRevoked)
 		ctx, cancel := context.WithTimeout(context.Background(), leaveWait)
-		if err := cl.LeaveGroupContext(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		if err := g.leave(ctx, cl); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			g.log.Warn().Err(err).Msg("leaving the consumer group")
 		}
 		cancel()
 	}
 	close(g.commitStop)
 	g.claims.Wait()
+	memberID, _ := cl.GroupMetadata()
 	cl.Close()
+	if !g.aborted() && g.protocol == config.GroupConsumer && g.instanceID != "" && memberID != "" {
+		ctx, cancel := context.WithTimeout(g.killCtx, leaveWait)
+		if err := g.leaveStatic(ctx, memberID); err != nil {
+			g.log.Warn().Err(err).Msg("leaving the consumer group")
+		}
+		cancel()
+	}
 	wg.Wait()
 	g.endSession()
 	g.killCancel()
@@ -187,6 +196,46 @@ func (g *franzGroup) kill() <-chan struct{} {
 		g.killCancel()
 	}
 	return g.sideLife.kill()
+}
+
+// leave leaves the group after the handovers. A static member of the
+// classic protocol stays (the client sends no LeaveGroup for it); one of
+// the consumer protocol leaves for a while (leaveStatic).
+func (g *franzGroup) leave(ctx context.Context, cl *kgo.Client) error {
+	if g.protocol == config.GroupConsumer && g.instanceID != "" {
+		return nil // after the client is closed: leaveStatic
+	}
+	return cl.LeaveGroupContext(ctx)
+}
+
+// leaveStatic ends a static member of the consumer protocol, once its
+// client is closed, with member epoch -2: its partitions wait for it, or
+// for a member with its instance id, until its session times out. It sends
+// that heartbeat from a client of its own, because franz-go's leave omits
+// the instance id, which Kafka refuses (INVALID_REQUEST), and the member's
+// own client would join again meanwhile.
+func (g *franzGroup) leaveStatic(ctx context.Context, memberID string) error {
+	sec, err := g.net.Franz()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(slices.Concat([]kgo.Opt{kgo.SeedBrokers(g.brokers...), kgo.ClientID(g.clientID)}, sec)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = g.groupID, memberID, -2
+	id := g.instanceID
+	req.InstanceID = &id
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil && !errors.Is(err, kerr.UnknownMemberID) {
+		return err
+	}
+	return nil
 }
 
 // leaveWait bounds a graceful leave after the handovers.
@@ -826,7 +875,12 @@ func (l franzLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	}
 	ev = ev.Str("component", "franz-go")
 	for i := 0; i+1 < len(keyvals); i += 2 {
-		ev = ev.Interface(fmt.Sprint(keyvals[i]), keyvals[i+1])
+		key := fmt.Sprint(keyvals[i])
+		if err, ok := keyvals[i+1].(error); ok {
+			ev = ev.AnErr(key, err)
+			continue
+		}
+		ev = ev.Interface(key, keyvals[i+1])
 	}
 	ev.Msg(msg)
 }

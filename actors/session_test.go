@@ -210,7 +210,7 @@ const lossBound = time.Second
 
 func testSessionLoss(t *testing.T, path lossPath) {
 	const partitions, records, keys = 4, 6000, 600
-	topic := testkit.TopicName("t-" + t.Name())
+	topic := testkit.TopicName("t-" + strings.ReplaceAll(t.Name(), "/", "."))
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
 	if err != nil {
 		t.Fatal(err)

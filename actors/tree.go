@@ -96,6 +96,7 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 			opts:       franzOpts(s.kafka, s.brokers, s.consumer, s.shutdownTimeout),
 			protocol:   s.kafka.GroupProtocol,
 			instanceID: s.kafka.GroupInstanceID,
+			clientID:   s.kafka.ClientID,
 			net:        s.net,
 			log:        s.log,
 			retry:      s.retry,

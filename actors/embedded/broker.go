@@ -53,6 +53,15 @@ func Start(o Options) (*Broker, error) {
 		kfake.Ports(port),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(o.Partitions),
+		// The consumer group protocol (KIP-848) takes its heartbeat
+		// interval and session timeout from the broker: what turbo gives
+		// the classic protocol (250 ms, 10 s) rather than Kafka's 5 s and
+		// 45 s, so that a member learns of a moved partition as soon, and a
+		// killed one is noticed as soon, on either protocol.
+		kfake.BrokerConfigs(map[string]string{
+			"group.consumer.heartbeat.interval.ms": "250",
+			"group.consumer.session.timeout.ms":    "10000",
+		}),
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
 			// kfake listens on 127.0.0.1; honour the host asked for.
 			return net.Listen(network, net.JoinHostPort(host, portStr))

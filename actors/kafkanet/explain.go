@@ -1,6 +1,7 @@
 package kafkanet
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
@@ -37,18 +38,27 @@ func (r *Refusal) Error() string { return r.Cause }
 func (r *Refusal) Unwrap() []error { return []error{ErrRefused, r.Err} }
 
 // Explain returns a *Refusal when err (from a sarama client, broker or
-// consumer group built with Apply) is a refusal as described there, and
-// nil for anything else (and for a nil Net), such as an unreachable broker. A bare EOF (the
-// broker hung up) is explained only when a probe of the brokers finds the
-// cause (see Diagnose); it is nil otherwise.
+// consumer group built with Apply, or a franz-go client built with Franz)
+// is a refusal as described there, and nil for anything else (and for a
+// nil Net), such as an unreachable broker. A bare EOF (the broker hung up),
+// or a first request that ran out of time (franz-go retries a connection
+// the broker hangs up on until its deadline), is explained only when a
+// probe of the brokers finds the cause (see Diagnose); it is nil otherwise.
 func (n *Net) Explain(err error) *Refusal {
 	if n == nil || err == nil {
 		return nil
 	}
+	if errors.Is(err, kerr.IllegalSaslState) {
+		// franz-go keeps the broker's code (sarama drops it: see
+		// bareOutOfBrokers); the probe names the listener.
+		if cause := n.Diagnose(); cause != "" {
+			return &Refusal{Cause: cause, Err: err}
+		}
+	}
 	if cause := n.explain(err); cause != "" {
 		return &Refusal{Cause: cause, Err: err}
 	}
-	if hungUp(err) || (n.k.TLS.Enabled && timedOut(err)) || bareOutOfBrokers(err) {
+	if hungUp(err) || (n.k.TLS.Enabled && timedOut(err)) || bareOutOfBrokers(err) || errors.Is(err, context.DeadlineExceeded) || oversizeAnswer(err) {
 		if cause := n.Diagnose(); cause != "" {
 			return &Refusal{Cause: cause, Err: err}
 		}
@@ -77,7 +87,7 @@ func (n *Net) explain(err error) string {
 		return fmt.Sprintf("the broker refused %s (SASL %s): wrong username or password, or a user the cluster does not know (kafka.sasl)%s", who, sasl, brokerSays(err))
 	case errors.Is(err, sarama.ErrUnsupportedSASLMechanism), errors.Is(err, kerr.UnsupportedSaslMechanism):
 		return fmt.Sprintf("the broker's listener does not offer SASL %s (kafka.sasl.mechanism)%s", sasl, brokerSays(err))
-	case errors.Is(err, sarama.ErrIllegalSASLState) && n.k.SASL.Mechanism != config.SASLNone:
+	case (errors.Is(err, sarama.ErrIllegalSASLState) || errors.Is(err, kerr.IllegalSaslState)) && n.k.SASL.Mechanism != config.SASLNone:
 		return fmt.Sprintf("the broker's listener does not expect SASL: kafka.sasl.mechanism is %s, but the listener is PLAINTEXT or SSL (clear kafka.sasl.mechanism, or use the SASL listener's port)", sasl)
 	case errors.As(err, &tokenErr) && tokenErr.refused():
 		return tokenErr.Error()
@@ -176,6 +186,12 @@ func hungUp(err error) bool {
 // without SASL, UNSUPPORTED_SASL_MECHANISM), keeping only this.
 func bareOutOfBrokers(err error) bool {
 	return errors.Is(err, sarama.ErrOutOfBrokers) && err.Error() == sarama.ErrOutOfBrokers.Error()
+}
+
+// oversizeAnswer reports franz-go reading a size no Kafka answer has: the
+// first bytes of a TLS alert or an HTTP answer, taken for a Kafka one.
+func oversizeAnswer(err error) bool {
+	return strings.HasPrefix(err.Error(), "invalid large response size")
 }
 
 // timedOut reports a network timeout: what a plaintext listener that waits

@@ -29,6 +29,10 @@ const (
 // are reported.
 func TestRebalancesUnderLoad(t *testing.T) {
 	t.Parallel() // its own topic, group and members
+	testkit.EachSide(t, rebalancesUnderLoad)
+}
+
+func rebalancesUnderLoad(t *testing.T, _ testkit.Side) {
 	began := time.Now()
 	topic, group := testkit.TopicName("rebalance"), testkit.TopicName("rebalance-group")
 	brokers := testkit.Broker(t, rebPartitions, topic)

@@ -151,6 +151,10 @@ log: {level: warn, format: json}
 // record above the stuck one comes again.
 func TestKill9RedeliversOnlyUnfinishedRecords(t *testing.T) {
 	t.Parallel()
+	testkit.EachSide(t, kill9RedeliversOnlyUnfinishedRecords)
+}
+
+func kill9RedeliversOnlyUnfinishedRecords(t *testing.T, _ testkit.Side) {
 	meta, plain := testkit.TopicName("crash-meta"), testkit.TopicName("crash-plain")
 	// One partition each, so that offset 100 holds the watermark of all.
 	addr := testkit.Cluster(t, 1, meta, plain)

@@ -13,6 +13,10 @@ import (
 // partition, none), judged by a ledger of every delivery.
 func TestOrderingModes(t *testing.T) {
 	t.Parallel()
+	testkit.EachSide(t, orderingModes)
+}
+
+func orderingModes(t *testing.T, _ testkit.Side) {
 	const records, keys, concurrency, partitions = 2000, 100, 40, 8
 	// 50 ms of work: 40 runners then need 800 records a second to stay
 	// full, which turbo (race-enabled) keeps up with even beside other

@@ -42,6 +42,10 @@ func (r *recorder) snapshot() map[string]int {
 // redelivers nothing that finished before the signal.
 func TestSigtermThenRestartRedeliversNothingFinished(t *testing.T) {
 	t.Parallel()
+	testkit.EachSide(t, sigtermThenRestartRedeliversNothingFinished)
+}
+
+func sigtermThenRestartRedeliversNothingFinished(t *testing.T, _ testkit.Side) {
 	const records = 3000
 	topic := testkit.TopicName("orders")
 	addr := testkit.Cluster(t, 8, topic)

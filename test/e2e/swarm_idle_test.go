@@ -23,7 +23,7 @@ func TestSwarmExitOnIdle(t *testing.T) {
 // swarm still exits 0.
 func TestSwarmExitOnIdleAfterANodeIsKilled(t *testing.T) {
 	t.Parallel()
-	swarmExitOnIdle(t, true)
+	testkit.EachSide(t, func(t *testing.T, _ testkit.Side) { swarmExitOnIdle(t, true) })
 }
 
 func swarmExitOnIdle(t *testing.T, kill bool) {

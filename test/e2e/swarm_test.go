@@ -143,6 +143,10 @@ func alive(pid int) bool {
 // records committed.
 func TestSwarmSharesPartitionsAndStopsCleanly(t *testing.T) {
 	t.Parallel()
+	testkit.EachSide(t, swarmSharesPartitionsAndStopsCleanly)
+}
+
+func swarmSharesPartitionsAndStopsCleanly(t *testing.T, _ testkit.Side) {
 	const records, keys = 6000, 200
 	topic := testkit.TopicName("orders")
 	addr := testkit.Cluster(t, 8, topic)

@@ -531,6 +531,16 @@ share.coordinator.state.topic.num.partitions=4
 # default, which made a benchmark's share group idle its first ~5 s.
 group.share.min.heartbeat.interval.ms=500
 group.share.heartbeat.interval.ms=500
+# The consumer group protocol (KIP-848) takes its heartbeat interval and
+# session timeout from the broker (5 s and 45 s by default): a member
+# learns of a partition moved to it at its next heartbeat, and a killed
+# static member holds its partitions until its session times out. The
+# values turbo gives the classic protocol: heartbeats every 250 ms, a
+# 10 s session.
+group.consumer.min.heartbeat.interval.ms=250
+group.consumer.heartbeat.interval.ms=250
+group.consumer.min.session.timeout.ms=6000
+group.consumer.session.timeout.ms=10000
 EOF
 	fi
 	write_log_config "$work"

@@ -11,6 +11,9 @@
 #   KAFKA_SUITES, SUITES_FLAG, SUITES_EXPR
 #                                    the suites of phase 3, and which of their tests
 #   SECURED                          1: the secured runs (3) and the search (4)
+#   TURBO_TEST_SIDES                 the sides of the side tests (3)
+#   KAFKA_SIDE                       the side of test/kafka (1, 3, 4) and of
+#                                    the secured runs (4)
 #
 # 1. alone: the broker restart of test/kafka (its bound on the records run
 #    twice measures the load of other tests too: test/README.md);
@@ -31,8 +34,16 @@ gotest() { bash "$here/gotest.sh" "$@"; }
 echo "test-kafka: Kafka $TURBO_TEST_KAFKA_VERSION: TURBO_TEST_BROKERS=$TURBO_TEST_BROKERS (PLAINTEXT)," \
 	"SASL_SSL $TURBO_TEST_SASL_SSL_BROKERS, SSL $TURBO_TEST_SSL_BROKERS; suites: $SUITES_FLAG $SUITES_EXPR"
 
+# onside CMD...: CMD with every turbo process and in-process consumer on
+# KAFKA_SIDE.
+onside() {
+	local client=${KAFKA_SIDE%-consumer} protocol=classic
+	[[ $KAFKA_SIDE == *-consumer ]] && protocol=consumer
+	TURBO_KAFKA_CLIENT=$client TURBO_KAFKA_GROUP_PROTOCOL=$protocol "$@"
+}
+
 once=(-tags kafka -race -count=1 -timeout "$TEST_TIMEOUT")
-gotest "$state/alone.log" "$GO" "${once[@]}" -run "$KAFKA_ALONE_RUN" ./test/kafka/ || exit
+onside gotest "$state/alone.log" "$GO" "${once[@]}" -run "$KAFKA_ALONE_RUN" ./test/kafka/ || exit
 # shellcheck disable=SC2086 # TIMED_PKGS is a list of packages
 if [[ $SECURED == 1 ]]; then
 	gotest "$state/timed.log" "$GO" "${once[@]}" -p 1 -run "$TIMED" -skip "$KAFKA_EMBEDDED_ONLY" $TIMED_PKGS || exit
@@ -40,7 +51,7 @@ fi
 
 # shellcheck disable=SC2206 # TEST_FLAGS is a list of flags
 crowd=(-tags kafka $TEST_FLAGS)
-rest() { gotest "$state/kafka.log" "$GO" "${crowd[@]}" -skip "$KAFKA_ALONE_RUN" ./test/kafka/ >"$state/kafka.out" 2>&1; }
+rest() { onside gotest "$state/kafka.log" "$GO" "${crowd[@]}" -skip "$KAFKA_ALONE_RUN" ./test/kafka/ >"$state/kafka.out" 2>&1; }
 
 rc=0
 if [[ $SECURED != 1 ]]; then
@@ -54,7 +65,7 @@ if [[ $SECURED == 1 ]]; then
 	# The full pass keeps two cores busy: the rest comes after it.
 	rest &
 	kafka=$!
-	bash "$here/secured-runs.sh" suites "$GO" "$TEST_TIMEOUT" "$TEST_PAR" || rc=$?
+	onside bash "$here/secured-runs.sh" suites "$GO" "$TEST_TIMEOUT" "$TEST_PAR" || rc=$?
 fi
 wait "$kafka" || rc=$?
 cat "$state/kafka.out"

@@ -33,28 +33,41 @@ func ChildEnv() []string {
 	return append(os.Environ(), "GORACE="+gorace) // the last value of a key wins
 }
 
-// childEnvs holds what Setenv added, per test: []string of KEY=VALUE.
-var childEnvs sync.Map // testing.TB → []string
+// childEnvs holds what Setenv added, per test name: []string of
+// KEY=VALUE.
+var childEnvs sync.Map // t.Name() → []string
 
 // Setenv is t.Setenv for the turbo processes t starts (Start and its
 // kin, Command): they see key=value, the test process does not. Unlike
-// t.Setenv it leaves t free to run in parallel with other tests. A subtest
-// has an environment of its own; it does not inherit its parent's.
+// t.Setenv it leaves t free to run in parallel with other tests. Subtests
+// inherit it (and may set the key again: theirs wins).
 func Setenv(t testing.TB, key, value string) {
 	t.Helper()
-	old, _ := childEnvs.Load(t)
+	old, _ := childEnvs.Load(t.Name())
 	env, _ := old.([]string)
-	childEnvs.Store(t, append(slices.Clip(env), key+"="+value))
-	t.Cleanup(func() { childEnvs.Delete(t) })
+	childEnvs.Store(t.Name(), append(slices.Clip(env), key+"="+value))
+	t.Cleanup(func() { childEnvs.Delete(t.Name()) })
+}
+
+// addedFor returns what Setenv added for t and the tests it is a subtest
+// of, outermost first.
+func addedFor(t testing.TB) []string {
+	var env []string
+	name := t.Name()
+	for i := 0; i <= len(name); i++ {
+		if i < len(name) && name[i] != '/' {
+			continue
+		}
+		if added, ok := childEnvs.Load(name[:i]); ok {
+			env = append(env, added.([]string)...)
+		}
+	}
+	return env
 }
 
 // childEnvOf is ChildEnv with what Setenv added for t, which wins.
 func childEnvOf(t testing.TB) []string {
-	env := ChildEnv()
-	if added, ok := childEnvs.Load(t); ok {
-		env = append(env, added.([]string)...)
-	}
-	return env
+	return append(ChildEnv(), addedFor(t)...)
 }
 
 // Command is exec.Command for the turbo binary (race-enabled, see Binary)

@@ -52,11 +52,12 @@ func ClientConfig(t testing.TB) *sarama.Config {
 func SecureProducer(t testing.TB) func(*sarama.Config) error { return clientNet(t).Apply }
 
 // Kafka returns the default kafka section for brokers, secured as the
-// TURBO_KAFKA_* environment says: what a test's in-process consumer uses so
-// that it runs over TLS and SASL when the suite does.
+// TURBO_KAFKA_* environment says (with what Setenv added for t: the side of
+// EachSide): what a test's in-process consumer uses so that it runs over
+// TLS and SASL, or on another Kafka side, when the suite does.
 func Kafka(t testing.TB, brokers []string) config.Kafka {
 	t.Helper()
-	k, err := config.KafkaFromEnv(os.Environ())
+	k, err := config.KafkaFromEnv(append(os.Environ(), addedFor(t)...))
 	if err != nil {
 		t.Fatalf("the TURBO_KAFKA_* variables: %v", err)
 	}
