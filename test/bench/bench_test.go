@@ -175,10 +175,14 @@ func BenchmarkNoop(b *testing.B) {
 		thousands(float64(s.noopRecords)), s.rounds, human(s.pcNoopCap))
 	goPeers := []peer{plainSarama(), plainFranz()}
 	const firstTurbo = 2 // goPeers[firstTurbo+i] is turbo with orderings[i]
+	firstFranz := firstTurbo + len(orderings) // goPeers[firstFranz+i]: turbo's franz-go side
 	var pcPeers []peer
 	for _, o := range orderings {
 		goPeers = append(goPeers, turbo(o))
 		pcPeers = append(pcPeers, parallelConsumer(o))
+	}
+	for _, o := range orderings {
+		goPeers = append(goPeers, turboFranz(o))
 	}
 	for range b.N {
 		runs := make([][]outcome, len(goPeers))
@@ -209,6 +213,27 @@ func BenchmarkNoop(b *testing.B) {
 			judge(fmt.Sprintf("no-op `%s`: turbo ≥ %.2f× plain sarama", o, want), vsSarama > 0, vsSarama >= want, "%.2f×", vsSarama)
 			vsFranz := ratio(t, franz)
 			judge(fmt.Sprintf("no-op `%s`: turbo ≥ 0.8× plain franz-go", o), vsFranz > 0, vsFranz >= 0.8, "%.2f×", vsFranz)
+		}
+		for i, o := range orderings {
+			// turbo's franz-go side: at least 0.8× plain franz-go where
+			// order costs nothing, 0.75× under key ordering, and 1.5× plain
+			// sarama; its CPU per record under key ordering at most twice
+			// plain franz-go's.
+			t := medianOutcome(runs[firstFranz+i])
+			vsSarama, vsFranz := ratio(t, sarama), ratio(t, franz)
+			record(row(scenario, goPeers[firstFranz+i].name, t, vsSarama, "plain sarama"))
+			b.ReportMetric(vsFranz, "x-franz-"+string(o))
+			want := 0.8
+			if o == config.OrderingKey {
+				want = 0.75
+			}
+			judge(fmt.Sprintf("no-op `%s`: turbo on franz-go ≥ %.2f× plain franz-go", o, want), vsFranz > 0, vsFranz >= want, "%.2f×", vsFranz)
+			judge(fmt.Sprintf("no-op `%s`: turbo on franz-go ≥ 1.5× plain sarama", o), vsSarama > 0, vsSarama >= 1.5, "%.2f×", vsSarama)
+			if o == config.OrderingKey {
+				per := func(x outcome) float64 { return float64(x.cpu.Microseconds()) / float64(max(x.committed, 1)) }
+				cpu := per(t) / per(franz)
+				judge("no-op `key`: turbo on franz-go's CPU per record ≤ 2× plain franz-go's", per(franz) > 0 && t.committed > 0, cpu <= 2, "%.2f×", cpu)
+			}
 		}
 		for i, o := range orderings {
 			record(row(scenario, pcPeers[i].name, pcs[i], ratio(pcs[i], sarama), "plain sarama"))
@@ -260,23 +285,28 @@ func BenchmarkIOBound(b *testing.B) {
 		scenario := fmt.Sprintf("I/O-bound: %s records, %s keys, %s each, concurrency %d, key ordering",
 			thousands(float64(c.records)), thousands(float64(c.keys)), human(c.work), c.concurrency)
 		idealTo := fmt.Sprintf("the ideal %s (time)", human(ideal))
-		peers := []peer{turbo(config.OrderingKey), parallelConsumer(config.OrderingKey)}
+		peers := []peer{turbo(config.OrderingKey), turboFranz(config.OrderingKey), parallelConsumer(config.OrderingKey)}
 		if c.withSarama {
 			peers = append(peers, plainSarama())
 		}
 		for range b.N {
-			var turboRatio float64
+			var turboRatio, franzRatio float64
 			for i, p := range peers {
 				o := runPeer(b, p, j, limits{cap: runCap})
 				r := timeRatio(o, c.records, ideal)
 				record(row(scenario, p.name, o, r, idealTo))
-				if i == 0 {
+				switch i {
+				case 0:
 					turboRatio = r
 					b.ReportMetric(r, fmt.Sprintf("x-ideal-%dms", c.work.Milliseconds()))
+				case 1:
+					franzRatio = r
 				}
 			}
 			judge(fmt.Sprintf("I/O-bound %s × %s / %d: turbo within 5%% of the ideal %s", thousands(float64(c.records)), human(c.work), c.concurrency, human(ideal)),
 				turboRatio > 0, turboRatio <= 1.05, "%.3f× the ideal", turboRatio)
+			judge(fmt.Sprintf("I/O-bound %s × %s / %d: turbo on franz-go as close to the ideal as on sarama (+2%%)", thousands(float64(c.records)), human(c.work), c.concurrency),
+				franzRatio > 0 && turboRatio > 0, franzRatio <= turboRatio*1.02, "%.3f× against %.3f×", franzRatio, turboRatio)
 		}
 	}
 }
@@ -437,17 +467,22 @@ func BenchmarkHotKey(b *testing.B) {
 		thousands(float64(n)), thousands(float64(hot)), keys, conc)
 	serialTo := fmt.Sprintf("the hot key's serial %s (time)", human(serial))
 	for range b.N {
-		var turboRatio float64
-		for i, p := range []peer{turbo(config.OrderingKey), parallelConsumer(config.OrderingKey), plainSarama()} {
+		var turboRatio, franzRatio float64
+		for i, p := range []peer{turbo(config.OrderingKey), turboFranz(config.OrderingKey), parallelConsumer(config.OrderingKey), plainSarama()} {
 			o := runPeer(b, p, j, limits{cap: runCap})
 			r := timeRatio(o, n, serial)
 			record(row(scenario, p.name, o, r, serialTo))
-			if i == 0 {
+			switch i {
+			case 0:
 				turboRatio = r
 				b.ReportMetric(r, "x-hot-serial")
+			case 1:
+				franzRatio = r
 			}
 		}
 		judge("hot key: turbo within 5% of the hot key's serial time", turboRatio > 0, turboRatio <= 1.05, "%.3f× its serial time", turboRatio)
+		judge("hot key: turbo on franz-go as close to its serial time as on sarama (+2%)", franzRatio > 0 && turboRatio > 0,
+			franzRatio <= turboRatio*1.02, "%.3f× against %.3f×", franzRatio, turboRatio)
 	}
 }
 

@@ -70,6 +70,16 @@ func turbo(o config.Ordering) peer {
 	}}
 }
 
+// turboFranz is `turbo run` with the given ordering on turbo's franz-go
+// side (kafka.client: franz-go, the classic group protocol).
+func turboFranz(o config.Ordering) peer {
+	return peer{name: "turbo franz-go " + string(o), command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
+		cmd := exec.Command(testkit.PerfBinary(b), "run", "--config", turboConfig(b, j, group, o, j.concurrency))
+		cmd.Env = append(os.Environ(), "TURBO_KAFKA_CLIENT=franz-go")
+		return cmd, nil
+	}}
+}
+
 // turboObserved is turbo with http.listen on: the histograms observed per
 // record, and /metrics scraped every second while it runs, as Prometheus
 // would.
