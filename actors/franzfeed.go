@@ -16,11 +16,15 @@ import (
 // bytes of keys and values) the partition is paused in the client, which
 // then drops what it has buffered of it and stops fetching it; it resumes
 // once the claim, with credits, has taken the queue down to the low mark.
+// The high mark holds one fetch of a partition (FetchMaxPartitionBytes,
+// 256 KiB, as sarama's default fetch): a pause drops what the client has
+// buffered of the partition, and at 256 records every fetch of small
+// records was cut short and fetched again.
 const (
-	queueHigh      = 256
-	queueLow       = 64
-	queueHighBytes = 256 << 10
-	queueLowBytes  = 64 << 10
+	queueHigh      = 4096
+	queueLow       = 1024
+	queueHighBytes = 512 << 10
+	queueLowBytes  = 128 << 10
 )
 
 // franzFeed feeds one claim from the records the poll loop delivers, and

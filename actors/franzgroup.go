@@ -103,7 +103,7 @@ func franzOpts(k config.Kafka, brokers []string, c config.Consumer, shutdownTime
 		// What the client holds beyond turbo's own budget: one fetch per
 		// broker, bounded as the sarama side bounds its fetches.
 		kgo.FetchMaxBytes(int32(min(max(c.MaxBufferedBytes/4, config.MiB), 50*config.MiB))),
-		kgo.FetchMaxPartitionBytes(int32(min(max(c.MaxBufferedBytes/4, config.MiB), config.MiB))),
+		kgo.FetchMaxPartitionBytes(256 << 10),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Dead letters: every one the pipeline can hold may wait here, so
 		// producing never blocks the proxy.
