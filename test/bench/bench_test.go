@@ -174,7 +174,7 @@ func BenchmarkNoop(b *testing.B) {
 	scenario := fmt.Sprintf("no-op: %s records, 1,000 keys, 8 partitions, concurrency 16 (Go peers: median of %d; Parallel Consumer: one run, at most %s)",
 		thousands(float64(s.noopRecords)), s.rounds, human(s.pcNoopCap))
 	goPeers := []peer{plainSarama(), plainFranz()}
-	const firstTurbo = 2 // goPeers[firstTurbo+i] is turbo with orderings[i]
+	const firstTurbo = 2                      // goPeers[firstTurbo+i] is turbo with orderings[i]
 	firstFranz := firstTurbo + len(orderings) // goPeers[firstFranz+i]: turbo's franz-go side
 	var pcPeers []peer
 	for _, o := range orderings {
