@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -241,54 +240,17 @@ func (g *franzGroup) leaveStatic(ctx context.Context, memberID string) error {
 // leaveWait bounds a graceful leave after the handovers.
 const leaveWait = 5 * time.Second
 
-// connect makes the client and checks that Kafka answers, retrying with
-// backoff as kafkaGroup.connect does (same refusal rules and messages).
+// connect makes the client and checks that Kafka answers (see
+// connectRetrying: the same refusal rules and messages as kafkaGroup's).
 func (g *franzGroup) connect() (*kgo.Client, error) {
-	refusals := 0
-	for failures := 1; ; failures++ {
-		cl, err := g.dial()
-		if err == nil {
-			g.stats.reached.Store(true)
-			g.stats.setKafkaError("")
-			if failures > 1 {
-				g.log.Info().Strs("brokers", g.brokers).Msg("connected to Kafka")
-			}
-			return cl, nil
-		}
-		var fatal *groupProtocolError
-		if errors.As(err, &fatal) {
-			g.log.Error().Str("cause", fatal.Error()).Strs("brokers", g.brokers).Msg(fatal.Error() + "; giving up")
-			g.stats.setKafkaError(fatal.Error())
-			g.stats.giveUp(fatal)
-			return nil, err
-		}
-		d := g.retry.Delay(failures, rand.Float64())
-		r := g.net.Explain(err)
-		g.stats.connError(refusalKind(r))
-		if r == nil {
-			refusals = 0
-			g.log.Warn().Err(err).Strs("brokers", g.brokers).Stringer("retry_in", d).Msg("cannot reach Kafka; retrying")
-		} else {
-			refusals++
-			g.stats.setKafkaError(r.Cause)
-			if !g.stats.reached.Load() && refusals >= startupRefusals {
-				g.log.Error().Str("cause", r.Cause).Int("attempts", refusals).Strs("brokers", g.brokers).
-					Msg("Kafka refuses the connection: " + r.Cause + "; giving up (a configuration mistake does not fix itself)")
-				g.stats.giveUp(r)
-				return nil, r
-			}
-			g.log.Error().Str("cause", r.Cause).Strs("brokers", g.brokers).Stringer("retry_in", d).
-				Msg("Kafka refuses the connection: " + r.Cause + "; retrying")
-		}
-		if !g.sleep(d) {
-			return nil, g.ctx.Err()
-		}
-	}
+	return connectRetrying(dialing{life: &g.sideLife, brokers: g.brokers, net: g.net, stats: g.stats, log: g.log, retry: g.retry}, g.dial)
 }
 
 // groupProtocolError is kafka.group_protocol asking for what the brokers
 // do not offer: a configuration mistake, not an outage.
 type groupProtocolError struct{ brokers []string }
+
+func (*groupProtocolError) fatalDial() {}
 
 func (e *groupProtocolError) Error() string {
 	return fmt.Sprintf("kafka.group_protocol: consumer needs Kafka 4.0 or later, and the brokers %v do not offer the consumer group protocol (use classic, or upgrade the cluster)", e.brokers)
@@ -359,18 +321,6 @@ func offersConsumerProtocol(resp *kmsg.ApiVersionsResponse) bool {
 		}
 	}
 	return false
-}
-
-// sleep waits d unless the group is stopped first; it reports whether to go on.
-func (g *franzGroup) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-g.ctx.Done():
-		return false
-	}
 }
 
 // pollRecords bounds one poll: the poll loop delivers them before the next.

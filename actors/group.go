@@ -242,53 +242,20 @@ func (g *kafkaGroup) unblockStop(client sarama.Client, consumed <-chan struct{})
 	}
 }
 
-// connect creates the client and the consumer group on it, retrying with
-// backoff while Kafka is unreachable; it gives up when the group is stopped,
-// or when Kafka refuses every one of the first startupRefusals attempts of
-// a consumer that never reached it (a configuration mistake: wrong
-// password, wrong CA, TLS or SASL on the wrong listener), which the
-// consumer reports through Failed. A refusal later in a run (a rotated
-// password) is retried like an outage, and shows in the stats meanwhile.
-// The caller closes the client after the group.
+// connect creates the client and the consumer group on it (see
+// connectRetrying). The caller closes the client after the group.
 func (g *kafkaGroup) connect() (sarama.Client, sarama.ConsumerGroup, error) {
-	refusals := 0
-	for failures := 1; ; failures++ {
-		client, group, err := g.dial()
-		if err == nil {
-			g.stats.reached.Store(true)
-			g.stats.setKafkaError("")
-			if failures > 1 {
-				g.log.Info().Strs("brokers", g.brokers).Msg("connected to Kafka")
-			}
-			return client, group, nil
-		}
-		d := g.retry.Delay(failures, rand.Float64())
-		r := g.net.Explain(err)
-		g.stats.connError(refusalKind(r))
-		if r == nil {
-			refusals = 0
-			g.log.Warn().Err(err).Strs("brokers", g.brokers).Stringer("retry_in", d).Msg("cannot reach Kafka; retrying")
-		} else {
-			refusals++
-			g.stats.setKafkaError(r.Cause)
-			if !g.stats.reached.Load() && refusals >= startupRefusals {
-				g.log.Error().Str("cause", r.Cause).Int("attempts", refusals).Strs("brokers", g.brokers).
-					Msg("Kafka refuses the connection: " + r.Cause + "; giving up (a configuration mistake does not fix itself)")
-				g.stats.giveUp(r)
-				return nil, nil, r
-			}
-			g.log.Error().Str("cause", r.Cause).Strs("brokers", g.brokers).Stringer("retry_in", d).
-				Msg("Kafka refuses the connection: " + r.Cause + "; retrying")
-		}
-		if !g.sleep(d) {
-			return nil, nil, g.ctx.Err()
-		}
+	type conn struct {
+		client sarama.Client
+		group  sarama.ConsumerGroup
 	}
+	c, err := connectRetrying(dialing{life: &g.sideLife, brokers: g.brokers, net: g.net, stats: g.stats, log: g.log, retry: g.retry},
+		func() (conn, error) {
+			client, group, err := g.dial()
+			return conn{client, group}, err
+		})
+	return c.client, c.group, err
 }
-
-// startupRefusals is how many refused attempts in a row end a consumer that
-// never reached Kafka.
-const startupRefusals = 3
 
 // dial secures the configuration (reading its files again) and makes the
 // client and the consumer group.
@@ -306,18 +273,6 @@ func (g *kafkaGroup) dial() (sarama.Client, sarama.ConsumerGroup, error) {
 		return nil, nil, err
 	}
 	return client, group, nil
-}
-
-// sleep waits d unless the group is stopped first; it reports whether to go on.
-func (g *kafkaGroup) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-g.ctx.Done():
-		return false
-	}
 }
 
 func (g *kafkaGroup) drainErrors(group sarama.ConsumerGroup) {

@@ -9,8 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"math/rand/v2"
+
 	"github.com/IBM/sarama"
 	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/backoff"
+	"github.com/turbokafka/turbo/actors/kafkanet"
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 )
 
@@ -111,6 +115,93 @@ func (l *sideLife) kill() <-chan struct{} {
 	l.cancel()
 	return l.done
 }
+
+// sleep waits d unless the side is stopped first; it reports whether to go
+// on.
+func (l *sideLife) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.ctx.Done():
+		return false
+	}
+}
+
+// dialing is what connecting to Kafka needs of a side (connectRetrying).
+type dialing struct {
+	life    *sideLife
+	brokers []string
+	net     *kafkanet.Net
+	stats   *consumerStats
+	log     zerolog.Logger
+	retry   backoff.Policy
+}
+
+// fatalDial marks a dial error that retrying cannot cure and that is not
+// a refusal of the connection (kafka.group_protocol asking for what the
+// brokers lack): the consumer gives up at once.
+type fatalDial interface {
+	error
+	fatalDial()
+}
+
+// connectRetrying calls dial until it succeeds, retrying with backoff
+// while Kafka is unreachable; it gives up when the side is stopped, at a
+// fatalDial error, or when Kafka refuses every one of the first
+// startupRefusals attempts of a consumer that never reached it (a
+// configuration mistake: wrong password, wrong CA, TLS or SASL on the
+// wrong listener), which the consumer reports through Failed. A refusal
+// later in a run (a rotated password) is retried like an outage, and shows
+// in the stats meanwhile. Both Kafka sides connect through it.
+func connectRetrying[C any](d dialing, dial func() (C, error)) (C, error) {
+	var zero C
+	refusals := 0
+	for failures := 1; ; failures++ {
+		c, err := dial()
+		if err == nil {
+			d.stats.reached.Store(true)
+			d.stats.setKafkaError("")
+			if failures > 1 {
+				d.log.Info().Strs("brokers", d.brokers).Msg("connected to Kafka")
+			}
+			return c, nil
+		}
+		var fatal fatalDial
+		if errors.As(err, &fatal) {
+			d.log.Error().Str("cause", fatal.Error()).Strs("brokers", d.brokers).Msg(fatal.Error() + "; giving up")
+			d.stats.setKafkaError(fatal.Error())
+			d.stats.giveUp(fatal)
+			return zero, err
+		}
+		wait := d.retry.Delay(failures, rand.Float64())
+		r := d.net.Explain(err)
+		d.stats.connError(refusalKind(r))
+		if r == nil {
+			refusals = 0
+			d.log.Warn().Err(err).Strs("brokers", d.brokers).Stringer("retry_in", wait).Msg("cannot reach Kafka; retrying")
+		} else {
+			refusals++
+			d.stats.setKafkaError(r.Cause)
+			if !d.stats.reached.Load() && refusals >= startupRefusals {
+				d.log.Error().Str("cause", r.Cause).Int("attempts", refusals).Strs("brokers", d.brokers).
+					Msg("Kafka refuses the connection: " + r.Cause + "; giving up (a configuration mistake does not fix itself)")
+				d.stats.giveUp(r)
+				return zero, r
+			}
+			d.log.Error().Str("cause", r.Cause).Strs("brokers", d.brokers).Stringer("retry_in", wait).
+				Msg("Kafka refuses the connection: " + r.Cause + "; retrying")
+		}
+		if !d.life.sleep(wait) {
+			return zero, d.life.ctx.Err()
+		}
+	}
+}
+
+// startupRefusals is how many refused attempts in a row end a consumer that
+// never reached Kafka.
+const startupRefusals = 3
 
 // aborted reports whether the side was killed.
 func (l *sideLife) aborted() bool {
