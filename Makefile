@@ -19,7 +19,7 @@ TEST_FLAGS = -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PAR) -parallel $(
 # record of a lost partition started 100 ms after the loss. They run after the rest,
 # on their own, one package at a time: under the load of the others a bound
 # measures the machine. (Each says so in a comment.)
-TIMED := ^(TestRateLimit|TestRateLimitPacesAttempts|TestSwarmExitOnIdle|TestSwarmReplacesAKilledNodeWithoutMovingTheOther|TestRunShutdownIsBoundedAgainstASilentBroker|TestAdaptiveConcurrencyFollowsTheDownstream|TestStopWhileJoiningIsClean|TestStopIsBoundedWhenAHandlerHangs|TestMemberDroppedByTheBrokerStopsAtItsFirstRefusedCommit|TestMemberWhoseHeartbeatIsRefusedDropsItsPartitionsAtOnce)$$
+TIMED := ^(TestRateLimit|TestRateLimitPacesAttempts|TestSwarmExitOnIdle|TestSwarmReplacesAKilledNodeWithoutMovingTheOther|TestRunShutdownIsBoundedAgainstASilentBroker|TestAdaptiveConcurrencyFollowsTheDownstream|TestStopWhileJoiningIsClean|TestStopIsBoundedWhenAHandlerHangs|TestDroppedMemberStopsItsLostPartitionsAtOnce)$$
 TIMED_PKGS := ./test/e2e/ ./actors/
 # The Kafka sides (kafka.client and kafka.group_protocol: sarama, franz-go,
 # franz-go-consumer). The side tests (test/testkit.EachSide: KAFKA_CORE's)

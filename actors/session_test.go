@@ -289,20 +289,22 @@ func testSessionLoss(t *testing.T, path lossPath) {
 	t.Logf("%d records, %d runs, %d duplicates, %d ownership overlaps", rep.Distinct, rep.Total, rep.Duplicates, rep.OwnershipOverlaps)
 }
 
-// A member whose commits are refused with UNKNOWN_MEMBER_ID has lost its
-// partitions, though its heartbeats seem fine (the broker dropped it without
-// telling it, as kfake did): it stops them at its first refused
-// commit.
-func TestMemberDroppedByTheBrokerStopsAtItsFirstRefusedCommit(t *testing.T) {
-	// Timed (no record of a lost partition may start later than 100 ms after the refusal): it runs alone, after the rest (the Makefile's TIMED).
-	testSessionLoss(t, viaCommit)
-}
-
-// A member whose heartbeat is answered UNKNOWN_MEMBER_ID has lost its
-// partitions: it cancels what runs at once and starts nothing more of them,
-// rather than draining them as for a revocation (its commits would be
-// refused, and the new owner starts from the last committed offset anyway).
-func TestMemberWhoseHeartbeatIsRefusedDropsItsPartitionsAtOnce(t *testing.T) {
-	// Timed (no record of a lost partition may start later than 100 ms after the refusal): it runs alone, after the rest (the Makefile's TIMED).
-	testSessionLoss(t, viaHeartbeat)
+// A member the broker dropped has lost its partitions: it cancels what runs
+// at once and starts nothing more of them, rather than draining them as for
+// a revocation (its commits would be refused, and the new owner starts from
+// the last committed offset anyway). It learns so from a heartbeat answered
+// UNKNOWN_MEMBER_ID, or — when its heartbeats seem fine, because the broker
+// dropped it without telling it, as kfake did — from its first commit
+// refused.
+func TestDroppedMemberStopsItsLostPartitionsAtOnce(t *testing.T) {
+	// Timed (no record of a lost partition may start later than 100 ms after the refusal): it runs alone, after the rest (the Makefile's TIMED); its two cases run side by side.
+	for _, c := range []struct {
+		name string
+		path lossPath
+	}{{"heartbeat refused", viaHeartbeat}, {"commit refused", viaCommit}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testSessionLoss(t, c.path)
+		})
+	}
 }
