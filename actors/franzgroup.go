@@ -67,11 +67,10 @@ type franzGroup struct {
 	killCtx    context.Context
 	killCancel context.CancelFunc
 
-	commitReq  chan groupSession
-	commitStop chan struct{}
-	hwmReq     chan []partitionHWM
-	noMatch    sync.Once
-	warned     sync.Once // unreadable commit metadata
+	commits *committer
+	hwmReq  chan []partitionHWM
+	noMatch sync.Once
+	warned  sync.Once // unreadable commit metadata
 
 	mu       sync.Mutex
 	cl       *kgo.Client // nil until connected
@@ -131,8 +130,7 @@ func (g *franzGroup) start(send func(msg any)) {
 	g.begin(send)
 	g.killCtx, g.killCancel = context.WithCancel(context.Background())
 	g.held = &g.stats.suspended
-	g.commitReq = make(chan groupSession, 1)
-	g.commitStop = make(chan struct{})
+	g.commits = newCommitter(g.stats)
 	g.hwmReq = make(chan []partitionHWM)
 	g.feeds = make(map[TopicPartition]*franzFeed)
 	g.assigned = make(map[TopicPartition]bool)
@@ -151,7 +149,7 @@ func (g *franzGroup) run() {
 	g.mu.Unlock()
 
 	var wg sync.WaitGroup
-	wg.Go(g.committer)
+	wg.Go(g.commits.run)
 	wg.Go(func() { g.watermarks(cl) })
 	g.joinGate.pass(g.ctx.Done())
 	if g.ctx.Err() == nil {
@@ -171,7 +169,7 @@ func (g *franzGroup) run() {
 		}
 		cancel()
 	}
-	close(g.commitStop)
+	close(g.commits.stop)
 	g.claims.Wait()
 	memberID, _ := cl.GroupMetadata()
 	cl.Close()
@@ -629,27 +627,9 @@ func (g *franzGroup) endClaims(tps []TopicPartition, end claimEnd) {
 	}
 }
 
-// committer runs the blocking commits off the proxy actor.
-func (g *franzGroup) committer() {
-	for {
-		select {
-		case sess := <-g.commitReq:
-			start := time.Now()
-			sess.Commit()
-			g.stats.observeCommit(start)
-		case <-g.commitStop:
-			return
-		}
-	}
-}
-
-// requestCommit implements kafkaSide.
-func (g *franzGroup) requestCommit(sess groupSession) {
-	select {
-	case g.commitReq <- sess:
-	default:
-	}
-}
+// requestCommit implements kafkaSide: the committer flushes the offsets
+// marked on sess.
+func (g *franzGroup) requestCommit(sess groupSession) { g.commits.request(sess) }
 
 // client returns the connected client, nil before.
 func (g *franzGroup) client() *kgo.Client {

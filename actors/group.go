@@ -44,9 +44,8 @@ type kafkaGroup struct {
 
 	sideLife // run is its session goroutine
 
-	released   *releasedAt // where this consumer let partitions go, for when they come back (kept across generations)
-	commitReq  chan groupSession
-	commitStop chan struct{}
+	released *releasedAt // where this consumer let partitions go, for when they come back (kept across generations)
+	commits  *committer
 
 	noMatch sync.Once // warned that no topic matches the patterns
 
@@ -70,8 +69,7 @@ const stuckJoinGrace = 500 * time.Millisecond
 func (g *kafkaGroup) start(send func(msg any)) {
 	g.begin(send)
 	g.held = &g.stats.suspended
-	g.commitReq = make(chan groupSession, 1)
-	g.commitStop = make(chan struct{})
+	g.commits = newCommitter(g.stats)
 	g.claimEnded = make(chan struct{}, 1)
 	go g.run()
 }
@@ -98,7 +96,7 @@ func (g *kafkaGroup) run() {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { g.drainErrors(group) })
-	wg.Go(g.committer)
+	wg.Go(g.commits.run)
 	consumed := make(chan struct{})
 	if g.cfg.Consumer.Group.InstanceId != "" {
 		// Only static members: a dynamic member must stay able to send its
@@ -138,7 +136,7 @@ func (g *kafkaGroup) run() {
 		}
 	}
 	close(consumed)
-	close(g.commitStop)
+	close(g.commits.stop)
 	g.stopWatch()
 	err = group.Close()
 	wg.Wait()
@@ -286,29 +284,9 @@ func (g *kafkaGroup) drainErrors(group sarama.ConsumerGroup) {
 	}
 }
 
-// committer runs the blocking session.Commit calls off the proxy actor, so
-// the actor keeps forwarding records while a commit is on the wire.
-func (g *kafkaGroup) committer() {
-	for {
-		select {
-		case sess := <-g.commitReq:
-			start := time.Now()
-			sess.Commit()
-			g.stats.observeCommit(start)
-		case <-g.commitStop:
-			return
-		}
-	}
-}
-
-// requestCommit asks the committer to flush the offsets marked on sess. A
-// request already queued will flush these marks too.
-func (g *kafkaGroup) requestCommit(sess groupSession) {
-	select {
-	case g.commitReq <- sess:
-	default:
-	}
-}
+// requestCommit implements kafkaSide: the committer flushes the offsets
+// marked on sess.
+func (g *kafkaGroup) requestCommit(sess groupSession) { g.commits.request(sess) }
 
 func (g *kafkaGroup) pause(tp TopicPartition) {
 	g.mu.Lock()

@@ -129,6 +129,42 @@ func (l *sideLife) sleep(d time.Duration) bool {
 	}
 }
 
+// committer runs a side's blocking commits off the proxy actor, so that the
+// actor keeps forwarding records while a commit is on the wire: one at a
+// time, each flushing every offset marked by then.
+type committer struct {
+	req   chan groupSession // capacity 1: a request already queued flushes later marks too
+	stop  chan struct{}
+	stats *consumerStats
+}
+
+func newCommitter(stats *consumerStats) *committer {
+	return &committer{req: make(chan groupSession, 1), stop: make(chan struct{}), stats: stats}
+}
+
+// run commits until stop is closed.
+func (c *committer) run() {
+	for {
+		select {
+		case sess := <-c.req:
+			start := time.Now()
+			sess.Commit()
+			c.stats.observeCommit(start)
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// request asks for the offsets marked on sess to be committed; it never
+// blocks.
+func (c *committer) request(sess groupSession) {
+	select {
+	case c.req <- sess:
+	default:
+	}
+}
+
 // dialing is what connecting to Kafka needs of a side (connectRetrying).
 type dialing struct {
 	life    *sideLife
