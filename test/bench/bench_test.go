@@ -606,7 +606,7 @@ func brokers(b *testing.B) []string {
 	if env := os.Getenv("TURBO_TEST_BROKERS"); env != "" {
 		return strings.Split(env, ",")
 	}
-	return []string{testkit.PerfDev(b, "--partitions", strconv.Itoa(partitions))}
+	return []string{testkit.Dev(b, "--partitions", strconv.Itoa(partitions))}
 }
 
 func brokerDescription() string {

@@ -32,7 +32,7 @@ func swarmExitOnIdle(t *testing.T, kill bool) {
 	var addr string
 	if !kill && testkit.SharedBrokers() == nil {
 		// Timed: the broker too is a plain build.
-		addr = testkit.PerfDev(t, "--partitions", "6")
+		addr = testkit.Dev(t, "--partitions", "6")
 	} else {
 		addr = testkit.Cluster(t, 6, topic)
 	}

@@ -119,6 +119,3 @@ func (r *raceWriter) races() int {
 	defer r.mu.Unlock()
 	return r.count
 }
-
-// countRaces counts the race detector's reports in a finished output.
-func countRaces(out []byte) int { return bytes.Count(out, []byte(raceReport)) }
