@@ -264,7 +264,9 @@ func TestDropIfBusyUnitStaysBusy(t *testing.T) {
 
 func TestMemoryReleasedAfterDistinctKeys(t *testing.T) {
 	s := New[int]()
-	const n = 1_000_000
+	// 100 times the largest of the bounds it checks (maxSpare, maxIdleCap,
+	// minShrink).
+	const n = 400_000
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = strconv.Itoa(i)
