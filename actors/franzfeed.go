@@ -274,9 +274,7 @@ func (f *franzFeed) ended(end claimEnd, fc finalCommit) {
 	if end == endLost {
 		return
 	}
-	f.g.mu.Lock()
-	delete(f.g.lostID, f.epoch)
-	f.g.mu.Unlock()
+	f.g.lost.forget(f.epoch)
 }
 
 // close gives back the stats of what the claim still had queued, or paused.

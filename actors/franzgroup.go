@@ -77,8 +77,8 @@ type franzGroup struct {
 	sess     *franzSession
 	feeds    map[TopicPartition]*franzFeed
 	assigned map[TopicPartition]bool // assigned, their offsets not yet fetched
-	lostID   map[uint64]topicID
-	topicIDs map[string]topicID // as last read, for the commits (OffsetCommit v10 names topics by id)
+	lost     lostClaims              // lost claims whose final watermark is still to come
+	topicIDs map[string]topicID      // as last read, for the commits (OffsetCommit v10 names topics by id)
 	claims   sync.WaitGroup
 }
 
@@ -533,6 +533,7 @@ func (g *franzGroup) newFranzClaim(cl *kgo.Client, sess *franzSession, tp TopicP
 	c := g.newClaim(claimSpec{tp: tp, committed: max(committed, -1), finished: finished, maxBatch: g.maxBatch,
 		revokeWait: g.revokeWait, lost: f.lostCh(), sess: sess, log: g.log})
 	f.epoch, f.gt = c.epoch, c.gate
+	g.lost.expect(c.epoch, id)
 	g.mu.Lock()
 	if old := g.feeds[tp]; old != nil {
 		// Cannot happen: a partition is revoked or lost before it is
@@ -542,10 +543,6 @@ func (g *franzGroup) newFranzClaim(cl *kgo.Client, sess *franzSession, tp TopicP
 		g.mu.Lock()
 	}
 	g.feeds[tp] = f
-	if g.lostID == nil {
-		g.lostID = make(map[uint64]topicID)
-	}
-	g.lostID[c.epoch] = id
 	g.mu.Unlock()
 	// A partition paused when an earlier claim of it ended would never be
 	// fetched again.
@@ -762,15 +759,9 @@ func (g *franzGroup) topicID(cl *kgo.Client, topic string) topicID {
 	return topicID{}
 }
 
-// rememberLost implements kafkaSide, as kafkaGroup.rememberLost.
+// rememberLost implements kafkaSide (lostClaims).
 func (g *franzGroup) rememberLost(tp TopicPartition, epoch uint64, fc finalCommit) {
-	g.mu.Lock()
-	id, ok := g.lostID[epoch]
-	delete(g.lostID, epoch)
-	g.mu.Unlock()
-	if ok {
-		g.released.remember(tp, id, fc)
-	}
+	g.lost.rememberLost(g.released, tp, epoch, fc)
 }
 
 // franzLogger passes the client's warnings and errors to turbo's log. Of

@@ -56,10 +56,10 @@ type kafkaGroup struct {
 	watch  atomic.Pointer[sessionWatch] // the current session's, nil between sessions
 	probes sync.WaitGroup               // the watches and their probes
 
-	mu     sync.Mutex
-	group  sarama.ConsumerGroup
-	aux    *kafkaAux
-	lostID map[uint64]topicID // lost claims (by epoch) whose final watermark is still to come (rememberLost)
+	mu    sync.Mutex
+	group sarama.ConsumerGroup
+	aux   *kafkaAux
+	lost  lostClaims // lost claims whose final watermark is still to come
 }
 
 // stuckJoinGrace is how long a stopping group whose claims have all ended
@@ -358,7 +358,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		revokeWait: g.revokeWait, lost: lost, sess: sess, log: g.log})
 	// Before the claim can be lost: a lost claim's final watermark may come
 	// after it has gone (rememberLost).
-	g.expectLost(c.epoch, id)
+	g.lost.expect(c.epoch, id)
 	c.start()
 
 	// sarama keeps a partition's pause across its reassignment: a claim
@@ -592,39 +592,13 @@ func (f *saramaFeed) ended(end claimEnd, fc finalCommit) {
 	select {
 	case <-f.lost(): // its final watermark may still come (rememberLost)
 	default:
-		f.g.mu.Lock()
-		delete(f.g.lostID, f.epoch)
-		f.g.mu.Unlock()
+		f.g.lost.forget(f.epoch)
 	}
 }
 
-// expectLost notes the topic id of a claim that may be lost, for
-// rememberLost.
-func (g *kafkaGroup) expectLost(epoch uint64, id topicID) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.lostID == nil {
-		g.lostID = make(map[uint64]topicID)
-	}
-	g.lostID[epoch] = id
-}
-
-// rememberLost implements kafkaSide: the final watermark of a lost claim —
-// everything it finished, once its cancelled records returned — comes
-// after the claim has gone, and is remembered then. What lose remembered at
-// once is only the last watermark the offset controller published; without
-// this, the records finished since (up to a commit interval's worth, above
-// any unfinished one) ran again when the partition came back: 161 duplicates
-// of 9,000 in TestBrokerRestartMidRun, whose SIGKILLed broker ends the
-// session.
+// rememberLost implements kafkaSide (lostClaims).
 func (g *kafkaGroup) rememberLost(tp TopicPartition, epoch uint64, fc finalCommit) {
-	g.mu.Lock()
-	id, ok := g.lostID[epoch]
-	delete(g.lostID, epoch)
-	g.mu.Unlock()
-	if ok {
-		g.released.remember(tp, id, fc)
-	}
+	g.lost.rememberLost(g.released, tp, epoch, fc)
 }
 
 // subscribe returns the topics of the next session and the context it runs

@@ -92,6 +92,48 @@ func (r *releasedAt) remember(tp TopicPartition, id topicID, fc finalCommit) {
 	r.final[tp] = next
 }
 
+// lostClaims are a group's claims that may yet be lost, by epoch, with the
+// id of the topic each read. The final watermark of a lost claim —
+// everything it finished, once its cancelled records returned — comes after
+// the claim has gone, and rememberLost gives it to releasedAt then. What
+// lose remembered at once is only the last watermark the offset controller
+// published; without this, the records finished since (up to a commit
+// interval's worth, above any unfinished one) ran again when the partition
+// came back: 161 duplicates of 9,000 in TestBrokerRestartMidRun, whose
+// SIGKILLed broker ends the session.
+type lostClaims struct {
+	mu  sync.Mutex
+	ids map[uint64]topicID
+}
+
+// expect notes a claim that may be lost.
+func (l *lostClaims) expect(epoch uint64, id topicID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ids == nil {
+		l.ids = make(map[uint64]topicID)
+	}
+	l.ids[epoch] = id
+}
+
+// forget drops a claim that ended without being lost.
+func (l *lostClaims) forget(epoch uint64) {
+	l.mu.Lock()
+	delete(l.ids, epoch)
+	l.mu.Unlock()
+}
+
+// rememberLost gives r the final watermark of the lost claim of epoch.
+func (l *lostClaims) rememberLost(r *releasedAt, tp TopicPartition, epoch uint64, fc finalCommit) {
+	l.mu.Lock()
+	id, ok := l.ids[epoch]
+	delete(l.ids, epoch)
+	l.mu.Unlock()
+	if ok {
+		r.remember(tp, id, fc)
+	}
+}
+
 // maxReleasedRanges bounds what a partition's memory keeps above its
 // watermark (16 bytes a range). Each release's ranges fit in the commit
 // metadata budget, but their union could grow with every release.

@@ -121,3 +121,28 @@ func TestReleasedAtKeepsWhatEveryReleaseFinished(t *testing.T) {
 		t.Errorf("after a higher watermark and a late lower one: %v, want %v", got, want)
 	}
 }
+
+// A lost claim's final watermark is remembered once, under the topic id its
+// claim read; a claim that ended without being lost leaves nothing to take.
+func TestLostClaimsRememberTheFinalWatermarkOnce(t *testing.T) {
+	t.Parallel()
+	tp := TopicPartition{Topic: "t", Partition: 1}
+	topic := topicID{7}
+	var r releasedAt
+	var l lostClaims
+	l.expect(1, topic)
+	l.expect(2, topic)
+	l.forget(2)
+	l.rememberLost(&r, tp, 2, finalCommit{offset: 500, ok: true}) // ended, not lost: ignored
+	if got := r.finished(tp, topic, 10, nil); got != nil {
+		t.Fatalf("a claim forgotten as not lost was remembered: %v", got)
+	}
+	l.rememberLost(&r, tp, 1, finalCommit{offset: 40, ok: true})
+	if got, want := r.finished(tp, topic, 10, nil), []offsetmeta.Range{{From: 10, To: 39}}; !slices.Equal(got, want) {
+		t.Fatalf("after the lost claim's final watermark 40: finished = %v, want %v", got, want)
+	}
+	l.rememberLost(&r, tp, 1, finalCommit{offset: 90, ok: true}) // taken already
+	if got, want := r.finished(tp, topic, 10, nil), []offsetmeta.Range{{From: 10, To: 39}}; !slices.Equal(got, want) {
+		t.Fatalf("a second final watermark of the same lost claim was taken: finished = %v, want %v", got, want)
+	}
+}
