@@ -35,7 +35,7 @@ func TestRebalancesUnderLoad(t *testing.T) {
 func rebalancesUnderLoad(t *testing.T, _ testkit.Side) {
 	began := time.Now()
 	topic, group := testkit.TopicName("rebalance"), testkit.TopicName("rebalance-group")
-	brokers := testkit.Broker(t, rebPartitions, topic)
+	brokers := []string{testkit.Cluster(t, rebPartitions, topic)} // on the embedded broker, `turbo dev` (a plain build)
 	ledger := testkit.NewLedgerWith(testkit.LedgerOptions{Work: rebWork})
 	srv := httptest.NewServer(ledger)
 	t.Cleanup(srv.Close)

@@ -46,7 +46,7 @@ func TestChaosSoak(t *testing.T) {
 	fmt.Printf("CHAOS: start seed=%d soak=%s broker=%s\n", s, *soak, brokerKind())
 
 	topic := testkit.TopicName("chaos")
-	brokers := testkit.Broker(t, soakPartitions, topic)
+	brokers := []string{testkit.Cluster(t, soakPartitions, topic)} // on the embedded broker, `turbo dev` (a plain build)
 	ledger := testkit.NewLedgerWith(testkit.LedgerOptions{Work: soakWork, FailFirst: soakFailFirst, Seed: s})
 	srv := httptest.NewServer(ledger)
 	t.Cleanup(srv.Close) // after the members' cleanup (registered later, run first)

@@ -27,7 +27,13 @@ func TestSwarmExitOnIdleAfterANodeIsKilled(t *testing.T) {
 }
 
 func swarmExitOnIdle(t *testing.T, kill bool) {
-	const records, keys, nodes, conc, work = 10_000, 500, 3, 8, 20 * time.Millisecond
+	const keys, nodes, conc, work = 500, 3, 8, 20 * time.Millisecond
+	// The timed run measures against the ideal (8.3 s of work for the
+	// three nodes); the killed one judges only what is handled.
+	records := 10_000
+	if kill {
+		records = 5_000
+	}
 	topic := testkit.TopicName("idle")
 	var addr string
 	if !kill && testkit.SharedBrokers() == nil {
