@@ -81,7 +81,12 @@ func getJSON(t *testing.T, url string, v any) int {
 // consumers, /readyz 200; a node killed is restarted and counted under
 // cause "exit", and while it is down /readyz says which node is not ready.
 func TestSupervisorServesNodesMetricsAndStatus(t *testing.T) {
-	sup, base := startObserved(t, "observe", fastSwarm(2))
+	// It counts restarts by cause: a node slow to send its first report
+	// (a race-built process on a loaded machine once took over 1 s) must
+	// not be judged hung here.
+	cfg := fastSwarm(2)
+	cfg.NodeReportTimeout = 10 * time.Second
+	sup, base := startObserved(t, "observe", cfg)
 	eventually(t, 10*time.Second, "both nodes' turbo_test_reports_total on /metrics", func() bool {
 		fams := scrapeAt(t, base)
 		_, ok0 := fams.Value("turbo_test_reports_total", map[string]string{"node": "0"})
