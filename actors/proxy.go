@@ -163,7 +163,7 @@ func (p *clientProxy) handleCommit(m *commitOffsets) {
 func (p *clientProxy) mark(tp TopicPartition, hp *ownedPartition, offset int64, meta string) bool {
 	switch {
 	case offset > hp.committed:
-		p.stats.committed.Add(offset - max(hp.committed, hp.start, 0))
+		p.stats.countCommitted(tp, max(hp.committed, hp.start), offset)
 		if p.sess != nil {
 			// The group's committed offset may already be offset (a new
 			// assignment starts there): MarkOffset would ignore it, and
@@ -277,7 +277,7 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 		return
 	}
 	if fc.ok && fc.offset > hp.committed {
-		p.stats.committed.Add(fc.offset - max(hp.committed, hp.start, 0))
+		p.stats.countCommitted(tp, max(hp.committed, hp.start), fc.offset)
 	}
 	hp.ending <- fc // buffered: the claim goroutine may have given up waiting
 	hp.timeout()

@@ -158,6 +158,11 @@ func TestRefusalLaterInARunIsRetriedAndShown(t *testing.T) {
 	})
 	var logs testkit.Buffer
 	log := zerolog.New(&logs)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the consumer's log:\n%s", logs.String())
+		}
+	})
 	kn := kafkanet.New(k, log)
 	produce := func() {
 		t.Helper()
@@ -175,6 +180,11 @@ func TestRefusalLaterInARunIsRetriedAndShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cons.Stop(context.Background())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the consumer's stats: %+v", cons.Stats())
+		}
+	})
 	testkit.Eventually(t, 60*time.Second, "the first records committed", func() bool { return cons.Stats().Committed == records })
 
 	refuse.Store(true)

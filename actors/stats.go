@@ -54,6 +54,9 @@ type consumerStats struct {
 
 	mu    sync.Mutex
 	parts map[TopicPartition]*gate // assigned partitions, for Partitions
+	// countedTo is, per partition, the offset up to which committed has
+	// counted its records (countCommitted).
+	countedTo map[TopicPartition]int64
 	// pausedParts are the partitions paused by Consumer.Pause(tps...);
 	// partsPaused is their number, read without the lock; pausesChanged
 	// counts the calls, so the coordinator can tell before any dispatch
@@ -64,6 +67,28 @@ type consumerStats struct {
 	running       []*atomic.Int64 // per runner: when its current handler call began (unix ns), 0 when idle
 	gaveUp        chan struct{}   // closed by giveUp; made on first use
 	fatal         error
+}
+
+// countCommitted counts the records of tp in [from, to) as committed, those
+// not counted before. A partition claimed again starts from the broker's
+// committed offset, which lies below what an earlier claim of this consumer
+// marked when that claim's last commit did not land (its session was lost):
+// the records run again and are marked again, but they are the same
+// records, and Committed is a count of records, not of marks. (A topic
+// deleted and created again under its name is counted from where the old
+// one was.)
+func (s *consumerStats) countCommitted(tp TopicPartition, from, to int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from = max(from, s.countedTo[tp], 0)
+	if to <= from {
+		return
+	}
+	s.committed.Add(to - from)
+	if s.countedTo == nil {
+		s.countedTo = make(map[TopicPartition]int64)
+	}
+	s.countedTo[tp] = to
 }
 
 // setKafkaError records why Kafka refuses the connection ("" once it

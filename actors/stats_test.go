@@ -26,3 +26,19 @@ func TestSnapshotAddSumsEveryCount(t *testing.T) {
 		}
 	}
 }
+
+// A partition claimed again after its session was lost starts below what
+// the first claim marked (that claim's last commit never landed): the
+// records marked again are counted once.
+func TestCommittedCountsEachRecordOnce(t *testing.T) {
+	t.Parallel()
+	var s consumerStats
+	a, b := TopicPartition{Topic: "t", Partition: 0}, TopicPartition{Topic: "t", Partition: 1}
+	s.countCommitted(a, -1, 120)  // the first claim, from the start
+	s.countCommitted(b, 40, 50)   // another partition, claimed at 40
+	s.countCommitted(a, 100, 150) // claimed again at the broker's 100: 100-119 counted already
+	s.countCommitted(a, 150, 150) // nothing new
+	if got, want := s.Snapshot().Committed, int64(120+10+30); got != want {
+		t.Fatalf("Committed = %d, want %d (each record once)", got, want)
+	}
+}
