@@ -8,8 +8,8 @@
 # runs, all three at once (they wait on the broker far more than they
 # compute), each printing what it printed once it ends:
 #
-#   1. SASL_SSL with SCRAM-SHA-512: the ordering modes, the SIGTERM drain,
-#      kill -9 with commit metadata, the swarm's shared run (test/e2e) and
+#   1. SASL_SSL with SCRAM-SHA-512: the SIGTERM drain, kill -9 with
+#      commit metadata, the swarm's shared run (test/e2e) and
 #      the dead-letter topic (actors), every client and turbo process secured
 #      by the TURBO_KAFKA_* variables below;
 #   2. the same dead-letter test over SCRAM (its own run: another package);
@@ -70,7 +70,7 @@ suites() {
 		TURBO_KAFKA_TLS_ENABLED=true TURBO_KAFKA_TLS_CA_FILE="$tls/ca.pem"
 		TURBO_KAFKA_TLS_CERT_FILE="$tls/client.pem" TURBO_KAFKA_TLS_KEY_FILE="$tls/client-key.pem"
 	)
-	local e2e='^(TestOrderingModes|TestSigtermThenRestartRedeliversNothingFinished|TestKill9RedeliversOnlyUnfinishedRecords|TestSwarmSharesPartitionsAndStopsCleanly)$'
+	local e2e='^(TestSigtermThenRestartRedeliversNothingFinished|TestKill9RedeliversOnlyUnfinishedRecords|TestSwarmSharesPartitionsAndStopsCleanly)$'
 	local -a names=(scram-e2e scram-dlq mtls-swarm) pids=()
 	run scram-e2e "${scram[@]}" -- -run "$e2e" ./test/e2e/ &
 	pids+=($!)
