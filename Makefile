@@ -28,9 +28,6 @@ TIMED_PKGS := ./test/e2e/ ./actors/
 # (test/README.md, "The two Kafka sides"): on the embedded broker,
 # franz-go with the consumer protocol (sarama runs every other test there).
 TEST_SIDES ?= franz-go-consumer
-# How long make test's chaos soak (test/chaos) makes chaos; Kafka 4.4.0's
-# runs the default, 2 minutes. Each run draws a new seed.
-TEST_SOAK ?= 90s
 
 # The turbo binaries the tests run (test/testkit: TURBO_TEST_BINARY, built
 # with the race detector, and TURBO_TEST_PERF_BINARY), built once for all
@@ -119,7 +116,7 @@ run: build
 ## test: formatting, vet, and every test with the race detector; the browser
 ## test (test/web) among them, hence `tools` first.
 test: fmt-check vet tools test-bins
-	$(WITH_TOOLS) $(WITH_BINS) TURBO_TEST_SIDES=$(TEST_SIDES) TURBO_SOAK=$(TEST_SOAK) $(GO) test $(TEST_FLAGS) -skip '$(TIMED)' $(TEST_PKGS)
+	$(WITH_TOOLS) $(WITH_BINS) TURBO_TEST_SIDES=$(TEST_SIDES) $(GO) test $(TEST_FLAGS) -skip '$(TIMED)' $(TEST_PKGS)
 	$(WITH_BINS) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -p 1 -run '$(TIMED)' $(TIMED_PKGS)
 
 ## test-bins: the turbo binaries the tests run, with and without the race

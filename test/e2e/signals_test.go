@@ -117,9 +117,9 @@ func finishedNotCommitted(t *testing.T, addr, group, topic string, handled map[s
 	return n, inMetadata
 }
 
-// stderrRecords are enough warnings (~3 MB) to fill the pipe and turbo's
-// 1 MiB queue.
-const stderrRecords = 10000
+// stderrRecords are enough warnings (~1.4 MB, about 240 bytes each) to fill
+// the pipe and turbo's 1 MiB queue: about 4,500 lines fit in both.
+const stderrRecords = 6000
 
 // stderrUnread is a `turbo run` skipping stderrRecords records against an
 // endpoint that fails them all (a warning each), with stderr a pipe whose
