@@ -567,6 +567,12 @@ is_ours() {
 	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$work/"
 }
 
+# JIT_OPTS: the JVMs stop at the first JIT tier. A test broker serves
+# thousands of records, not millions; the optimising compiler's threads
+# would compete with the tests for the machine's cores, and a start (the
+# broker restart test makes two per line) takes longer with them.
+JIT_OPTS="-XX:TieredStopAtLevel=1"
+
 # launch formats a fresh data dir in $1, with the SCRAM users, and starts the
 # broker in the background on the PLAINTEXT, SASL_SSL, SSL and CONTROLLER
 # ports $2 to $5; it prints the broker's pid.
@@ -577,7 +583,7 @@ launch() {
 	write_config "$work" "$port" "$sport" "$tport" "$cport"
 	# The passwords are on this command line for the moment it runs; the
 	# tool does not print them.
-	"$(java_bin)" -cp "$LIB_DIR/*" "$(log_opts "$work")" -Xmx256m kafka.tools.StorageTool format \
+	"$(java_bin)" -cp "$LIB_DIR/*" "$(log_opts "$work")" -Xmx256m $JIT_OPTS kafka.tools.StorageTool format \
 		-t "$(cluster_id)" -c "$work/server.properties" \
 		--add-scram "SCRAM-SHA-256=[name=$SCRAM256_USER,password=$SCRAM256_PASSWORD]" \
 		--add-scram "SCRAM-SHA-512=[name=$SCRAM512_USER,password=$SCRAM512_PASSWORD]" \
@@ -590,7 +596,7 @@ launch() {
 run_broker() {
 	local work=$1
 	nohup "$(java_bin)" -cp "$LIB_DIR/*" "$(log_opts "$work")" \
-		-Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+		-Xms256m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 $JIT_OPTS \
 		-XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
 		-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="$(oidc_url "$work" /jwks)" \
 		kafka.Kafka "$work/server.properties" >>"$work/logs/stdout.log" 2>&1 </dev/null &
