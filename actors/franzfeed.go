@@ -348,13 +348,24 @@ func (s *franzSession) lose() {
 	}
 }
 
-// commitWait bounds one commit request.
+// commitWait bounds one Commit, its retries included.
 const commitWait = 10 * time.Second
+
+// generationPoll is how often a commit refused for a stale generation
+// looks for the member's next one.
+const generationPoll = 20 * time.Millisecond
 
 // Commit implements groupSession: it commits every mark not committed yet.
 // A failed partition stays marked for the next commit; a refusal that
 // says the member is no longer in the group loses the session's claims at
 // once (the client's next heartbeat ends the session).
+//
+// A commit the group refuses because it moved to a new generation (member
+// epoch) while the request was under way is sent again in the new one, for
+// the partitions the member still holds (those it lost or handed over are
+// forgotten, and not sent): a partition the member kept across a
+// cooperative rebalance was nobody else's meanwhile. Only the last refusal
+// is reported.
 func (s *franzSession) Commit() {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
@@ -362,10 +373,79 @@ func (s *franzSession) Commit() {
 	if cl == nil {
 		return
 	}
-	memberID, generation := cl.GroupMetadata()
-	if memberID == "" {
-		return // between sessions: the marks wait
+	deadline := time.Now().Add(commitWait)
+	for {
+		memberID, generation := cl.GroupMetadata()
+		if memberID == "" {
+			return // between sessions: the marks wait
+		}
+		n, err := s.commitOnce(cl, memberID, generation, deadline)
+		if err == nil {
+			return
+		}
+		if retry := commitRetry(err); retry != retryNever && s.awaitGeneration(cl, generation, retry, deadline) {
+			s.g.log.Debug().Err(err).Int32("generation", generation).Msg("commit refused while the group moved on: sending it again")
+			continue
+		}
+		s.g.stats.commitErrs.Add(1)
+		s.g.log.Warn().Err(err).Int("partitions", n).Msg("kafka commit refused")
+		if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.FencedInstanceID) {
+			s.g.log.Warn().Msg("the group no longer knows this member: its partitions are dropped without a commit")
+			s.lose()
+		}
+		return
 	}
+}
+
+// commitRetry says when a refused commit is worth sending again: never;
+// once the member's generation has changed (the group moved past the one
+// the request named); or after a pause (a rebalance is completing).
+type retryWhen int
+
+const (
+	retryNever retryWhen = iota
+	retryNewGeneration
+	retryAfterPause
+)
+
+func commitRetry(err error) retryWhen {
+	switch {
+	case errors.Is(err, kerr.IllegalGeneration), errors.Is(err, kerr.StaleMemberEpoch):
+		return retryNewGeneration
+	case errors.Is(err, kerr.RebalanceInProgress):
+		return retryAfterPause
+	}
+	return retryNever
+}
+
+// awaitGeneration waits, until deadline, for what retry needs: the
+// member's generation to differ from sent, or one pause. It reports
+// whether to send again.
+func (s *franzSession) awaitGeneration(cl *kgo.Client, sent int32, retry retryWhen, deadline time.Time) bool {
+	t := time.NewTicker(generationPoll)
+	defer t.Stop()
+	for time.Now().Add(generationPoll).Before(deadline) {
+		select {
+		case <-s.g.killCtx.Done():
+			return false
+		case <-t.C:
+		}
+		memberID, generation := cl.GroupMetadata()
+		switch {
+		case memberID == "":
+			return false // out of the group: nothing to commit in
+		case retry == retryAfterPause || generation != sent:
+			return true
+		}
+	}
+	return false
+}
+
+// commitOnce sends the marks not committed yet in one OffsetCommit request
+// of generation, and returns how many partitions it named and the first
+// error (of the request, or of a partition). A refused partition stays
+// marked.
+func (s *franzSession) commitOnce(cl *kgo.Client, memberID string, generation int32, deadline time.Time) (int, error) {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.MemberID, req.Generation = s.g.groupID, memberID, generation
 	if id := s.g.instanceID; id != "" {
@@ -402,10 +482,10 @@ func (s *franzSession) Commit() {
 	}
 	s.mu.Unlock()
 	if len(all) == 0 {
-		return
+		return 0, nil
 	}
 	failed := map[TopicPartition]error{}
-	ctx, cancel := context.WithTimeout(s.g.killCtx, commitWait)
+	ctx, cancel := context.WithDeadline(s.g.killCtx, deadline)
 	resp, err := req.RequestWith(ctx, cl)
 	cancel()
 	if err == nil {
@@ -421,8 +501,8 @@ func (s *franzSession) Commit() {
 			}
 		}
 	}
-	var gone bool
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, x := range all {
 		ferr := err
 		if ferr == nil {
@@ -435,23 +515,11 @@ func (s *franzSession) Commit() {
 			m.dirty = true // again at the next commit
 			s.marks[x.tp] = m
 		}
-		if errors.Is(ferr, kerr.UnknownMemberID) || errors.Is(ferr, kerr.FencedInstanceID) {
-			gone = true
-		}
 		if err == nil {
 			err = ferr
 		}
 	}
-	s.mu.Unlock()
-	if err == nil {
-		return
-	}
-	s.g.stats.commitErrs.Add(1)
-	s.g.log.Warn().Err(err).Int("partitions", len(all)).Msg("kafka commit refused")
-	if gone {
-		s.g.log.Warn().Msg("the group no longer knows this member: its partitions are dropped without a commit")
-		s.lose()
-	}
+	return len(all), err
 }
 
 // topicIDOf returns the id of tp's topic as last read (zero when unknown).

@@ -158,11 +158,27 @@ func (g *franzGroup) run() {
 		g.poll(cl)
 		watch.Wait()
 	}
+	if g.protocol == config.GroupConsumer {
+		// The consumer protocol's heartbeats wait for the assignment
+		// callbacks: held off, they would stop, and the broker drop the
+		// member in its drain. There the final commits follow the member
+		// epoch instead (franzSession.Commit), and partitions assigned
+		// now start no claim (onFetched).
+		cl.AllowRebalance()
+	}
 	if !g.aborted() {
 		// Hand every partition over (drain, final commit) while still a
-		// member of the group, then leave it; a static member keeps its
+		// member of the group. Under the classic protocol the last poll
+		// holds a rebalance that begins meanwhile (another member
+		// leaving) off, as the end of a sarama session does: the member
+		// keeps heartbeating in its generation, and neither joins the
+		// next one under its final commits nor takes on partitions it
+		// would only give back. Then leave; a static member keeps its
 		// place, as on the sarama side.
 		g.endClaims(g.ownedNow(), endRevoked)
+	}
+	cl.AllowRebalance()
+	if !g.aborted() {
 		ctx, cancel := context.WithTimeout(context.Background(), leaveWait)
 		if err := g.leave(ctx, cl); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			g.log.Warn().Err(err).Msg("leaving the consumer group")
@@ -330,7 +346,8 @@ func (g *franzGroup) poll(cl *kgo.Client) {
 	for {
 		fs := cl.PollRecords(g.ctx, pollRecords)
 		if g.ctx.Err() != nil || fs.IsClientClosed() {
-			cl.AllowRebalance()
+			// The poll holds rebalances off until run allows them again
+			// (classic protocol: after the handovers).
 			return
 		}
 		fs.EachError(func(topic string, partition int32, err error) {
@@ -470,8 +487,8 @@ func (g *franzGroup) onFetched(_ context.Context, cl *kgo.Client, resp *kmsg.Off
 			}
 		}
 	}
-	if len(starts) == 0 {
-		return nil
+	if len(starts) == 0 || g.ctx.Err() != nil {
+		return nil // nothing new, or stopping: the leave takes them back
 	}
 	sess := g.session()
 	cs := make([]*claim, len(starts))

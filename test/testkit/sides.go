@@ -32,6 +32,10 @@ var allSides = []Side{
 	{config.ClientFranz, config.GroupConsumer},
 }
 
+// AllSides returns every side, whatever the environment lists: for a
+// test on an embedded broker of its own, where a side costs seconds.
+func AllSides() []Side { return slices.Clone(allSides) }
+
 // Sides returns the sides the side tests run on. TURBO_KAFKA_CLIENT (with
 // TURBO_KAFKA_GROUP_PROTOCOL) set in the environment puts a whole suite on
 // one side; else TURBO_TEST_SIDES lists them (comma-separated names, see
