@@ -60,7 +60,7 @@ KAFKA_SIDE_3.9  := sarama
 KAFKA_SIDES_4   := franz-go
 KAFKA_SIDE_4    := franz-go-consumer
 KAFKA_SUITES    := ./test/e2e/ ./test/chaos/ ./actors/
-KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|TestSigtermThenRestartRedeliversNothingFinished|TestSwarmSharesPartitionsAndStopsCleanly|TestSwarmExitOnIdleAfterANodeIsKilled|TestRebalancesUnderLoad|TestRebalanceHandoverKeepsKeysApart)$$
+KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|TestSigtermThenRestartRedeliversNothingFinished|TestSwarmSharesPartitionsAndStopsCleanly|TestSwarmExitOnIdleAfterANodeIsKilled|TestSwarmOfFourLosesNothingToAKillAndAHang|TestRebalancesUnderLoad|TestRebalanceHandoverKeepsKeysApart)$$
 # Tests of what no broker changes: turbo's own output and process handling,
 # its handler protocols (gRPC, HTTP batches and multi-status), the limits it
 # sets itself (the rate limit, adaptive concurrency, the stop bound of a
@@ -69,7 +69,7 @@ KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|
 # budget, which real fetch sizes do change, still runs on Kafka), and tests
 # that bring a broker of their own (kfake, a fake that never answers, the
 # harness's in-memory one) whatever TURBO_TEST_BROKERS says.
-KAFKA_EMBEDDED_ONLY := ^(TestGRPCHandler|TestHTTPBatches|TestA207ThatIsNotTheDocumentIsRetried|TestAdaptiveConcurrencyThroughHTTP|TestRateLimit|TestRateLimitPacesAttempts|TestStopIsBoundedWhenAHandlerHangs|TestAConfigurationCutShortIsRefused|TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestRefusalLaterInARunIsRetriedAndShown|TestConsumerRefusedAtStartGivesUp|TestConsumerOverMTLSAndSCRAM|TestEveryExampleRuns|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestSwarmReplacesAHungNode|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop|TestAStoppingMemberKeepsItsGenerationWhileAnotherLeaves|TestACommitOvertakenByARebalanceIsSentAgain)$$
+KAFKA_EMBEDDED_ONLY := ^(TestGRPCHandler|TestHTTPBatches|TestA207ThatIsNotTheDocumentIsRetried|TestAdaptiveConcurrencyThroughHTTP|TestRateLimit|TestRateLimitPacesAttempts|TestStopIsBoundedWhenAHandlerHangs|TestAConfigurationCutShortIsRefused|TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestRefusalLaterInARunIsRetriedAndShown|TestConsumerRefusedAtStartGivesUp|TestConsumerOverMTLSAndSCRAM|TestEveryExampleRuns|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop|TestAStoppingMemberKeepsItsGenerationWhileAnotherLeaves|TestACommitOvertakenByARebalanceIsSentAgain)$$
 # test/kafka's broker restart runs first and alone: it bounds the records
 # run twice by those in flight at each session loss, and with two other
 # packages' tests on the same two cores it counted more (45 and 48 of 9,000,
