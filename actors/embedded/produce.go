@@ -3,10 +3,13 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // ProduceOptions describe demo records: Count records spread over Keys keys
@@ -22,6 +25,12 @@ type ProduceOptions struct {
 	// Secure, when set, adds TLS and SASL to the producer's configuration
 	// (kafkanet.Net.Apply).
 	Secure func(*sarama.Config) error
+	// Franz writes with franz-go (kafka.client: franz-go) instead of
+	// sarama, each key on the partition sarama's hash partitioner picks, so
+	// that either side writes the same layout; FranzSecure, when set, gives
+	// its TLS and SASL options (kafkanet.Net.Franz).
+	Franz       bool
+	FranzSecure func() ([]kgo.Opt, error)
 }
 
 // Produce writes the records and returns once the broker acknowledged all of
@@ -32,6 +41,9 @@ func Produce(ctx context.Context, o ProduceOptions) error {
 	}
 	if o.Keys <= 0 {
 		o.Keys = 1
+	}
+	if o.Franz {
+		return produceFranz(ctx, o)
 	}
 	cfg := sarama.NewConfig()
 	if o.Version != "" {
@@ -93,33 +105,16 @@ func Produce(ctx context.Context, o ProduceOptions) error {
 		return ctx.Err()
 	}
 
-	// With a rate, record n is sent at start + n/rate.
-	start := time.Now()
-	pace := time.NewTimer(0)
-	defer pace.Stop()
-	sent := 0
-	for sent < o.Count {
-		if o.Rate > 0 {
-			due := start.Add(time.Duration(float64(sent) / o.Rate * float64(time.Second)))
-			if d := time.Until(due); d > 0 {
-				pace.Reset(d)
-				select {
-				case <-pace.C:
-				case <-ctx.Done():
-					return abort()
-				}
-			}
-		}
-		k := sent % o.Keys
-		seq := sent / o.Keys
-		key := "key-" + strconv.Itoa(k)
-		val := `{"key":"` + key + `","seq":` + strconv.Itoa(seq) + `,"n":` + strconv.Itoa(sent) + `}`
+	err = each(ctx, o, func(key, val string) bool {
 		select {
 		case p.Input() <- &sarama.ProducerMessage{Topic: o.Topic, Key: sarama.StringEncoder(key), Value: sarama.StringEncoder(val)}:
-			sent++
+			return true
 		case <-ctx.Done():
-			return abort()
+			return false
 		}
+	})
+	if err != nil {
+		return abort()
 	}
 	var ackErr error
 	select {
@@ -134,4 +129,110 @@ func Produce(ctx context.Context, o ProduceOptions) error {
 		return fmt.Errorf("embedded: producing to %s: %w", o.Topic, ackErr)
 	}
 	return nil
+}
+
+// each calls put with the key and value of every record in turn, paced by
+// o.Rate (record n is due at start + n/rate), until put returns false or
+// ctx ends (its error).
+func each(ctx context.Context, o ProduceOptions, put func(key, val string) bool) error {
+	start := time.Now()
+	pace := time.NewTimer(0)
+	defer pace.Stop()
+	for sent := 0; sent < o.Count; sent++ {
+		if o.Rate > 0 {
+			due := start.Add(time.Duration(float64(sent) / o.Rate * float64(time.Second)))
+			if d := time.Until(due); d > 0 {
+				pace.Reset(d)
+				select {
+				case <-pace.C:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+		k := sent % o.Keys
+		seq := sent / o.Keys
+		key := "key-" + strconv.Itoa(k)
+		val := `{"key":"` + key + `","seq":` + strconv.Itoa(seq) + `,"n":` + strconv.Itoa(sent) + `}`
+		if !put(key, val) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// connectWait bounds the first answer of the brokers; deliveryWait, each
+// record's delivery, retries included (franz-go's producer).
+const (
+	connectWait  = 30 * time.Second
+	deliveryWait = 2 * time.Minute
+)
+
+// produceFranz is Produce with franz-go.
+func produceFranz(ctx context.Context, o ProduceOptions) error {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(o.Brokers...),
+		kgo.ClientID("turbo-produce"),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.MaxBufferedRecords(10_000),
+		kgo.RecordDeliveryTimeout(deliveryWait),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a))),
+		kgo.AllowAutoTopicCreation(), // as sarama does
+	}
+	if o.FranzSecure != nil {
+		sec, err := o.FranzSecure()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, sec...)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("embedded: connecting producer to %v: %w", o.Brokers, err)
+	}
+	defer cl.Close()
+	// As sarama's producer, which connects before it returns: a broker
+	// that refuses the connection (TLS, SASL) fails the call at once
+	// rather than every record being retried.
+	pctx, cancel := context.WithTimeout(ctx, connectWait)
+	err = cl.Ping(pctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("embedded: connecting producer to %v: %w", o.Brokers, err)
+	}
+	var mu sync.Mutex
+	var first error
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+		}
+	}
+	err = each(ctx, o, func(key, val string) bool {
+		cl.Produce(ctx, &kgo.Record{Topic: o.Topic, Key: []byte(key), Value: []byte(val)}, done)
+		return ctx.Err() == nil
+	})
+	if err == nil {
+		err = cl.Flush(ctx)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if first != nil {
+		err = first
+	}
+	if err != nil {
+		return fmt.Errorf("embedded: producing to %s: %w", o.Topic, err)
+	}
+	return nil
+}
+
+// fnv32a is sarama's key hash (its hash partitioner's).
+func fnv32a(b []byte) uint32 {
+	h := fnv.New32a()
+	h.Write(b)
+	return h.Sum32()
 }

@@ -185,13 +185,25 @@ func hungUp(err error) bool {
 // a connection's first requests with (ILLEGAL_SASL_STATE from a listener
 // without SASL, UNSUPPORTED_SASL_MECHANISM), keeping only this.
 func bareOutOfBrokers(err error) bool {
-	return errors.Is(err, sarama.ErrOutOfBrokers) && err.Error() == sarama.ErrOutOfBrokers.Error()
+	return inChain(err, func(e error) bool { return e.Error() == sarama.ErrOutOfBrokers.Error() })
+}
+
+// inChain reports whether is holds for err or an error it wraps alone (a
+// caller's context around the client's error; not the errors joined with
+// it).
+func inChain(err error, is func(error) bool) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if is(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // oversizeAnswer reports franz-go reading a size no Kafka answer has: the
 // first bytes of a TLS alert or an HTTP answer, taken for a Kafka one.
 func oversizeAnswer(err error) bool {
-	return strings.HasPrefix(err.Error(), "invalid large response size")
+	return inChain(err, func(e error) bool { return strings.HasPrefix(e.Error(), "invalid large response size") })
 }
 
 // timedOut reports a network timeout: what a plaintext listener that waits

@@ -50,6 +50,7 @@ func cmdProduce(ctx context.Context, f *produceFlags, stdout, stderr io.Writer) 
 	kn := kafkanet.New(k, log)
 	kn.Warn()
 	opts.Secure = kn.Apply
+	opts.Franz, opts.FranzSecure = k.Client == config.ClientFranz, kn.Franz
 	switch {
 	case len(opts.Brokers) == 0:
 		return fmt.Errorf("%w: --brokers or --config is required", errUsage)

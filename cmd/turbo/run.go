@@ -398,6 +398,7 @@ func startEmbedded(ctx context.Context, cfg *config.Config, log zerolog.Logger) 
 		t := time.Now()
 		err := embedded.Produce(ctx, embedded.ProduceOptions{
 			Brokers: b.Addrs(), Topic: e.Seed.Topic, Count: e.Seed.Records, Keys: e.Seed.Keys, Version: cfg.Kafka.Version,
+			Franz: cfg.Kafka.Client == config.ClientFranz,
 		})
 		if err != nil {
 			b.Close()

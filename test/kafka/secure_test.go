@@ -60,8 +60,8 @@ func noSecrets(t *testing.T, what, out string, secrets []string) {
 
 // Each mistake an operator makes connecting to a secured cluster ends
 // `turbo run` within a bounded time with exit 1 (a configuration mistake a
-// loaded file cannot show: exit 2) and one line naming the cause; none
-// prints a secret.
+// loaded file cannot show: exit 2) and one line naming the cause, and
+// `turbo produce` with the same line; none prints a secret.
 func TestSecuredMistakesEndTheRunWithTheirCause(t *testing.T) {
 	t.Parallel() // topics of its own; TestBrokerRestartMidRun, which is not, runs on its own
 	s := securedFromEnv(t)
@@ -148,6 +148,18 @@ log: {level: info, format: json}
 				}
 			}
 			t.Logf("FIGURES secured-mistake %q: exit %d after %s; %s", tc.name, code, took.Round(time.Millisecond), line)
+
+			// turbo produce, with the same kafka section, ends as the run
+			// does, on the same side.
+			var pout, perr bytes.Buffer
+			began = time.Now()
+			prod := testkit.StartWith(t, &pout, &perr, "produce", "--config", cfg, "--topic", topic, "--count", "1")
+			pcode := prod.Wait(t, 90*time.Second)
+			out = pout.String() + perr.String()
+			if pcode != tc.code || !strings.Contains(readable(out), tc.want) {
+				t.Errorf("turbo produce: exit %d after %s, want %d and %q; output:\n%s", pcode, time.Since(began).Round(time.Millisecond), tc.code, tc.want, out)
+			}
+			noSecrets(t, "turbo produce's output", out, secrets)
 		})
 	}
 }
