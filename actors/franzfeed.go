@@ -29,8 +29,8 @@ const (
 
 // franzFeed feeds one claim from the records the poll loop delivers, and
 // pauses and resumes its partition in the client (see the queue bounds,
-// and pauseAfter: a partition starved of credits is paused too, as on the
-// sarama side).
+// and pauseAfter: a partition starved of credits, or out of bytes, is
+// paused too, and resumed once its queue is empty, as on the sarama side).
 type franzFeed struct {
 	g     *franzGroup
 	cl    *kgo.Client
@@ -55,6 +55,11 @@ type franzFeed struct {
 	back   *kgo.Record
 	hw     int64
 	paused bool
+	// full: paused for the queue's high mark (it resumes at the low mark,
+	// so the next fetch arrives before the claim runs dry); else for want
+	// of credits or bytes, when it resumes, as the sarama side does, only
+	// once the claim has taken everything queued.
+	full   bool
 	closed bool
 }
 
@@ -84,7 +89,7 @@ func (f *franzFeed) deliver(recs []*kgo.Record, hwm int64) {
 	f.hw = max(f.hw, hwm)
 	pause := !f.paused && (len(f.queue)-f.head >= queueHigh || f.bytes >= queueHighBytes)
 	if pause {
-		f.paused = true
+		f.paused, f.full = true, true
 	}
 	f.mu.Unlock()
 	f.g.stats.readAhead.Add(int64(len(recs)))
@@ -109,7 +114,8 @@ func (f *franzFeed) resumeInClient() {
 
 // take returns the next record of the queue, if any; resume reports that
 // the partition was paused and the queue is now low enough to fetch again
-// (the caller resumes it: it has credits).
+// (the caller resumes it: it has credits): at the low mark after a pause
+// for the high one, empty after one for want of credits or bytes.
 func (f *franzFeed) take(resumeLow bool) (m *kgo.Record, ok, resume bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -124,8 +130,12 @@ func (f *franzFeed) take(resumeLow bool) (m *kgo.Record, ok, resume bool) {
 	if m != nil {
 		f.bytes -= recBytes(m)
 	}
-	if resumeLow && f.paused && len(f.queue)-f.head <= queueLow && f.bytes <= queueLowBytes {
-		f.paused, resume = false, true
+	low := f.head == len(f.queue) && f.back == nil
+	if f.full {
+		low = len(f.queue)-f.head <= queueLow && f.bytes <= queueLowBytes
+	}
+	if resumeLow && f.paused && low {
+		f.paused, f.full, resume = false, false, true
 	}
 	return m, m != nil, resume
 }
