@@ -49,19 +49,60 @@ func (w *groupWatch) from() {
 	w.counting.Store(true)
 }
 
-// leaveCluster is an embedded broker for a test that watches its group
+// groupPartitions and groupRecords size the topic of leaveCluster.
+const groupPartitions, groupRecords = 6, 6000
+
+// leaveCluster is an embedded broker with topic (groupPartitions, holding
+// groupRecords records of distinct keys) for a test that watches its group
 // requests, with the consumer protocol's heartbeat every 250 ms as the
 // classic protocol's (turbo dev's broker does the same).
-func leaveCluster(t *testing.T, partitions int, topic string) *kfake.Cluster {
+func leaveCluster(t *testing.T, topic string) (*kfake.Cluster, []string, *groupWatch) {
 	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), topic),
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(groupPartitions, topic),
 		kfake.BrokerConfigs(map[string]string{"group.consumer.heartbeat.interval.ms": "250"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	return cluster
+	brokers := cluster.ListenAddrs()
+	testkit.Produce(t, brokers, topic, groupRecords, groupRecords)
+	return cluster, brokers, watchGroup(cluster)
 }
+
+// groupMember starts member ("a", "b") of the group g-<topic> on side,
+// one record at a time in partition order, committing every 100 ms, with
+// handler h (nil: 5 ms of work per record); it is stopped at the test's end.
+func groupMember(t *testing.T, brokers []string, topic, member string, side testkit.Side, shutdown time.Duration, h actors.Handler) *actors.Consumer {
+	t.Helper()
+	if h == nil {
+		h = fiveMillis
+	}
+	c := config.DefaultConsumer("member-" + member)
+	c.Group, c.Topics = "g-"+topic, []string{topic}
+	c.Concurrency, c.Ordering = 1, config.OrderingPartition
+	c.CommitInterval = 100 * time.Millisecond
+	k := config.Default().Kafka
+	k.Brokers, k.Client, k.GroupProtocol = brokers, side.Client, side.Protocol
+	k.ClientID = "member-" + member
+	cons, err := actors.New(actors.Options{
+		Consumer: c, Kafka: k, ShutdownTimeout: shutdown, Handler: h,
+		Logger: testkit.Logger(t).With().Str("member", member).Logger(), Restart: fastRestart,
+	})
+	if err != nil {
+		t.Fatalf("starting member %s: %v", member, err)
+	}
+	t.Cleanup(func() { stop(t, cons) })
+	return cons
+}
+
+// fiveMillis is 5 ms of work per record.
+var fiveMillis = actors.HandlerFunc(func(ctx context.Context, _ *actors.Record) error {
+	select {
+	case <-time.After(5 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	return ctx.Err()
+})
 
 // A member that stops while another leaves the group hands its partitions
 // over in the generation it holds, as a sarama session ends: it neither
@@ -81,12 +122,9 @@ func TestAStoppingMemberKeepsItsGenerationWhileAnotherLeaves(t *testing.T) {
 }
 
 func stoppingMemberKeepsItsGeneration(t *testing.T, side testkit.Side) {
-	const partitions, records = 6, 6000
+	const partitions = groupPartitions
 	topic := testkit.TopicName("t-leave")
-	cluster := leaveCluster(t, partitions, topic)
-	brokers := cluster.ListenAddrs()
-	testkit.Produce(t, brokers, topic, records, records)
-	watch := watchGroup(cluster)
+	_, brokers, watch := leaveCluster(t, topic)
 
 	// b's handler blocks on its first record once hold is set, until
 	// release: b's stop drains meanwhile.
@@ -95,44 +133,23 @@ func stoppingMemberKeepsItsGeneration(t *testing.T, side testkit.Side) {
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	work := func(member string) actors.Handler {
-		return actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
-			if member == "b" && hold.Load() {
-				select {
-				case blocked <- rec:
-					<-release
-					return nil
-				default:
-				}
-			}
+	held := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		if hold.Load() {
 			select {
-			case <-time.After(5 * time.Millisecond):
-			case <-ctx.Done():
+			case blocked <- rec:
+				<-release
+				return nil
+			default:
 			}
-			return ctx.Err()
-		})
-	}
-	start := func(member string) *actors.Consumer {
-		c := config.DefaultConsumer("member-" + member)
-		c.Group, c.Topics = "g-"+topic, []string{topic}
-		c.Concurrency, c.Ordering = 1, config.OrderingPartition
-		c.CommitInterval = 100 * time.Millisecond
-		k := config.Default().Kafka
-		k.Brokers, k.Client, k.GroupProtocol = brokers, side.Client, side.Protocol
-		k.ClientID = "member-" + member
-		cons, err := actors.New(actors.Options{
-			Consumer: c, Kafka: k, ShutdownTimeout: 20 * time.Second, Handler: work(member),
-			Logger: testkit.Logger(t).With().Str("member", member).Logger(), Restart: fastRestart,
-		})
-		if err != nil {
-			t.Fatalf("starting member %s: %v", member, err)
 		}
-		t.Cleanup(func() { stop(t, cons) })
-		return cons
+		return fiveMillis(ctx, rec)
+	})
+	start := func(member string, h actors.Handler) *actors.Consumer {
+		return groupMember(t, brokers, topic, member, side, 20*time.Second, h)
 	}
-	a := start("a")
+	a := start("a", nil)
 	testkit.Eventually(t, 30*time.Second, "member a to hold every partition", func() bool { return a.Stats().Assigned == partitions })
-	b := start("b")
+	b := start("b", held)
 	testkit.Eventually(t, 60*time.Second, "both members to hold partitions and b to handle records", func() bool {
 		sa, sb := a.Stats(), b.Stats()
 		return sa.Assigned > 1 && sb.Assigned > 1 && sa.Assigned+sb.Assigned == partitions && sb.Processed > 0
@@ -200,12 +217,9 @@ func stoppingMemberKeepsItsGeneration(t *testing.T, side testkit.Side) {
 // until it has handed its partitions over).
 func TestACommitOvertakenByARebalanceIsSentAgain(t *testing.T) {
 	t.Parallel()
-	const partitions, records = 6, 6000
+	const partitions = groupPartitions
 	topic := testkit.TopicName("t-overtaken")
-	cluster := leaveCluster(t, partitions, topic)
-	brokers := cluster.ListenAddrs()
-	testkit.Produce(t, brokers, topic, records, records)
-	watch := watchGroup(cluster)
+	cluster, brokers, watch := leaveCluster(t, topic)
 
 	var arm atomic.Bool
 	var wasRefused atomic.Bool
@@ -225,29 +239,9 @@ func TestACommitOvertakenByARebalanceIsSentAgain(t *testing.T) {
 		return nil, nil, false
 	})
 
+	classic := testkit.Side{Client: config.ClientFranz, Protocol: config.GroupClassic}
 	start := func(member string) *actors.Consumer {
-		c := config.DefaultConsumer("member-" + member)
-		c.Group, c.Topics = "g-"+topic, []string{topic}
-		c.Concurrency, c.Ordering = 1, config.OrderingPartition
-		c.CommitInterval = 100 * time.Millisecond
-		k := config.Default().Kafka
-		k.Brokers, k.Client, k.GroupProtocol = brokers, config.ClientFranz, config.GroupClassic
-		cons, err := actors.New(actors.Options{
-			Consumer: c, Kafka: k, ShutdownTimeout: 10 * time.Second, Logger: testkit.Logger(t).With().Str("member", member).Logger(),
-			Restart: fastRestart,
-			Handler: actors.HandlerFunc(func(ctx context.Context, _ *actors.Record) error {
-				select {
-				case <-time.After(5 * time.Millisecond):
-				case <-ctx.Done():
-				}
-				return ctx.Err()
-			}),
-		})
-		if err != nil {
-			t.Fatalf("starting member %s: %v", member, err)
-		}
-		t.Cleanup(func() { stop(t, cons) })
-		return cons
+		return groupMember(t, brokers, topic, member, classic, 10*time.Second, nil)
 	}
 	a := start("a")
 	testkit.Eventually(t, 30*time.Second, "member a to hold every partition and commit", func() bool {
