@@ -280,8 +280,14 @@ const httpListening = "http listening"
 // Nil writers mean the test log.
 func StartHTTP(t testing.TB, stdout, stderr io.Writer, args ...string) (*Proc, string) {
 	t.Helper()
+	return StartHTTPBinary(t, Binary(t), stdout, stderr, args...)
+}
+
+// StartHTTPBinary is StartHTTP for a given build of turbo (see StartBinary).
+func StartHTTPBinary(t testing.TB, bin string, stdout, stderr io.Writer, args ...string) (*Proc, string) {
+	t.Helper()
 	w, said := WatchHTTPAddr(t, stderr)
-	p := StartWith(t, stdout, w, args...)
+	p := StartBinary(t, bin, stdout, w, args...)
 	return p, awaitSaid(t, p, said, fmt.Sprintf("turbo %s to log where http.listen bound (%q, field addr, on stderr)", args[0], httpListening))
 }
 
