@@ -407,7 +407,7 @@ func (s *franzSession) Commit() {
 	}
 }
 
-// commitRetry says when a refused commit is worth sending again: never;
+// retryWhen says when a refused commit is worth sending again: never;
 // once the member's generation has changed (the group moved past the one
 // the request named); or after a pause (a rebalance is completing).
 type retryWhen int
@@ -418,6 +418,7 @@ const (
 	retryAfterPause
 )
 
+// commitRetry says when a commit refused with err is sent again.
 func commitRetry(err error) retryWhen {
 	switch {
 	case errors.Is(err, kerr.IllegalGeneration), errors.Is(err, kerr.StaleMemberEpoch):
