@@ -33,19 +33,7 @@ func TestRestartKeepsWhatTheTreeFinishedWhenCommitsFail(t *testing.T) {
 	testkit.Produce(t, brokers, topic, records, records)
 	cluster.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		cluster.KeepControl()
-		r := req.(*kmsg.OffsetCommitRequest)
-		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, p := range rt.Partitions {
-				sp := kmsg.NewOffsetCommitResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = p.Partition, kerr.InvalidCommitOffsetSize.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return refuseCommit(req.(*kmsg.OffsetCommitRequest), kerr.InvalidCommitOffsetSize.Code), nil, true
 	})
 
 	var mu sync.Mutex
