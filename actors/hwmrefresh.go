@@ -65,15 +65,14 @@ func staleWatermarks(parts map[TopicPartition]*ownedPartition, now time.Time, ev
 
 // applyWatermarks moves the high watermarks of the partitions whose
 // assignment the answer is about forward (a refresh answered late, or a
-// batch fetched before it, never takes one back), and reports whether any
+// batch fetched before it, never takes one back), and returns those that
 // moved.
-func applyWatermarks(parts map[TopicPartition]*ownedPartition, marks []partitionHWM) bool {
-	moved := false
+func applyWatermarks(parts map[TopicPartition]*ownedPartition, marks []partitionHWM) (moved []*ownedPartition) {
 	for _, m := range marks {
 		if hp := parts[m.tp]; hp != nil && hp.epoch == m.epoch && m.hwm > hp.hwm {
 			hp.hwm = m.hwm
 			hp.gate.watch.hwm.Store(m.hwm)
-			moved = true
+			moved = append(moved, hp)
 		}
 	}
 	return moved

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -47,13 +48,13 @@ func TestWatermarkRefreshRules(t *testing.T) {
 		t.Fatalf("stale = %+v, want %+v", q, want)
 	}
 
-	if applyWatermarks(parts, []partitionHWM{{tp: tp(1), epoch: 1, hwm: 99}, {tp: tp(7), epoch: 1, hwm: 99}}) {
+	if len(applyWatermarks(parts, []partitionHWM{{tp: tp(1), epoch: 1, hwm: 99}, {tp: tp(7), epoch: 1, hwm: 99}})) != 0 {
 		t.Error("an answer for an earlier assignment, or a partition not owned, moved a high watermark")
 	}
-	if applyWatermarks(parts, []partitionHWM{{tp: tp(1), epoch: 2, hwm: 15}, {tp: tp(4), epoch: 5, hwm: 40}}) {
+	if len(applyWatermarks(parts, []partitionHWM{{tp: tp(1), epoch: 2, hwm: 15}, {tp: tp(4), epoch: 5, hwm: 40}})) != 0 {
 		t.Error("an answer at or below the known high watermark moved it")
 	}
-	if !applyWatermarks(parts, []partitionHWM{{tp: tp(1), epoch: 2, hwm: 25}, {tp: tp(2), epoch: 3, hwm: 7}}) {
+	if len(applyWatermarks(parts, []partitionHWM{{tp: tp(1), epoch: 2, hwm: 25}, {tp: tp(2), epoch: 3, hwm: 7}})) != 2 {
 		t.Error("a higher high watermark was not applied")
 	}
 	for p, want := range map[int32]int64{1: 25, 2: 7, 4: 40} {
@@ -218,6 +219,48 @@ func TestLatestOffsetsOneRequestPerLeader(t *testing.T) {
 	for _, r := range refresh {
 		if r.IsolationLevel != 0 {
 			t.Errorf("isolation level %d, want 0 (read_uncommitted, as the consumer reads)", r.IsolationLevel)
+		}
+	}
+}
+
+// The consumer's lag is kept one partition at a time (relag, forget): after
+// any sequence of batches, commits, refreshes and partitions leaving, it is
+// the sum of every owned partition's lag, and each partition shows its own.
+func TestLagIsTheSumOfThePartitionsLag(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 29))
+	p := &clientProxy{stats: &consumerStats{}, log: zerolog.Nop(), parts: map[TopicPartition]*ownedPartition{}}
+	tp := func(i int) TopicPartition { return TopicPartition{Topic: "t", Partition: int32(i)} }
+	for step := range 5000 {
+		i := rng.IntN(16)
+		hp := p.parts[tp(i)]
+		switch op := rng.IntN(5); {
+		case hp == nil: // assigned, perhaps with a committed offset
+			p.parts[tp(i)] = &ownedPartition{epoch: uint64(step), gate: newGate(1, 1), committed: -1, start: -1, initial: rng.Int64N(3) - 1, hwm: -1}
+		case op == 0: // a batch: the high watermark moves, the first read sets start
+			hp.hwm = max(hp.hwm, hp.committed, hp.start) + rng.Int64N(50)
+			if hp.start < 0 {
+				hp.start = max(0, hp.initial)
+			}
+			p.relag(hp)
+		case op == 1: // a commit somewhere up to the high watermark
+			if hp.hwm > 0 {
+				p.handleCommit(&commitOffsets{offsets: []partitionOffset{{tp: tp(i), epoch: hp.epoch, offset: rng.Int64N(hp.hwm + 1)}}})
+			}
+		case op == 2: // a refresh
+			p.handleWatermarks(&watermarksRefreshed{marks: []partitionHWM{{tp: tp(i), epoch: hp.epoch, hwm: hp.hwm + rng.Int64N(20)}}})
+		case op == 3: // released
+			p.forget(tp(i), hp)
+		}
+		var sum int64
+		for ptp, hp := range p.parts {
+			if got, want := hp.gate.watch.lag.Load(), hp.partLag(); got != want {
+				t.Fatalf("step %d: %s shows lag %d, want %d", step, ptp, got, want)
+			}
+			sum += hp.partLag()
+		}
+		if got := p.stats.lag.Load(); got != sum {
+			t.Fatalf("step %d: lag %d, the partitions' sum is %d", step, got, sum)
 		}
 	}
 }

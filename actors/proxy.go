@@ -26,6 +26,7 @@ type clientProxy struct {
 
 	sess     groupSession
 	parts    map[TopicPartition]*ownedPartition
+	lag      int64                     // the sum of parts' lag (relag keeps it, one partition at a time)
 	lost     map[TopicPartition]uint64 // lost partitions (their epoch) whose final watermark is still to come
 	stopping bool
 	stopped  bool // the group's goroutine has ended (groupStopped arrived)
@@ -42,6 +43,7 @@ type ownedPartition struct {
 	initial   int64 // the group's committed offset when the claim began, -1 if none
 	meta      string
 	hwm       int64     // the high watermark as last known (a batch, or a refresh), -1 before
+	lag       int64     // what relag last counted (partLag)
 	fetchedAt time.Time // when its last batch arrived, zero before the first
 	ending    chan<- finalCommit
 	revokedAt time.Time            // when the revocation in progress began
@@ -135,7 +137,7 @@ func (p *clientProxy) handleFetched(c actor.Context, m *claimFetched) {
 	hp.gate.watch.hwm.Store(hp.hwm)
 	p.stats.fetched.Add(int64(len(m.records)))
 	p.stats.lastFetch.Store(now)
-	p.updateLag()
+	p.relag(hp)
 	c.Send(c.Parent(), &recordsFetched{records: m.records, inherited: m.inherited})
 }
 
@@ -149,9 +151,11 @@ func (p *clientProxy) handleCommit(m *commitOffsets) {
 		if hp == nil || hp.epoch != o.epoch {
 			continue
 		}
-		marked = p.mark(o.tp, hp, o.offset, o.meta) || marked
+		if p.mark(o.tp, hp, o.offset, o.meta) {
+			marked = true
+			p.relag(hp)
+		}
 	}
-	p.updateLag()
 	if marked && p.sess != nil {
 		p.stats.commits.Add(1)
 		p.group.requestCommit(p.sess)
@@ -255,8 +259,7 @@ func (p *clientProxy) handleClaimLost(c actor.Context, m *claimLost) {
 		hp.ending <- finalCommit{}
 		hp.timeout()
 	}
-	delete(p.parts, m.tp)
-	p.stats.untrackPartition(m.tp, hp.gate)
+	p.forget(m.tp, hp)
 	p.stats.released.Add(1)
 	if p.lost == nil {
 		p.lost = make(map[TopicPartition]uint64)
@@ -265,7 +268,6 @@ func (p *clientProxy) handleClaimLost(c actor.Context, m *claimLost) {
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
 	p.resizeGates()
-	p.updateLag()
 	p.log.Warn().Str("partition", m.tp.String()).Int64("committed", hp.committed).
 		Msg("partition lost with the group session: its running records are cancelled, nothing more of it starts or is committed")
 	c.Send(c.Parent(), &partitionLost{tp: m.tp, epoch: m.epoch})
@@ -281,13 +283,11 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 	}
 	hp.ending <- fc // buffered: the claim goroutine may have given up waiting
 	hp.timeout()
-	delete(p.parts, tp)
-	p.stats.untrackPartition(tp, hp.gate)
+	p.forget(tp, hp)
 	p.stats.released.Add(1)
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
 	p.resizeGates()
-	p.updateLag()
 	p.log.Info().Str("partition", tp.String()).Int64("committed", fc.offset).
 		Stringer("revocation", time.Since(hp.revokedAt).Round(time.Microsecond)).Msg("partition released")
 }
@@ -316,8 +316,8 @@ func (p *clientProxy) handleRefreshTick(c actor.Context) {
 // logged once per streak of failures: the lag of partitions not read may
 // be stale meanwhile, and nothing else depends on it.
 func (p *clientProxy) handleWatermarks(m *watermarksRefreshed) {
-	if applyWatermarks(p.parts, m.marks) {
-		p.updateLag()
+	for _, hp := range applyWatermarks(p.parts, m.marks) {
+		p.relag(hp)
 	}
 	switch {
 	case m.err != nil:
@@ -332,20 +332,37 @@ func (p *clientProxy) handleWatermarks(m *watermarksRefreshed) {
 	}
 }
 
-func (p *clientProxy) updateLag() {
-	var lag int64
-	for _, hp := range p.parts {
-		// Before this member's first commit, the lag counts from the
-		// offset the group had committed, or else from the first record
-		// read.
-		var l int64
-		if from := max(hp.committed, hp.start, hp.initial); hp.hwm >= 0 && from >= 0 && hp.hwm > from {
-			l = hp.hwm - from
-		}
-		hp.gate.watch.lag.Store(l)
-		lag += l
+// partLag is how many records of the partition are not committed yet, as
+// far as its high watermark is known. Before this member's first commit it
+// counts from the offset the group had committed, or else from the first
+// record read.
+func (hp *ownedPartition) partLag() int64 {
+	if from := max(hp.committed, hp.start, hp.initial); hp.hwm >= 0 && from >= 0 && hp.hwm > from {
+		return hp.hwm - from
 	}
-	p.stats.lag.Store(lag)
+	return 0
+}
+
+// relag brings one partition's lag, and the consumer's, up to date after
+// its watermark or its high watermark moved: one partition at a time, so a
+// batch costs the same at 8 partitions as at 4,096.
+func (p *clientProxy) relag(hp *ownedPartition) {
+	l := hp.partLag()
+	if l == hp.lag {
+		return
+	}
+	p.lag += l - hp.lag
+	hp.lag = l
+	hp.gate.watch.lag.Store(l)
+	p.stats.lag.Store(p.lag)
+}
+
+// forget drops a partition that has left, and its lag.
+func (p *clientProxy) forget(tp TopicPartition, hp *ownedPartition) {
+	delete(p.parts, tp)
+	p.stats.untrackPartition(tp, hp.gate)
+	p.lag -= hp.lag
+	p.stats.lag.Store(p.lag)
 }
 
 func (p *clientProxy) handleGroupStopped(c actor.Context, m *groupStopped) {
