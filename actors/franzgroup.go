@@ -72,14 +72,15 @@ type franzGroup struct {
 	noMatch sync.Once
 	warned  sync.Once // unreadable commit metadata
 
-	mu       sync.Mutex
-	cl       *kgo.Client // nil until connected
-	sess     *franzSession
-	feeds    map[TopicPartition]*franzFeed
-	assigned map[TopicPartition]bool // assigned, their offsets not yet fetched
-	lost     lostClaims              // lost claims whose final watermark is still to come
-	topicIDs map[string]topicID      // as last read, for the commits (OffsetCommit v10 names topics by id)
-	claims   sync.WaitGroup
+	mu        sync.Mutex
+	cl        *kgo.Client // nil until connected
+	sess      *franzSession
+	feeds     map[TopicPartition]*franzFeed
+	assigned  map[TopicPartition]bool // assigned, their offsets not yet fetched
+	lost      lostClaims              // lost claims whose final watermark is still to come
+	topicIDs  map[string]topicID      // as last read, for the commits (OffsetCommit v10 names topics by id)
+	idLookups topicIDs                // shared among the claims that start together
+	claims    sync.WaitGroup
 }
 
 // franzOpts maps turbo's configuration onto the kgo client options of a
@@ -751,6 +752,11 @@ func latestOffsetsFranz(ctx context.Context, cl *kgo.Client, q []partitionHWM) (
 // topicID returns the id of topic as the brokers have it now (zero when
 // unknown, logged), as kafkaAux.topicID.
 func (g *franzGroup) topicID(cl *kgo.Client, topic string) topicID {
+	return g.idLookups.get(topic, time.Now, func() topicID { return g.readTopicID(cl, topic) })
+}
+
+// readTopicID reads topic's id from the brokers.
+func (g *franzGroup) readTopicID(cl *kgo.Client, topic string) topicID {
 	ctx, cancel := context.WithTimeout(g.killCtx, dialWait)
 	defer cancel()
 	req := kmsg.NewPtrMetadataRequest()

@@ -38,6 +38,7 @@ type kafkaGroup struct {
 	maxBatch   int
 	revokeWait time.Duration  // upper bound on a revocation handshake
 	dlqTopic   string         // "" without a dead-letter topic
+	topicIDs   topicIDs       // shared among the claims that start together
 	readMeta   bool           // skip what the commit metadata says finished
 	auxQueue   int            // dead letters that may wait for the producer
 	stats      *consumerStats // sessions, for health reports
@@ -207,7 +208,7 @@ func (g *kafkaGroup) topicID(topic string) topicID {
 	if aux == nil {
 		return topicID{}
 	}
-	return aux.topicID(topic)
+	return g.topicIDs.get(topic, time.Now, func() topicID { return aux.topicID(topic) })
 }
 
 // unblockStop closes the client under a stopping static member once every
