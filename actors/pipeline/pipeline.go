@@ -117,13 +117,17 @@ type assignment[T any] struct {
 
 // Pipeline is the coordinator's bookkeeping (see the package doc).
 type Pipeline[T comparable] struct {
-	it      Item[T]
-	max     int // runners at most
-	sched   *schedule.Scheduler[T]
-	parts   map[uint64]*assignment[T] // by epoch
-	batches []*Batch[T]               // by runner id; nil when idle
-	idle    []int                     // runner ids
-	spare   []*Batch[T]               // batches runners reported done, to reuse
+	it    Item[T]
+	max   int // runners at most
+	sched *schedule.Scheduler[T]
+	parts map[uint64]*assignment[T] // by epoch
+	// revoking holds the epochs of parts being revoked or dropped, so that
+	// Flush looks at those only (at 4,096 partitions, every Flush visiting
+	// them all was the pipeline's largest cost).
+	revoking map[uint64]struct{}
+	batches  []*Batch[T] // by runner id; nil when idle
+	idle     []int       // runner ids
+	spare    []*Batch[T] // batches runners reported done, to reuse
 	// Failed records waiting for a retry (parked, then ready) or for the
 	// dead-letter topic pin their unit: pinned counts them per unit, so that
 	// nothing frees the unit before they are through.
@@ -146,16 +150,17 @@ type Pipeline[T comparable] struct {
 // hold at most maxRun records of one unit.
 func New[T comparable](it Item[T], runners, maxRun int) *Pipeline[T] {
 	return &Pipeline[T]{
-		it:     it,
-		max:    runners,
-		maxRun: maxRun,
-		limit:  runners,
-		batch:  1,
-		quota:  -1,
-		sched:  schedule.New[T](),
-		parts:  make(map[uint64]*assignment[T]),
-		pinned: make(map[string]int),
-		parked: make(map[T]struct{}),
+		it:       it,
+		max:      runners,
+		maxRun:   maxRun,
+		limit:    runners,
+		batch:    1,
+		quota:    -1,
+		sched:    schedule.New[T](),
+		parts:    make(map[uint64]*assignment[T]),
+		pinned:   make(map[string]int),
+		revoking: make(map[uint64]struct{}),
+		parked:   make(map[T]struct{}),
 	}
 }
 
@@ -737,6 +742,7 @@ func (p *Pipeline[T]) Revoke(epoch uint64, finishGaps bool) bool {
 	}
 	p.Release(epoch) // a paused partition drains like any other
 	a.revoking = true
+	p.revoking[epoch] = struct{}{}
 	// Tails first: giveBack must still see the parked records' pins.
 	p.stealAll()
 	keep := func(T) bool { return false } // every unstarted record is dropped
@@ -789,6 +795,7 @@ func (p *Pipeline[T]) Drop(epoch uint64) bool {
 	}
 	p.Release(epoch)
 	a.revoking, a.dropped = true, true
+	p.revoking[epoch] = struct{}{}
 	p.stealAll()
 	for _, rec := range p.sched.DropIf(func(r T) bool { return p.it.Epoch(r) == epoch }) {
 		p.discard(a, rec)
@@ -873,9 +880,10 @@ func (p *Pipeline[T]) dropParked(epoch uint64) {
 func (p *Pipeline[T]) Flush() Report[T] {
 	f := p.fin
 	p.fin = Report[T]{}
-	for epoch, a := range p.parts {
-		if a.revoking && a.records == 0 {
+	for epoch := range p.revoking {
+		if a := p.parts[epoch]; a.records == 0 {
 			delete(p.parts, epoch)
+			delete(p.revoking, epoch)
 			f.Drained = append(f.Drained, epoch)
 		}
 	}
