@@ -16,8 +16,8 @@ import (
 
 // BenchmarkNoopPipeline runs the whole tree — sarama, the claim, the
 // coordinator and its runners, the offset controller — with a no-op handler
-// over a topic already written (8 partitions, 1,000 keys; 200,000 records, or
-// TURBO_BENCH_RECORDS), one ordering per sub-benchmark, until every record is
+// over a topic already written (8 partitions, or TURBO_BENCH_PARTITIONS; 1,000
+// keys; 200,000 records, or TURBO_BENCH_RECORDS), one ordering per sub-benchmark, until every record is
 // committed. It is the in-process twin of test/bench's no-op scenario, there
 // to be profiled:
 //
@@ -33,8 +33,12 @@ func BenchmarkNoopPipeline(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("TURBO_BENCH_RECORDS")); err == nil && v > 0 {
 		records = v
 	}
+	partitions := 8
+	if v, err := strconv.Atoi(os.Getenv("TURBO_BENCH_PARTITIONS")); err == nil && v > 0 {
+		partitions = v
+	}
 	topic := testkit.TopicName("noop-pipeline")
-	brokers := testkit.Broker(b, 8, topic)
+	brokers := testkit.Broker(b, partitions, topic)
 	testkit.Produce(b, brokers, topic, records, 1000)
 	groups := 0 // testing calls each sub-benchmark more than once: a new group every run
 	for _, o := range []config.Ordering{config.OrderingKey, config.OrderingPartition, config.OrderingUnordered} {
@@ -46,6 +50,9 @@ func BenchmarkNoopPipeline(b *testing.B) {
 				c.Topics = []string{topic}
 				c.Ordering = o
 				c.Concurrency = 16
+				if v, err := strconv.Atoi(os.Getenv("TURBO_BENCH_MAX_BUFFERED")); err == nil && v >= 0 {
+					c.MaxBuffered = v
+				}
 				c.CommitInterval = 100 * time.Millisecond
 				consumeAll(b, brokers, c, int64(records))
 			}
