@@ -80,9 +80,12 @@ package actors
 //
 // # Back-pressure
 //
-// The budget is concurrency + max_buffered records in the pipeline (fetched
-// and not finished), and max_buffered_bytes of their keys, values and
-// headers, both shared evenly among the partitions owned. A partition whose
+// The budget is concurrency + the read-ahead records in the pipeline
+// (fetched and not finished), and max_buffered_bytes of their keys, values
+// and headers, both shared evenly among the partitions owned. The
+// read-ahead sizes itself to about a second of work at the rate records
+// finish, between 1,000 and max_buffered (readAhead; the proxy samples the
+// rate and shares the budget out again when it moves by a quarter). A partition whose
 // share of either is used up stops being read and is paused in sarama; the
 // others keep flowing. So a key that cannot progress fills only its own
 // partition's share. Bytes are charged as records are read, so a record is

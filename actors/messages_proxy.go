@@ -69,6 +69,10 @@ type groupStopped struct {
 // read (hwmrefresh.go).
 type refreshTick struct{}
 
+// readAheadTick: time to size the read-ahead to the rate records finish
+// at (readahead.go).
+type readAheadTick struct{}
+
 // watermarksRefreshed: the latest offsets of the partitions the proxy asked
 // about (kafkaSide.refreshWatermarks); err says what could not be asked
 // (marks then holds what could).

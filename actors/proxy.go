@@ -16,8 +16,9 @@ import (
 // revocations into a handshake with the rest of the tree.
 type clientProxy struct {
 	group           kafkaSide
-	budget          int   // records allowed in the pipeline: concurrency + max_buffered
-	budgetBytes     int64 // their bytes allowed: max_buffered_bytes
+	budget          int        // records allowed in the pipeline: concurrency + the read-ahead
+	readAhead       *readAhead // sizes budget to the work, within max_buffered
+	budgetBytes     int64      // their bytes allowed: max_buffered_bytes
 	revokeTimeout   time.Duration
 	shutdownTimeout time.Duration
 	refreshEvery    time.Duration // the high watermark refresh (refreshInterval)
@@ -32,6 +33,7 @@ type clientProxy struct {
 	stopped  bool // the group's goroutine has ended (groupStopped arrived)
 
 	refresh        scheduler.CancelFunc // the armed refreshTick, nil if none
+	sizing         scheduler.CancelFunc // the armed readAheadTick, nil if none
 	refreshFailing bool                 // the last refresh failed (logged once per streak)
 }
 
@@ -83,6 +85,8 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.handleRevokeTimeout(c, m)
 	case *refreshTick:
 		p.handleRefreshTick(c)
+	case *readAheadTick:
+		p.handleReadAheadTick(c)
 	case *watermarksRefreshed:
 		p.handleWatermarks(m)
 	case *sessionStarted:
@@ -92,6 +96,10 @@ func (p *clientProxy) Receive(c actor.Context) {
 		if p.refresh != nil { // no refresh while the partitions are handed over
 			p.refresh()
 			p.refresh = nil
+		}
+		if p.sizing != nil { // nothing more is read
+			p.sizing()
+			p.sizing = nil
 		}
 		// Revocations of the drain end within its budget, so that the final
 		// commits and leaving the group fit in shutdown_timeout.
@@ -109,6 +117,7 @@ func (p *clientProxy) Receive(c actor.Context) {
 		root, self := c.ActorSystem().Root, c.Self()
 		p.group.start(func(msg any) { root.Send(self, msg) })
 		p.armRefresh(c)
+		p.armReadAhead(c)
 	case *actor.Stopping:
 		p.handleStopping()
 	case *actor.Stopped, *actor.Restarting:
@@ -299,6 +308,28 @@ func (p *clientProxy) armRefresh(c actor.Context) {
 	}
 }
 
+// armReadAhead schedules the next readAheadTick (none without a readAhead:
+// the budget is fixed).
+func (p *clientProxy) armReadAhead(c actor.Context) {
+	if !p.stopping && p.readAhead != nil {
+		p.sizing = scheduler.NewTimerScheduler(c).SendOnce(readAheadEvery, c.Self(), &readAheadTick{})
+	}
+}
+
+// handleReadAheadTick sizes the budget to the rate records finish at, and
+// shares it out again when it moved.
+func (p *clientProxy) handleReadAheadTick(c actor.Context) {
+	p.sizing = nil
+	if p.stopping {
+		return
+	}
+	if p.readAhead.sample(time.Now(), p.stats.processed.Load()) {
+		p.budget = p.readAhead.budget()
+		p.resizeGates()
+	}
+	p.armReadAhead(c)
+}
+
 // handleRefreshTick asks the side for the high watermarks of the
 // partitions that sent no batch for an interval (hwmrefresh.go).
 func (p *clientProxy) handleRefreshTick(c actor.Context) {
@@ -383,6 +414,9 @@ func (p *clientProxy) handleStopping() {
 	p.stats.untrackAll()
 	if p.refresh != nil {
 		p.refresh()
+	}
+	if p.sizing != nil {
+		p.sizing()
 	}
 	for _, hp := range p.parts {
 		if hp.timeout != nil {

@@ -55,10 +55,12 @@ func (s *treeSpec) props(a actor.Actor, opts ...actor.PropsOption) *actor.Props 
 const maxFetchBatch = 512
 
 func (s *treeSpec) newProxy() *clientProxy {
-	budget := s.consumer.Concurrency + s.consumer.MaxBuffered
+	c := s.consumer
+	ahead := newReadAhead(c.Concurrency, c.MaxBuffered, c.Batch.Records())
 	return &clientProxy{
-		group:           s.newKafkaSide(budget),
-		budget:          budget,
+		group:           s.newKafkaSide(c.Concurrency + c.MaxBuffered),
+		budget:          ahead.budget(),
+		readAhead:       ahead,
 		budgetBytes:     int64(s.consumer.MaxBufferedBytes),
 		revokeTimeout:   s.shutdownTimeout,
 		shutdownTimeout: s.shutdownTimeout,

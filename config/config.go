@@ -131,8 +131,10 @@ type Consumer struct {
 	// ConcurrencyMin is where an adaptive limit starts and the lowest it
 	// goes; 0 means 1.
 	ConcurrencyMin int `mapstructure:"concurrency_min"`
-	// MaxBuffered is how many fetched records may wait for a worker before
-	// fetching pauses (back-pressure).
+	// MaxBuffered is the most fetched records that may wait for a worker
+	// before fetching pauses (back-pressure). Within it the read-ahead sizes
+	// itself to about a second of work at the rate records finish, and
+	// never below 1,000 records (or a batch's max_records, if larger).
 	MaxBuffered int `mapstructure:"max_buffered"`
 	// MaxBufferedBytes bounds the bytes (keys, values and headers) of the
 	// records fetched and not yet finished, running ones included: the byte
@@ -457,9 +459,11 @@ func DefaultConsumer(name string) Consumer {
 		InitialOffset: OffsetOldest,
 		Ordering:      OrderingKey,
 		Concurrency:   16,
-		MaxBuffered:   1000,
-		// 64 MiB: far above what small records need (1,016 records of a few
-		// KiB), and what bounds memory once records are large.
+		// A ceiling: the read-ahead sizes itself to about a second of work
+		// (at least 1,000 records), so this bounds fast handlers only.
+		MaxBuffered: 20_000,
+		// 64 MiB: what bounds memory once records are large (20,016 records
+		// of 3 KiB).
 		MaxBufferedBytes: DefaultMaxBufferedBytes,
 		CommitInterval:   time.Second,
 		MetadataRefresh:  time.Minute,

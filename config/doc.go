@@ -23,7 +23,7 @@
 //	    initial_offset: oldest      # oldest | newest
 //	    ordering: key               # key | partition | unordered
 //	    concurrency: 16             # 1..10000
-//	    max_buffered: 1000          # 0..100000
+//	    max_buffered: 20000         # 0..100000; a ceiling: about a second of work is read ahead
 //	    max_buffered_bytes: 64MiB   # bytes of the records fetched and not finished
 //	                                # (keys, values, headers), 1MiB..16GiB
 //	    commit_interval: 1s         # 10ms..24h
