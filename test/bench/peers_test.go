@@ -48,7 +48,7 @@ type job struct {
 	rate        float64         // turbo's rate.limit, attempts per second; 0: none
 	url         string          // turbo's http handler posts here; "": the built-in handlers
 	batch       int             // turbo's batch.max_records; 0: one record per call
-	maxBuffered int             // turbo's max_buffered; 0: max(1000, 4 × batch)
+	maxBuffered int             // turbo's max_buffered; 0: its default
 }
 
 // peer is one consumer implementation.
@@ -167,9 +167,9 @@ func turboConfigWith(b *testing.B, j job, group string, o config.Ordering, concu
 	case j.work > 0:
 		handler = fmt.Sprintf("{type: sleep, duration: %s}", j.work)
 	}
-	maxBuffered := j.maxBuffered
-	if maxBuffered == 0 {
-		maxBuffered = max(1000, 4*j.batch)
+	maxBuffered := ""
+	if j.maxBuffered > 0 {
+		maxBuffered = fmt.Sprintf("\n    max_buffered: %d", j.maxBuffered)
 	}
 	yaml := fmt.Sprintf(`kafka:
   brokers: [%s]
@@ -181,8 +181,7 @@ consumers:
     concurrency: %d
     commit_interval: %s
     handler: %s
-    rate: {limit: %g}
-    max_buffered: %d
+    rate: {limit: %g}%s
     batch: {max_records: %d}
 shutdown_timeout: 30s
 log:

@@ -23,7 +23,9 @@ import (
 // partitions, 1,000 keys, concurrency 16, no-op handler, one turbo run per
 // point):
 //
-//   - partitions: 8, 64, 512 (one member owns them all);
+//   - partitions: 8, 64, 512, 4,096 (one member owns them all; at least
+//     8 keys a partition, so that every partition has records), on the
+//     sarama side and again on the franz-go side;
 //   - distinct keys: 10, 10,000, 1,000,000 (every record's key its own at
 //     the last point);
 //   - concurrency: 10, 100, 1,000 with a 5 ms handler and 400 records per
@@ -36,32 +38,35 @@ import (
 // Each point reports throughput, CPU per record and peak RSS; the table
 // goes to .bench/scaling.md and each dimension's curves to
 // .bench/scaling-<dimension>.png (under make bench-kafka,
-// scaling-kafka-<line>.md and scaling-kafka-<line>-<dimension>.png). The judged target: peak RSS flat in the
-// number of distinct keys (1,000,000 within 20 % of 10).
+// scaling-kafka-<line>.md and scaling-kafka-<line>-<dimension>.png); the
+// targets are judged by judgeScaling.
 func BenchmarkScaling(b *testing.B) {
 	s := sizes()
 	bro := brokers(b)
+	partitionPoints := []float64{8, 64, 512, 4096}
+	scaleParts := func(x float64) (job, string) {
+		j := newTopicWith(b, bro, "scale-parts", topicSpec{records: s.scaleRecords, partitions: int(x), keyOf: uniformKeys(max(1000, 8*int(x)))})
+		j.concurrency = 16
+		return j, fmt.Sprintf("%s records, %d partitions", thousands(float64(s.scaleRecords)), int(x))
+	}
 	var dims []scalingDim
 	for range b.N {
 		dims = append(dims,
-			scaleDimension(b, "partitions", "partitions", []float64{8, 64, 512}, func(x float64) (job, string) {
-				j := newTopicWith(b, bro, "scale-parts", topicSpec{records: s.scaleRecords, partitions: int(x), keyOf: uniformKeys(1000)})
-				j.concurrency = 16
-				return j, fmt.Sprintf("%s records, %d partitions", thousands(float64(s.scaleRecords)), int(x))
-			}),
-			scaleDimension(b, "keys", "distinct keys", []float64{10, 10_000, float64(s.scaleRecords)}, func(x float64) (job, string) {
+			scaleDimension(b, "partitions", "partitions", turbo(config.OrderingKey), partitionPoints, scaleParts),
+			scaleDimension(b, "partitions-franz", "partitions, franz-go side", turboFranz(config.OrderingKey), partitionPoints, scaleParts),
+			scaleDimension(b, "keys", "distinct keys", turbo(config.OrderingKey), []float64{10, 10_000, float64(s.scaleRecords)}, func(x float64) (job, string) {
 				j := newTopicWith(b, bro, "scale-keys", topicSpec{records: s.scaleRecords, partitions: partitions, keyOf: uniformKeys(int(x))})
 				j.concurrency = 16
 				return j, fmt.Sprintf("%s records, %s distinct keys", thousands(float64(s.scaleRecords)), thousands(x))
 			}),
-			scaleDimension(b, "concurrency", "concurrency (5 ms handler)", []float64{10, 100, 1000}, func(x float64) (job, string) {
+			scaleDimension(b, "concurrency", "concurrency (5 ms handler)", turbo(config.OrderingKey), []float64{10, 100, 1000}, func(x float64) (job, string) {
 				n := int(x) * s.scalePerRunner
 				j := newTopicWith(b, bro, "scale-conc", topicSpec{records: n, partitions: partitions, keyOf: uniformKeys(n)})
 				j.concurrency, j.work, j.maxBuffered = int(x), 5*time.Millisecond, 20*int(x)
 				ideal := time.Duration(s.scalePerRunner) * j.work
 				return j, fmt.Sprintf("%s records, concurrency %d, 5 ms each (ideal %s)", thousands(float64(n)), int(x), human(ideal))
 			}),
-			scaleDimension(b, "record-size", "value bytes", []float64{100, 10 << 10, 1 << 20}, func(x float64) (job, string) {
+			scaleDimension(b, "record-size", "value bytes", turbo(config.OrderingKey), []float64{100, 10 << 10, 1 << 20}, func(x float64) (job, string) {
 				n := min(s.scaleRecords, int(s.scalingBytes/int64(x)))
 				j := newTopicWith(b, bro, "scale-size", topicSpec{records: n, partitions: partitions, keyOf: uniformKeys(1000), valueBytes: int(x)})
 				j.concurrency = 16
@@ -70,6 +75,25 @@ func BenchmarkScaling(b *testing.B) {
 		)
 	}
 	writeScaling(b, dims)
+	judgeScaling(dims)
+}
+
+// judgeScaling judges the targets of the scaling table: peak RSS flat in
+// distinct keys; CPU per record at 512 partitions within 1.5× of 8, and at
+// 4,096 within 2× and under 200 MiB.
+func judgeScaling(dims []scalingDim) {
+	for _, d := range dims {
+		if (d.name != "partitions" && d.name != "partitions-franz") || len(d.points) < 4 {
+			continue
+		}
+		at8, at512, at4096 := d.points[0], d.points[2], d.points[3]
+		judge(d.label+": CPU per record at 512 partitions ≤ 1.5× that at 8", at8.cpuUS > 0 && at512.cpuUS > 0,
+			at512.cpuUS <= 1.5*at8.cpuUS, "%.2f µs against %.2f µs (%.2f×)", at512.cpuUS, at8.cpuUS, at512.cpuUS/at8.cpuUS)
+		judge(d.label+": CPU per record at 4,096 partitions ≤ 2× that at 8", at8.cpuUS > 0 && at4096.cpuUS > 0,
+			at4096.cpuUS <= 2*at8.cpuUS, "%.2f µs against %.2f µs (%.2f×)", at4096.cpuUS, at8.cpuUS, at4096.cpuUS/at8.cpuUS)
+		judge(d.label+": peak RSS at 4,096 partitions ≤ 200 MiB", at4096.rssMiB > 0,
+			at4096.rssMiB <= 200, "%.0f MiB", at4096.rssMiB)
+	}
 	for _, d := range dims {
 		if d.name != "keys" || len(d.points) < 3 || d.points[0].rssMiB == 0 {
 			continue
@@ -97,11 +121,10 @@ type scalePoint struct {
 	idealTime float64 // wall time over the ideal (concurrency points), else 0
 }
 
-// scaleDimension runs turbo (key ordering) once per x, on the job setup(x)
-// returns, and records each run as a row of the table.
-func scaleDimension(b *testing.B, name, label string, xs []float64, setup func(x float64) (job, string)) scalingDim {
+// scaleDimension runs p once per x, on the job setup(x) returns, and
+// records each run as a row of the table.
+func scaleDimension(b *testing.B, name, label string, p peer, xs []float64, setup func(x float64) (job, string)) scalingDim {
 	d := scalingDim{name: name, label: label}
-	p := turbo(config.OrderingKey)
 	for _, x := range xs {
 		j, what := setup(x)
 		o := runPeer(b, p, j, limits{cap: runCap})
@@ -129,7 +152,7 @@ func writeScaling(b *testing.B, dims []scalingDim) {
 		b.Fatal(err)
 	}
 	var md strings.Builder
-	fmt.Fprintf(&md, "%s, %s; broker: %s; turbo, key ordering, one run per point.\n\n", time.Now().Format("2006-01-02 15:04"), scaleName(), brokerDescription())
+	fmt.Fprintf(&md, "%s, %s; broker: %s; turbo, key ordering, sarama side unless said, one run per point.\n\n", time.Now().Format("2006-01-02 15:04"), scaleName(), brokerDescription())
 	fmt.Fprintf(&md, "| dimension | point | records/s | CPU µs/record | peak RSS | vs ideal |\n|---|---|---:|---:|---:|---:|\n")
 	for _, d := range dims {
 		for _, p := range d.points {
