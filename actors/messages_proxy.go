@@ -69,6 +69,10 @@ type groupStopped struct {
 // read (hwmrefresh.go).
 type refreshTick struct{}
 
+// reshareBudget: share the budgets among the partitions held now
+// (clientProxy.reshare).
+type reshareBudget struct{}
+
 // readAheadTick: time to size the read-ahead to the rate records finish
 // at (readahead.go).
 type readAheadTick struct{}

@@ -33,6 +33,7 @@ type clientProxy struct {
 	stopped  bool // the group's goroutine has ended (groupStopped arrived)
 
 	refresh        scheduler.CancelFunc // the armed refreshTick, nil if none
+	resharing      bool                 // a reshareBudget is on its way (reshare)
 	sizing         scheduler.CancelFunc // the armed readAheadTick, nil if none
 	refreshFailing bool                 // the last refresh failed (logged once per streak)
 }
@@ -64,11 +65,14 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.handleDeadLetterWritten(c, m)
 	case *claimStarted:
 		p.handleClaimStarted(c, m)
-		p.resizeGates()
+		p.reshare(c)
 	case *claimsStarted:
 		for _, one := range m.starts {
 			p.handleClaimStarted(c, one)
 		}
+		p.reshare(c)
+	case *reshareBudget:
+		p.resharing = false
 		p.resizeGates()
 	case *claimEnding:
 		p.handleClaimEnding(c, m)
@@ -80,7 +84,7 @@ func (p *clientProxy) Receive(c actor.Context) {
 			p.group.rememberLost(m.tp, m.epoch, m.fc)
 			break
 		}
-		p.finishRevocation(m.tp, m.epoch, m.fc)
+		p.finishRevocation(c, m.tp, m.epoch, m.fc)
 	case *revokeTimeout:
 		p.handleRevokeTimeout(c, m)
 	case *refreshTick:
@@ -216,6 +220,18 @@ func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
 	c.Send(c.Parent(), &partitionAssigned{tp: m.tp, epoch: m.epoch})
 }
 
+// reshare has the budgets shared out again once the messages already in
+// the mailbox are handled: claims start and end in bursts (4,096 at a
+// rebalance), and sharing after each one was quadratic — at 4,096
+// partitions the proxy's largest cost. Until then a new claim has no
+// credits and waits; the others keep the share they had.
+func (p *clientProxy) reshare(c actor.Context) {
+	if !p.resharing {
+		p.resharing = true
+		c.Send(c.Self(), &reshareBudget{})
+	}
+}
+
 // resizeGates shares the budgets (records and bytes) evenly among the owned
 // partitions, so that a partition whose records cannot run (one hot key, say)
 // fills only its own share and gets paused, while the others keep flowing.
@@ -251,7 +267,7 @@ func (p *clientProxy) handleRevokeTimeout(c actor.Context, m *revokeTimeout) {
 	}
 	p.log.Warn().Str("partition", m.tp.String()).Stringer("waited", p.revokeTimeout).
 		Msg("revoked partition still has running records; releasing it at its last watermark")
-	p.finishRevocation(m.tp, m.epoch, finalCommit{offset: hp.committed, meta: hp.meta, ok: hp.committed >= 0})
+	p.finishRevocation(c, m.tp, m.epoch, finalCommit{offset: hp.committed, meta: hp.meta, ok: hp.committed >= 0})
 	c.Send(c.Parent(), &revocationExpired{tp: m.tp, epoch: m.epoch})
 }
 
@@ -276,13 +292,13 @@ func (p *clientProxy) handleClaimLost(c actor.Context, m *claimLost) {
 	p.lost[m.tp] = m.epoch // its final watermark comes once its cancelled records returned
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
-	p.resizeGates()
+	p.reshare(c)
 	p.log.Warn().Str("partition", m.tp.String()).Int64("committed", hp.committed).
 		Msg("partition lost with the group session: its running records are cancelled, nothing more of it starts or is committed")
 	c.Send(c.Parent(), &partitionLost{tp: m.tp, epoch: m.epoch})
 }
 
-func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc finalCommit) {
+func (p *clientProxy) finishRevocation(c actor.Context, tp TopicPartition, epoch uint64, fc finalCommit) {
 	hp := p.parts[tp]
 	if hp == nil || hp.epoch != epoch || hp.ending == nil {
 		return
@@ -296,7 +312,7 @@ func (p *clientProxy) finishRevocation(tp TopicPartition, epoch uint64, fc final
 	p.stats.released.Add(1)
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
-	p.resizeGates()
+	p.reshare(c)
 	p.log.Info().Str("partition", tp.String()).Int64("committed", fc.offset).
 		Stringer("revocation", time.Since(hp.revokedAt).Round(time.Microsecond)).Msg("partition released")
 }
