@@ -262,7 +262,7 @@ func (c *claim) handOver() finalCommit {
 			c.sess.MarkOffset(c.tp.Topic, c.tp.Partition, fc.offset, fc.meta)
 			c.sess.ResetOffset(c.tp.Topic, c.tp.Partition, fc.offset, fc.meta)
 		}
-		c.sess.Commit()
+		c.side.commits.commit(c.sess)
 		return fc
 	case <-c.lost:
 		return c.dropLost()

@@ -90,6 +90,7 @@ type sideLife struct {
 	epochs    atomic.Uint64 // claim epochs: one per claim, never reused
 	batches   atomic.Int64  // batches assembled by runClaim (tests check both sides go through it)
 	held      *atomic.Bool  // Consumer.Pause: the claims' gates give no credits
+	commits   commitRounds  // the claims' final commits, coalesced
 }
 
 // begin readies the lifecycle; the side then starts its session goroutine,
