@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,24 +50,33 @@ func BenchmarkScaling(b *testing.B) {
 		j.concurrency = 16
 		return j, fmt.Sprintf("%s records, %d partitions", thousands(float64(s.scaleRecords)), int(x))
 	}
+	// TURBO_BENCH_SCALING names the dimensions to run (comma-separated,
+	// e.g. partitions,partitions-franz); all when unset.
+	only := os.Getenv("TURBO_BENCH_SCALING")
+	dim := func(name, label string, p peer, xs []float64, setup func(x float64) (job, string)) []scalingDim {
+		if only != "" && !slices.Contains(strings.Split(only, ","), name) {
+			return nil
+		}
+		return []scalingDim{scaleDimension(b, name, label, p, xs, setup)}
+	}
 	var dims []scalingDim
 	for range b.N {
-		dims = append(dims,
-			scaleDimension(b, "partitions", "partitions", turbo(config.OrderingKey), partitionPoints, scaleParts),
-			scaleDimension(b, "partitions-franz", "partitions, franz-go side", turboFranz(config.OrderingKey), partitionPoints, scaleParts),
-			scaleDimension(b, "keys", "distinct keys", turbo(config.OrderingKey), []float64{10, 10_000, float64(s.scaleRecords)}, func(x float64) (job, string) {
+		dims = slices.Concat(dims,
+			dim("partitions", "partitions", turbo(config.OrderingKey), partitionPoints, scaleParts),
+			dim("partitions-franz", "partitions, franz-go side", turboFranz(config.OrderingKey), partitionPoints, scaleParts),
+			dim("keys", "distinct keys", turbo(config.OrderingKey), []float64{10, 10_000, float64(s.scaleRecords)}, func(x float64) (job, string) {
 				j := newTopicWith(b, bro, "scale-keys", topicSpec{records: s.scaleRecords, partitions: partitions, keyOf: uniformKeys(int(x))})
 				j.concurrency = 16
 				return j, fmt.Sprintf("%s records, %s distinct keys", thousands(float64(s.scaleRecords)), thousands(x))
 			}),
-			scaleDimension(b, "concurrency", "concurrency (5 ms handler)", turbo(config.OrderingKey), []float64{10, 100, 1000}, func(x float64) (job, string) {
+			dim("concurrency", "concurrency (5 ms handler)", turbo(config.OrderingKey), []float64{10, 100, 1000}, func(x float64) (job, string) {
 				n := int(x) * s.scalePerRunner
 				j := newTopicWith(b, bro, "scale-conc", topicSpec{records: n, partitions: partitions, keyOf: uniformKeys(n)})
 				j.concurrency, j.work, j.maxBuffered = int(x), 5*time.Millisecond, 20*int(x)
 				ideal := time.Duration(s.scalePerRunner) * j.work
 				return j, fmt.Sprintf("%s records, concurrency %d, 5 ms each (ideal %s)", thousands(float64(n)), int(x), human(ideal))
 			}),
-			scaleDimension(b, "record-size", "value bytes", turbo(config.OrderingKey), []float64{100, 10 << 10, 1 << 20}, func(x float64) (job, string) {
+			dim("record-size", "value bytes", turbo(config.OrderingKey), []float64{100, 10 << 10, 1 << 20}, func(x float64) (job, string) {
 				n := min(s.scaleRecords, int(s.scalingBytes/int64(x)))
 				j := newTopicWith(b, bro, "scale-size", topicSpec{records: n, partitions: partitions, keyOf: uniformKeys(1000), valueBytes: int(x)})
 				j.concurrency = 16
