@@ -14,7 +14,7 @@ var (
 	ErrPermanent = errors.New("actors: permanent failure")
 	// ErrBackpressure marks a handler error as the downstream pushing back
 	// (it is overloaded: an HTTP 429 or 503 says the same). It is retried
-	// like any failure; under concurrency_mode adaptive it also halves the
+	// like any failure; under concurrency_mode adaptive it also cuts the
 	// consumer's concurrency limit.
 	ErrBackpressure = errors.New("actors: the downstream pushed back")
 )

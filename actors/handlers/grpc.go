@@ -26,7 +26,7 @@ import (
 //
 // Status codes: OK is success; UNAVAILABLE and RESOURCE_EXHAUSTED are
 // retryable push-back (actors.ErrBackpressure: concurrency_mode adaptive
-// halves its limit), and honour the server's retry push-back
+// cuts its limit), and honour the server's retry push-back
 // (grpc-retry-pushback-ms) like an HTTP Retry-After; DEADLINE_EXCEEDED,
 // ABORTED, INTERNAL, UNKNOWN and CANCELLED (by the server) are retryable;
 // every other code — INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE,

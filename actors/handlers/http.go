@@ -65,7 +65,7 @@ func (e *StatusError) Unwrap() error {
 }
 
 // Is makes 429 and 503 match actors.ErrBackpressure: the endpoint says it
-// is overloaded (concurrency_mode adaptive halves its limit on them).
+// is overloaded (concurrency_mode adaptive cuts its limit on them).
 func (e *StatusError) Is(target error) bool {
 	return target == actors.ErrBackpressure && (e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable)
 }
