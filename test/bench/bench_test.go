@@ -253,7 +253,9 @@ func BenchmarkMetricsCost(b *testing.B) {
 	j.concurrency = 16
 	scenario := fmt.Sprintf("metrics cost, no-op: %s records, 1,000 keys, 8 partitions, concurrency 16, key ordering (median of %d, taking turns)",
 		thousands(float64(s.noopRecords)), max(s.rounds, 3))
-	peers := []peer{turbo(config.OrderingKey), turboObserved(config.OrderingKey)}
+	// Each side's pair: metrics off, then on.
+	peers := []peer{turbo(config.OrderingKey), turboObserved(config.OrderingKey),
+		turboFranz(config.OrderingKey), onFranz(turboObserved(config.OrderingKey))}
 	for range b.N {
 		runs := make([][]outcome, len(peers))
 		for range max(s.rounds, 3) {
@@ -261,12 +263,16 @@ func BenchmarkMetricsCost(b *testing.B) {
 				runs[i] = append(runs[i], runPeer(b, p, j, limits{cap: runCap}))
 			}
 		}
-		off, on := medianOutcome(runs[0]), medianOutcome(runs[1])
-		record(row(scenario, peers[0].name, off, 1, "metrics off"))
-		onVsOff := ratio(on, off)
-		record(row(scenario, peers[1].name, on, onVsOff, "metrics off"))
-		b.ReportMetric(onVsOff, "x-metrics-off")
-		judge("no-op with metrics on ≥ 0.95× metrics off", onVsOff > 0, onVsOff >= 0.95, "%.3f×", onVsOff)
+		for i, side := range []string{"", " (franz-go side)"} {
+			off, on := medianOutcome(runs[2*i]), medianOutcome(runs[2*i+1])
+			record(row(scenario, peers[2*i].name, off, 1, "metrics off"))
+			onVsOff := ratio(on, off)
+			record(row(scenario, peers[2*i+1].name, on, onVsOff, "metrics off"))
+			if i == 0 {
+				b.ReportMetric(onVsOff, "x-metrics-off")
+			}
+			judge("no-op with metrics on ≥ 0.95× metrics off"+side, onVsOff > 0, onVsOff >= 0.95, "%.3f×", onVsOff)
+		}
 	}
 }
 
@@ -360,15 +366,19 @@ func BenchmarkRateLimit(b *testing.B) {
 	scenario := fmt.Sprintf("rate limit: %s records, 1 ms each, concurrency 16, key ordering, rate.limit %d/s (%s at the limit)",
 		thousands(float64(s.rateRecords)), rateLimit, human(time.Duration(s.rateRecords)*time.Second/rateLimit))
 	for range b.N {
-		o := runPeer(b, turbo(config.OrderingKey), j, limits{cap: runCap})
-		r := 0.0
-		if o.na == "" && o.committed > 0 {
-			r = o.rate() / rateLimit
+		for i, p := range []peer{turbo(config.OrderingKey), turboFranz(config.OrderingKey)} {
+			o := runPeer(b, p, j, limits{cap: runCap})
+			r := 0.0
+			if o.na == "" && o.committed > 0 {
+				r = o.rate() / rateLimit
+			}
+			record(row(scenario, p.name, o, r, fmt.Sprintf("rate.limit %d/s (rate)", rateLimit)))
+			if i == 0 {
+				b.ReportMetric(r, "x-limit")
+			}
+			judge(fmt.Sprintf("rate limit: %s within 5%% of rate.limit over %s", p.name, human(time.Duration(s.rateRecords)*time.Second/rateLimit)),
+				r > 0, r >= 0.95 && r <= 1.05, "%.3f× the limit", r)
 		}
-		record(row(scenario, "turbo key", o, r, fmt.Sprintf("rate.limit %d/s (rate)", rateLimit)))
-		b.ReportMetric(r, "x-limit")
-		judge(fmt.Sprintf("rate limit: turbo within 5%% of rate.limit over %s", human(time.Duration(s.rateRecords)*time.Second/rateLimit)),
-			r > 0, r >= 0.95 && r <= 1.05, "%.3f× the limit", r)
 	}
 }
 
@@ -425,22 +435,26 @@ func BenchmarkBatches(b *testing.B) {
 	j.concurrency = conc
 	scenario := fmt.Sprintf("I/O-bound batches: %s records, 1,000 keys, http handler to an endpoint taking 20 ms a request, concurrency %d", thousands(float64(s.batchRecords)), conc)
 	for range b.N {
-		var base outcome
-		for _, size := range []int{1, 10, 100} {
-			d := &downstream{work: work}
-			srv := httptest.NewServer(d)
-			j.url, j.batch = srv.URL, size
-			o := runPeer(b, turbo(config.OrderingKey), j, limits{cap: runCap})
-			srv.Close()
-			if size == 1 {
-				base = o
-			}
-			r := ratio(o, base)
-			name := fmt.Sprintf("turbo key, batch.max_records %d: %s requests, %s requests/s", size, thousands(float64(d.requests.Load())), thousands(d.perSecond()))
-			record(row(scenario, name, o, r, "batch.max_records 1 (throughput)"))
-			if size == 100 {
-				b.ReportMetric(r, "x-batch1")
-				judge("batches: batch.max_records 100 ≥ 10× one record per request", r > 0, r >= 10, "%.1f×", r)
+		for _, p := range []peer{turbo(config.OrderingKey), turboFranz(config.OrderingKey)} {
+			var base outcome
+			for _, size := range []int{1, 10, 100} {
+				d := &downstream{work: work}
+				srv := httptest.NewServer(d)
+				j.url, j.batch = srv.URL, size
+				o := runPeer(b, p, j, limits{cap: runCap})
+				srv.Close()
+				if size == 1 {
+					base = o
+				}
+				r := ratio(o, base)
+				name := fmt.Sprintf("%s, batch.max_records %d: %s requests, %s requests/s", p.name, size, thousands(float64(d.requests.Load())), thousands(d.perSecond()))
+				record(row(scenario, name, o, r, "batch.max_records 1 (throughput)"))
+				if size == 100 {
+					if p.name == turbo(config.OrderingKey).name {
+						b.ReportMetric(r, "x-batch1")
+					}
+					judge(fmt.Sprintf("batches: %s, batch.max_records 100 ≥ 10× one record per request", p.name), r > 0, r >= 10, "%.1f×", r)
+				}
 			}
 		}
 	}
@@ -508,6 +522,12 @@ func BenchmarkCPUBound(b *testing.B) {
 		r := ratio(swarm, single)
 		record(row(scenario, "turbo swarm --nodes 2, the same configuration (concurrency 2 per node)", swarm, r, "single process (throughput)"))
 		judge("CPU-bound: swarm of 2 ≥ 0.95× a single process", r > 0, r >= 0.95, "%.2f×", r)
+		fsingle := runPeer(b, turboFranz(config.OrderingKey), j, limits{cap: runCap})
+		record(row(scenario, "turbo run, franz-go side, concurrency 2", fsingle, 1, "single process"))
+		fswarm := runPeer(b, onFranz(turboSwarm(2)), j, limits{cap: runCap})
+		fr := ratio(fswarm, fsingle)
+		record(row(scenario, "turbo swarm --nodes 2, franz-go side (concurrency 2 per node)", fswarm, fr, "single process (throughput)"))
+		judge("CPU-bound, franz-go side: swarm of 2 ≥ 0.95× a single process", fr > 0, fr >= 0.95, "%.2f×", fr)
 	}
 }
 
@@ -527,7 +547,7 @@ func BenchmarkMemory(b *testing.B) {
 			thousands(float64(n)), conc, human(s.memWindow))
 		for range b.N {
 			var turboRSS float64
-			for i, p := range []peer{turbo(config.OrderingKey), parallelConsumer(config.OrderingKey), plainSarama()} {
+			for i, p := range []peer{turbo(config.OrderingKey), turboFranz(config.OrderingKey), parallelConsumer(config.OrderingKey), plainSarama()} {
 				o := runPeer(b, p, j, limits{window: s.memWindow})
 				mib := float64(o.rss) / (1 << 20)
 				if i == 0 {
@@ -550,6 +570,11 @@ func BenchmarkMemory(b *testing.B) {
 		"%.0f MiB against %.0f MiB", t[1], pc[1])
 	judge(fmt.Sprintf("memory: turbo's peak RSS flat in the backlog (%s vs %s records; within 20%%)", large, thousands(float64(s.memBacklogs[0]))),
 		t[0] > 0 && t[1] > 0, t[1] <= 1.20*t[0], "%.0f MiB against %.0f MiB", t[1], t[0])
+	f := peak[turboFranz(config.OrderingKey).name]
+	judge("memory: turbo on franz-go's peak RSS below the Parallel Consumer's ("+large+" backlog)", f[1] > 0 && pc[1] > 0, f[1] < pc[1],
+		"%.0f MiB against %.0f MiB", f[1], pc[1])
+	judge(fmt.Sprintf("memory: turbo on franz-go's peak RSS flat in the backlog (%s vs %s records; within 20%%)", large, thousands(float64(s.memBacklogs[0]))),
+		f[0] > 0 && f[1] > 0, f[1] <= 1.20*f[0], "%.0f MiB against %.0f MiB", f[1], f[0])
 	b.ReportMetric(t[1], "MiB-turbo")
 }
 

@@ -72,12 +72,24 @@ func turbo(o config.Ordering) peer {
 
 // turboFranz is `turbo run` with the given ordering on turbo's franz-go
 // side (kafka.client: franz-go, the classic group protocol).
-func turboFranz(o config.Ordering) peer {
-	return peer{name: "turbo franz-go " + string(o), command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
-		cmd := exec.Command(testkit.PerfBinary(b), "run", "--config", turboConfig(b, j, group, o, j.concurrency))
-		cmd.Env = append(os.Environ(), "TURBO_KAFKA_CLIENT=franz-go")
-		return cmd, nil
-	}}
+func turboFranz(o config.Ordering) peer { return onFranz(turbo(o)) }
+
+// onFranz is a turbo peer (run, swarm, with metrics) on turbo's franz-go
+// side: the same command with TURBO_KAFKA_CLIENT=franz-go, named "turbo
+// franz-go …".
+func onFranz(p peer) peer {
+	return peer{name: strings.Replace(p.name, "turbo ", "turbo franz-go ", 1), selfTimed: p.selfTimed,
+		command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
+			cmd, err := p.command(b, j, group)
+			if err != nil {
+				return nil, err
+			}
+			if cmd.Env == nil {
+				cmd.Env = os.Environ()
+			}
+			cmd.Env = append(cmd.Env, "TURBO_KAFKA_CLIENT=franz-go")
+			return cmd, nil
+		}}
 }
 
 // turboObserved is turbo with http.listen on: the histograms observed per
