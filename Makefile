@@ -210,11 +210,11 @@ kafka-stop:
 
 ## bench: turbo against plain sarama and the Confluent Parallel Consumer (Java;
 ## built by Maven once, cached in .cache/bench/), same broker, topics and work,
-## one after the other; the table lands in .bench/ (about 7 minutes).
+## one after the other; the table lands in .bench/ (about 17 minutes).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
 
-## bench-quick: the same scenarios, scaled down, one round (under 3 minutes).
+## bench-quick: the same scenarios, scaled down, one round (about 5 minutes).
 bench-quick:
 	TURBO_BENCH_QUICK=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m ./test/bench/
 
