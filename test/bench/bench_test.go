@@ -384,14 +384,17 @@ func BenchmarkRateLimit(b *testing.B) {
 	}
 }
 
-// downstream is an in-test HTTP endpoint that takes 20 ms per request,
+// downstream is an in-test HTTP endpoint that takes work per request,
 // whatever it holds (a bulk insert's round trip), and counts requests and
-// records.
+// records; with noteAnswers it also keeps when it answered each request
+// (longestGap).
 type downstream struct {
 	work                time.Duration
+	noteAnswers         bool
 	requests, records   atomic.Int64
 	mu                  sync.Mutex
 	firstSeen, lastSeen time.Time
+	answered            []time.Time // with noteAnswers
 }
 
 func (d *downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -411,6 +414,9 @@ func (d *downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.records.Add(n)
 	d.mu.Lock()
 	d.lastSeen = time.Now()
+	if d.noteAnswers {
+		d.answered = append(d.answered, d.lastSeen)
+	}
 	d.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }

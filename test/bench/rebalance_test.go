@@ -2,13 +2,11 @@ package bench
 
 import (
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -69,34 +67,12 @@ func BenchmarkRebalanceCost(b *testing.B) {
 	}
 }
 
-// answers is an endpoint that takes work per request and notes when it
-// answered each.
-type answers struct {
-	work time.Duration
-	mu   sync.Mutex
-	at   []time.Time
-}
-
-func (a *answers) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	time.Sleep(a.work)
-	a.mu.Lock()
-	a.at = append(a.at, time.Now())
-	a.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (a *answers) count() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.at)
-}
-
 // longestGap is the longest time between consecutive answers (or from
-// from to the first) within from..to.
-func (a *answers) longestGap(from, to time.Time) time.Duration {
-	a.mu.Lock()
-	at := slices.Clone(a.at)
-	a.mu.Unlock()
+// from to the first) within from..to, of a downstream that notes them.
+func (d *downstream) longestGap(from, to time.Time) time.Duration {
+	d.mu.Lock()
+	at := slices.Clone(d.answered)
+	d.mu.Unlock()
 	slices.SortFunc(at, func(x, y time.Time) int { return x.Compare(y) })
 	var gap time.Duration
 	last := from
@@ -118,7 +94,7 @@ func (a *answers) longestGap(from, to time.Time) time.Duration {
 // the wall time.
 func rebalanceRun(b *testing.B, j job, name string, env []string) (stall, wall time.Duration) {
 	b.Helper()
-	ep := &answers{work: j.work}
+	ep := &downstream{work: j.work, noteAnswers: true}
 	srv := httptest.NewServer(ep)
 	defer srv.Close()
 	j.url = srv.URL
@@ -150,10 +126,10 @@ func rebalanceRun(b *testing.B, j job, name string, env []string) (stall, wall t
 	n := j.records
 	began := time.Now()
 	a := start("a")
-	await("a quarter of the records answered", 2*time.Minute, func() bool { return ep.count() >= n/4 })
+	await("a quarter of the records answered", 2*time.Minute, func() bool { return int(ep.requests.Load()) >= n/4 })
 	joined := time.Now()
 	bm := start("b")
-	await("half of the records answered", 2*time.Minute, func() bool { return ep.count() >= n/2 })
+	await("half of the records answered", 2*time.Minute, func() bool { return int(ep.requests.Load()) >= n/2 })
 	_ = bm.Process.Signal(syscall.SIGTERM)
 	exited := make(chan struct{})
 	go func() { _ = bm.Wait(); close(exited) }()
