@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +26,11 @@ import (
 //
 //	go test -run '^$' -bench 'NoopPipeline/key' -benchtime 3x -cpuprofile cpu.out ./actors/
 //	go tool pprof -tagfocus phase=consume -top cpu.out
+//
+// TURBO_BENCH_HEAPPROFILE=FILE writes a heap profile at the run's peak of
+// live heap (sampled every 100 ms), for where memory goes at many
+// partitions; with TURBO_TEST_BROKERS naming a broker in another process
+// (turbo dev), the broker's own memory stays out of it.
 //
 // The broker runs in the same process (kfake, or TURBO_TEST_BROKERS), so the
 // consuming goroutines carry the profiler label phase=consume: everything
@@ -74,13 +82,70 @@ func consumeAll(b *testing.B, brokers []string, c config.Consumer, want int64) {
 		if err != nil {
 			b.Fatalf("starting consumer: %v", err)
 		}
+		peak := heapPeak(b, os.Getenv("TURBO_BENCH_HEAPPROFILE"))
 		testkit.Eventually(b, 5*time.Minute, fmt.Sprintf("%d records committed", want), func() bool {
 			return cons.Stats().Committed >= want
 		})
+		peak()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := cons.Stop(ctx); err != nil {
 			b.Fatalf("stopping: %v", err)
 		}
 	})
+}
+
+// heapPeak samples the live heap every 100 ms and, whenever it passes its
+// highest so far by a tenth, writes a heap profile to file (after a GC, so
+// the profile shows what is live); the returned func stops it and waits.
+// An empty file does nothing.
+func heapPeak(b *testing.B, file string) (stop func()) {
+	if file == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"},
+			{Name: "/sched/goroutines:goroutines"}, {Name: "/memory/classes/total:bytes"}}
+		var highest, stacks, goroutines, total uint64
+		defer func() {
+			fmt.Fprintf(os.Stderr, "peaks: live heap %d MiB, stacks %d MiB, goroutines %d, memory from the OS %d MiB\n", highest>>20, stacks>>20, goroutines, total>>20)
+		}()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(sample)
+			live := sample[0].Value.Uint64()
+			stacks = max(stacks, sample[1].Value.Uint64())
+			goroutines = max(goroutines, sample[2].Value.Uint64())
+			total = max(total, sample[3].Value.Uint64())
+			if live < highest+highest/10 {
+				continue
+			}
+			highest = live
+			runtime.GC()
+			f, err := os.Create(file)
+			if err != nil {
+				b.Errorf("heap profile: %v", err)
+				return
+			}
+			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+				b.Errorf("heap profile: %v", err)
+			}
+			f.Close()
+			if g, err := os.Create(file + ".goroutines"); err == nil {
+				pprof.Lookup("goroutine").WriteTo(g, 1)
+				g.Close()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
