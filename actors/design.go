@@ -97,8 +97,9 @@ package actors
 // a record's size each). A paused partition is resumed only once the claim
 // has used every record sarama delivered before the pause took effect
 // (claimFlow), so beyond the budget sarama holds at most about one fetch
-// response (Consumer.Fetch.Default) and its channel per partition, whatever
-// the backlog — with large records, the one or two read before the pause.
+// response (Consumer.Fetch.Default, max_buffered_bytes shared among the
+// subscription's partitions, 16–256 KiB: partitionFetch) and its channel per
+// partition, whatever the backlog — with large records, the one or two read before the pause.
 //
 // # Revocation (and graceful shutdown, which revokes everything)
 //

@@ -11,21 +11,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Bounds of a franz-go claim's queue: the records the poll loop delivered
-// that the claim has not taken yet. Past the high mark (in records or in
-// bytes of keys and values) the partition is paused in the client, which
-// then drops what it has buffered of it and stops fetching it; it resumes
-// once the claim, with credits, has taken the queue down to the low mark.
-// The high mark holds one fetch of a partition (FetchMaxPartitionBytes,
-// 256 KiB, as sarama's default fetch): a pause drops what the client has
-// buffered of the partition, and at 256 records every fetch of small
-// records was cut short and fetched again.
-const (
-	queueHigh      = 4096
-	queueLow       = 1024
-	queueHighBytes = 512 << 10
-	queueLowBytes  = 128 << 10
-)
+// queueMarks bound a franz-go claim's queue: the records the poll loop
+// delivered that the claim has not taken yet. Past the high mark (in records
+// or in bytes of keys and values) the partition is paused in the client,
+// which then drops what it has buffered of it and stops fetching it; it
+// resumes once the claim, with credits, has taken the queue down to the low
+// mark. The high mark holds two fetches of a partition (partitionFetch): a
+// pause drops what the client has buffered of the partition, and at 256
+// records every fetch of small records was cut short and fetched again.
+// Being per partition, the marks shrink with the fetch as partitions grow.
+type queueMarks struct {
+	high, low           int
+	highBytes, lowBytes int64
+}
+
+// marksFor are the queue marks for partitions fetched fetch bytes at a time.
+func marksFor(fetch int32) queueMarks {
+	return queueMarks{high: 4096, low: 1024, highBytes: 2 * int64(fetch), lowBytes: int64(fetch) / 2}
+}
 
 // franzFeed feeds one claim from the records the poll loop delivers, and
 // pauses and resumes its partition in the client (see the queue bounds,
@@ -47,6 +50,7 @@ type franzFeed struct {
 	returned   chan struct{} // closed when the claim goroutine has returned
 
 	starved *time.Timer // set on first use
+	marks   queueMarks
 
 	mu     sync.Mutex
 	queue  []*kgo.Record
@@ -87,7 +91,7 @@ func (f *franzFeed) deliver(recs []*kgo.Record, hwm int64) {
 		f.bytes += recBytes(r)
 	}
 	f.hw = max(f.hw, hwm)
-	pause := !f.paused && (len(f.queue)-f.head >= queueHigh || f.bytes >= queueHighBytes)
+	pause := !f.paused && (len(f.queue)-f.head >= f.marks.high || f.bytes >= f.marks.highBytes)
 	if pause {
 		f.paused, f.full = true, true
 	}
@@ -132,7 +136,7 @@ func (f *franzFeed) take(resumeLow bool) (m *kgo.Record, ok, resume bool) {
 	}
 	low := f.head == len(f.queue) && f.back == nil
 	if f.full {
-		low = len(f.queue)-f.head <= queueLow && f.bytes <= queueLowBytes
+		low = len(f.queue)-f.head <= f.marks.low && f.bytes <= f.marks.lowBytes
 	}
 	if resumeLow && f.paused && low {
 		f.paused, f.full, resume = false, false, true

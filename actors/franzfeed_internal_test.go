@@ -31,21 +31,22 @@ func TestFranzFeedResumesAsItsPauseSays(t *testing.T) {
 		}
 	}
 
-	starved := &franzFeed{queue: queued(100), bytes: 100, paused: true}
+	marks := marksFor(maxPartitionFetch)
+	starved := &franzFeed{queue: queued(100), bytes: 100, paused: true, marks: marks}
 	if got := drain(starved); got != 100 {
 		t.Errorf("starved with 100 queued: resumed after %d taken, want 100 (the last)", got)
 	}
 
-	n := queueLow + 500
-	full := &franzFeed{queue: queued(n), bytes: int64(n), paused: true, full: true}
+	n := marks.low + 500
+	full := &franzFeed{queue: queued(n), bytes: int64(n), paused: true, full: true, marks: marks}
 	if got := drain(full); got != 500 {
-		t.Errorf("paused at the high mark with %d queued: resumed after %d taken, want 500 (down to the low mark, %d)", n, got, queueLow)
+		t.Errorf("paused at the high mark with %d queued: resumed after %d taken, want 500 (down to the low mark, %d)", n, got, marks.low)
 	}
 	if full.paused || full.full {
 		t.Errorf("resumed feed still paused=%v full=%v", full.paused, full.full)
 	}
 
-	unread := &franzFeed{queue: queued(1), bytes: 1, paused: true}
+	unread := &franzFeed{queue: queued(1), bytes: 1, paused: true, marks: marks}
 	unread.back = &kgo.Record{Offset: 99, Value: []byte("v")}
 	unread.bytes++
 	if _, _, resume := unread.take(true); resume {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -42,24 +43,26 @@ import (
 // offsets are known (OnOffsetsFetched), with the commit metadata that came
 // with them.
 type franzGroup struct {
-	brokers    []string
-	groupID    string
-	topics     config.Subscription
-	joinGate   *joinGate
-	refresh    time.Duration // how often the topics matching patterns are looked up
-	opts       []kgo.Opt     // the client's options but its security and callbacks (franzOpts)
-	protocol   config.GroupProtocol
-	instanceID string // static membership, "" without
-	clientID   string
-	net        *kafkanet.Net
-	log        zerolog.Logger
-	retry      backoff.Policy
-	maxBatch   int
-	revokeWait time.Duration
-	dlqTopic   string
-	readMeta   bool
-	stats      *consumerStats
-	released   *releasedAt
+	brokers     []string
+	groupID     string
+	topics      config.Subscription
+	joinGate    *joinGate
+	refresh     time.Duration // how often the topics matching patterns are looked up
+	opts        []kgo.Opt     // the client's options but its security and callbacks (franzOpts)
+	budgetBytes int64         // max_buffered_bytes, which sizes the fetches (partitionFetch)
+	fetch       int32         // bytes fetched of a partition (set by dial)
+	protocol    config.GroupProtocol
+	instanceID  string // static membership, "" without
+	clientID    string
+	net         *kafkanet.Net
+	log         zerolog.Logger
+	retry       backoff.Policy
+	maxBatch    int
+	revokeWait  time.Duration
+	dlqTopic    string
+	readMeta    bool
+	stats       *consumerStats
+	released    *releasedAt
 
 	sideLife // run is its session goroutine
 	// killCtx bounds the requests a graceful stop still needs (the final
@@ -102,7 +105,7 @@ func franzOpts(k config.Kafka, brokers []string, c config.Consumer, shutdownTime
 		// What the client holds beyond turbo's own budget: one fetch per
 		// broker, bounded as the sarama side bounds its fetches.
 		kgo.FetchMaxBytes(int32(min(max(c.MaxBufferedBytes/4, config.MiB), 50*config.MiB))),
-		kgo.FetchMaxPartitionBytes(256 << 10),
+		kgo.FetchMaxPartitionBytes(maxPartitionFetch), // or less, sized to the subscription at dial
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Dead letters: every one the pipeline can hold may wait here, so
 		// producing never blocks the proxy.
@@ -307,7 +310,47 @@ func (g *franzGroup) dial() (*kgo.Client, error) {
 		cl.Close()
 		return nil, &groupProtocolError{brokers: g.brokers}
 	}
+	// The fetch size is the client's, fixed when it is made: with many
+	// partitions (partitionFetch), make it again, before it joins the group
+	// (it joins once it is given topics, in subscribe).
+	g.fetch = partitionFetch(g.subscribedPartitions(ctx, cl), g.budgetBytes)
+	if g.fetch < maxPartitionFetch {
+		cl.Close()
+		if cl, err = kgo.NewClient(append(opts, kgo.FetchMaxPartitionBytes(g.fetch))...); err != nil {
+			return nil, err
+		}
+	}
 	return cl, nil
+}
+
+// subscribedPartitions counts the partitions of the topics the consumer
+// reads now; 0 if they cannot be listed (or none exists yet), which sizes
+// fetches as for few partitions. Topics a pattern matches later are not
+// counted until the next connection (a restarted tree).
+func (g *franzGroup) subscribedPartitions(ctx context.Context, cl *kgo.Client) int {
+	req := kmsg.NewPtrMetadataRequest()
+	if !g.topics.HasPatterns() {
+		for _, name := range g.topics.Names() {
+			t := kmsg.NewMetadataRequestTopic()
+			t.Topic = kmsg.StringPtr(name)
+			req.Topics = append(req.Topics, t)
+		}
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0
+	}
+	partitions := make(map[string]int, len(resp.Topics))
+	for _, t := range resp.Topics {
+		if t.Topic != nil && t.ErrorCode == 0 {
+			partitions[*t.Topic] = len(t.Partitions)
+		}
+	}
+	n := 0
+	for _, t := range g.topics.Match(slices.Collect(maps.Keys(partitions))) {
+		n += partitions[t]
+	}
+	return n
 }
 
 // logger is the client's logger: with the consumer protocol, a client that
@@ -547,7 +590,7 @@ func (g *franzGroup) newFranzClaim(cl *kgo.Client, sess *franzSession, tp TopicP
 	g.log.Debug().Str("partition", tp.String()).Int64("committed", committed).
 		Int("finished_ranges", len(finished)).Msg("claim starts")
 	f := &franzFeed{g: g, cl: cl, tp: tp, id: id, wake: make(chan struct{}, 1), revoked: make(chan struct{}), lost: make(chan struct{}),
-		hw: -1, returned: make(chan struct{})}
+		hw: -1, returned: make(chan struct{}), marks: marksFor(g.fetch)}
 	c := g.newClaim(claimSpec{tp: tp, committed: max(committed, -1), finished: finished, maxBatch: g.maxBatch,
 		revokeWait: g.revokeWait, lost: f.lostCh(), sess: sess, log: g.log})
 	f.epoch, f.gt = c.epoch, c.gate

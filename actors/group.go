@@ -26,22 +26,23 @@ const pauseAfter = 100 * time.Millisecond
 // error drain, the committer, and sarama's ConsumeClaim goroutines. It tells
 // the proxy actor what happens by messages and never touches actor state.
 type kafkaGroup struct {
-	brokers    []string
-	groupID    string
-	topics     config.Subscription
-	joinGate   *joinGate
-	refresh    time.Duration // how often the topics matching patterns are looked up
-	cfg        *sarama.Config
-	net        *kafkanet.Net // secures cfg before every attempt to connect
-	log        zerolog.Logger
-	retry      backoff.Policy
-	maxBatch   int
-	revokeWait time.Duration  // upper bound on a revocation handshake
-	dlqTopic   string         // "" without a dead-letter topic
-	topicIDs   topicIDs       // shared among the claims that start together
-	readMeta   bool           // skip what the commit metadata says finished
-	auxQueue   int            // dead letters that may wait for the producer
-	stats      *consumerStats // sessions, for health reports
+	brokers     []string
+	groupID     string
+	topics      config.Subscription
+	joinGate    *joinGate
+	refresh     time.Duration // how often the topics matching patterns are looked up
+	cfg         *sarama.Config
+	budgetBytes int64         // max_buffered_bytes, which sizes the fetches (partitionFetch)
+	net         *kafkanet.Net // secures cfg before every attempt to connect
+	log         zerolog.Logger
+	retry       backoff.Policy
+	maxBatch    int
+	revokeWait  time.Duration  // upper bound on a revocation handshake
+	dlqTopic    string         // "" without a dead-letter topic
+	topicIDs    topicIDs       // shared among the claims that start together
+	readMeta    bool           // skip what the commit metadata says finished
+	auxQueue    int            // dead letters that may wait for the producer
+	stats       *consumerStats // sessions, for health reports
 
 	sideLife // run is its session goroutine
 
@@ -266,12 +267,35 @@ func (g *kafkaGroup) dial() (sarama.Client, sarama.ConsumerGroup, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// Before the consumer group exists nothing reads the fetch size yet:
+	// size it to the subscription (partitionFetch).
+	g.cfg.Consumer.Fetch.Default = partitionFetch(g.subscribedPartitions(client), g.budgetBytes)
 	group, err := sarama.NewConsumerGroupFromClient(g.groupID, client)
 	if err != nil {
 		client.Close()
 		return nil, nil, err
 	}
 	return client, group, nil
+}
+
+// subscribedPartitions counts the partitions of the topics the consumer
+// reads now; 0 if they cannot be listed (or none exists yet), which sizes
+// fetches as for few partitions. Topics a pattern matches later are not
+// counted until the next connection (a restarted tree).
+func (g *kafkaGroup) subscribedPartitions(client sarama.Client) int {
+	topics, err := topicsRead(client, g.topics)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, t := range topics {
+		ps, err := client.Partitions(t)
+		if err != nil {
+			return 0
+		}
+		n += len(ps)
+	}
+	return n
 }
 
 func (g *kafkaGroup) drainErrors(group sarama.ConsumerGroup) {

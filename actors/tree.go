@@ -89,43 +89,45 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 	}
 	if s.kafka.Client == config.ClientFranz {
 		return &franzGroup{
-			released:   s.released,
-			brokers:    s.brokers,
-			groupID:    s.consumer.Group,
-			joinGate:   s.joinGate,
-			topics:     s.topics,
-			refresh:    s.consumer.MetadataRefresh,
-			opts:       franzOpts(s.kafka, s.brokers, s.consumer, s.shutdownTimeout),
-			protocol:   s.kafka.GroupProtocol,
-			instanceID: s.kafka.GroupInstanceID,
-			clientID:   s.kafka.ClientID,
-			net:        s.net,
-			log:        s.log,
-			retry:      s.retry,
-			maxBatch:   maxFetchBatch,
-			revokeWait: s.shutdownTimeout + 5*time.Second,
-			dlqTopic:   dlqTopic(s.consumer),
-			readMeta:   s.consumer.CommitMetadataBytes > 0,
-			stats:      s.stats,
+			released:    s.released,
+			brokers:     s.brokers,
+			groupID:     s.consumer.Group,
+			joinGate:    s.joinGate,
+			topics:      s.topics,
+			refresh:     s.consumer.MetadataRefresh,
+			opts:        franzOpts(s.kafka, s.brokers, s.consumer, s.shutdownTimeout),
+			budgetBytes: int64(s.consumer.MaxBufferedBytes),
+			protocol:    s.kafka.GroupProtocol,
+			instanceID:  s.kafka.GroupInstanceID,
+			clientID:    s.kafka.ClientID,
+			net:         s.net,
+			log:         s.log,
+			retry:       s.retry,
+			maxBatch:    maxFetchBatch,
+			revokeWait:  s.shutdownTimeout + 5*time.Second,
+			dlqTopic:    dlqTopic(s.consumer),
+			readMeta:    s.consumer.CommitMetadataBytes > 0,
+			stats:       s.stats,
 		}
 	}
 	return &kafkaGroup{
-		released:   s.released,
-		brokers:    s.brokers,
-		groupID:    s.consumer.Group,
-		joinGate:   s.joinGate,
-		topics:     s.topics,
-		refresh:    s.consumer.MetadataRefresh,
-		cfg:        saramaConfig(s.kafka, s.consumer, s.shutdownTimeout),
-		net:        s.net,
-		log:        s.log,
-		retry:      s.retry,
-		maxBatch:   maxFetchBatch,
-		revokeWait: s.shutdownTimeout + 5*time.Second,
-		dlqTopic:   dlqTopic(s.consumer),
-		readMeta:   s.consumer.CommitMetadataBytes > 0,
-		auxQueue:   budget + s.consumer.Concurrency,
-		stats:      s.stats,
+		released:    s.released,
+		brokers:     s.brokers,
+		groupID:     s.consumer.Group,
+		joinGate:    s.joinGate,
+		topics:      s.topics,
+		refresh:     s.consumer.MetadataRefresh,
+		cfg:         saramaConfig(s.kafka, s.consumer, s.shutdownTimeout),
+		budgetBytes: int64(s.consumer.MaxBufferedBytes),
+		net:         s.net,
+		log:         s.log,
+		retry:       s.retry,
+		maxBatch:    maxFetchBatch,
+		revokeWait:  s.shutdownTimeout + 5*time.Second,
+		dlqTopic:    dlqTopic(s.consumer),
+		readMeta:    s.consumer.CommitMetadataBytes > 0,
+		auxQueue:    budget + s.consumer.Concurrency,
+		stats:       s.stats,
 	}
 }
 
@@ -184,8 +186,10 @@ func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Durati
 	// follows concurrency + max_buffered rather than the broker's defaults.
 	// A record larger than Fetch.Default is still read: the broker returns
 	// at least one whole batch (KIP-74), or sarama asks again for the
-	// batch's size, and goes back to the default after it.
-	cfg.Consumer.Fetch.Default = 256 << 10
+	// batch's size, and goes back to the default after it. The fetch shrinks
+	// with the subscription's partitions once they are known (dial,
+	// partitionFetch).
+	cfg.Consumer.Fetch.Default = maxPartitionFetch
 	cfg.ChannelBufferSize = 64
 	// A record's key and value point into the fetch response they came in
 	// (sarama decodes without copying), so a record that waits keeps its
