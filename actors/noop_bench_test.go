@@ -20,7 +20,7 @@ import (
 // BenchmarkNoopPipeline runs the whole tree — sarama, the claim, the
 // coordinator and its runners, the offset controller — with a no-op handler
 // over a topic already written (8 partitions, or TURBO_BENCH_PARTITIONS; 1,000
-// keys; 200,000 records, or TURBO_BENCH_RECORDS), one ordering per sub-benchmark, until every record is
+// keys, or TURBO_BENCH_KEYS; 200,000 records, or TURBO_BENCH_RECORDS), one ordering per sub-benchmark, until every record is
 // committed. It is the in-process twin of test/bench's no-op scenario, there
 // to be profiled:
 //
@@ -45,9 +45,13 @@ func BenchmarkNoopPipeline(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("TURBO_BENCH_PARTITIONS")); err == nil && v > 0 {
 		partitions = v
 	}
+	keys := 1000
+	if v, err := strconv.Atoi(os.Getenv("TURBO_BENCH_KEYS")); err == nil && v > 0 {
+		keys = v
+	}
 	topic := testkit.TopicName("noop-pipeline")
 	brokers := testkit.Broker(b, partitions, topic)
-	testkit.Produce(b, brokers, topic, records, 1000)
+	testkit.Produce(b, brokers, topic, records, keys)
 	groups := 0 // testing calls each sub-benchmark more than once: a new group every run
 	for _, o := range []config.Ordering{config.OrderingKey, config.OrderingPartition, config.OrderingUnordered} {
 		b.Run(string(o), func(b *testing.B) {
