@@ -32,6 +32,11 @@ const (
 	// noExpiryRefresh is when a token the endpoint gave no lifetime is
 	// replaced anyway.
 	noExpiryRefresh = time.Hour
+	// minTokenLifetime is the least life a token is given: an endpoint
+	// answering a lifetime below it (expires_in 0 means none; a negative
+	// one is a broken endpoint) would otherwise be asked again at every
+	// connection. The brokers still judge the token itself.
+	minTokenLifetime = 30 * time.Second
 )
 
 // TokenError is a failure to get an OAUTHBEARER token. Its message names the
@@ -70,6 +75,7 @@ type tokenProvider struct {
 	client *http.Client
 	log    zerolog.Logger
 	now    func() time.Time
+	wait   time.Duration // bounds one request (tokenTimeout)
 
 	mu       sync.Mutex
 	cc       clientcredentials.Config
@@ -81,7 +87,7 @@ type tokenProvider struct {
 }
 
 func newTokenProvider(o config.OAuth, log zerolog.Logger) *tokenProvider {
-	return &tokenProvider{o: o, client: &http.Client{Timeout: tokenTimeout, CheckRedirect: noRedirects}, log: log, now: time.Now,
+	return &tokenProvider{o: o, client: &http.Client{Timeout: tokenTimeout, CheckRedirect: noRedirects}, log: log, now: time.Now, wait: tokenTimeout,
 		cc: clientcredentials.Config{ClientID: o.ClientID, TokenURL: o.TokenURL, Scopes: o.Scopes, AuthStyle: authStyle(o.AuthStyle)}}
 }
 
@@ -125,6 +131,10 @@ func (p *tokenProvider) Token() (*sarama.AccessToken, error) {
 		return nil, p.lastErr
 	}
 	tok, err := p.fetch()
+	// What follows counts from the answer: a request may have taken up to
+	// tokenTimeout, longer than the first backoff.
+	now = p.now()
+	valid = p.tok != nil && (p.tok.Expiry.IsZero() || now.Before(p.tok.Expiry))
 	if err != nil {
 		p.failures++
 		p.retryAt = now.Add(min(tokenRetryMin<<min(p.failures-1, 5), tokenRetryMax))
@@ -141,6 +151,11 @@ func (p *tokenProvider) Token() (*sarama.AccessToken, error) {
 		p.log.Info().Int("failures", p.failures).Msg("OAUTHBEARER: token endpoint answering again")
 	}
 	p.failures, p.lastErr = 0, nil
+	if !tok.Expiry.IsZero() && tok.Expiry.Sub(now) < minTokenLifetime {
+		p.log.Warn().Stringer("expires_in", tok.Expiry.Sub(now).Round(time.Second)).Stringer("used_for", minTokenLifetime).
+			Msg("OAUTHBEARER: the token endpoint gave a token (almost) expired; using it, and asking again before the time shown")
+		tok.Expiry = now.Add(minTokenLifetime)
+	}
 	p.tok = tok
 	if tok.Expiry.IsZero() {
 		p.refresh = now.Add(noExpiryRefresh)
@@ -163,7 +178,7 @@ func (p *tokenProvider) fetch() (*oauth2.Token, error) {
 		return nil, &TokenError{URL: p.o.TokenURL, msg: "OAUTHBEARER: kafka.sasl.oauth.client_secret_file: " + err.Error()}
 	}
 	p.cc.ClientSecret = secret
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), oauth2.HTTPClient, p.client), tokenTimeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), oauth2.HTTPClient, p.client), p.wait)
 	defer cancel()
 	tok, err := p.cc.Token(ctx)
 	if err == nil {

@@ -322,3 +322,64 @@ func TestTokenAuthStyle(t *testing.T) {
 		})
 	}
 }
+
+// A token endpoint that hangs: the attempt ends at the request's bound,
+// and the backoff counts from then, so the retry_after logged is never
+// already past. The clock says the attempt took 10 s (tokenTimeout).
+func TestTokenBackoffCountsFromTheAnswer(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	t.Cleanup(hung.Close)
+	t.Cleanup(func() { close(release) }) // runs first: Close waits for the handler
+	var log bytes.Buffer
+	p := newTokenProvider(config.OAuth{TokenURL: hung.URL + "/token", ClientID: "turbo", ClientSecret: testSecret}, zerolog.New(&log))
+	p.wait, p.client.Timeout = 300*time.Millisecond, 300*time.Millisecond
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	calls := 0
+	p.now = func() time.Time {
+		calls++
+		if calls == 1 {
+			return start
+		}
+		return start.Add(tokenTimeout)
+	}
+	if _, err := p.Token(); err == nil {
+		t.Fatal("a token from an endpoint that never answers")
+	}
+	var line struct {
+		RetryAfter time.Time `json:"retry_after"`
+	}
+	if err := json.Unmarshal(bytes.SplitN(log.Bytes(), []byte("\n"), 2)[0], &line); err != nil || line.RetryAfter.IsZero() {
+		t.Fatalf("no retry_after logged (%v): %s", err, log.String())
+	}
+	if want := start.Add(tokenTimeout + tokenRetryMin); line.RetryAfter.Before(want) {
+		t.Errorf("retry_after %s, want %s (the attempt's end plus the backoff): it counted from the request's start",
+			line.RetryAfter.Format(time.RFC3339), want.Format(time.RFC3339))
+	}
+}
+
+// An endpoint answering a negative (or tiny) expires_in: the token is used
+// for minTokenLifetime, with one warning, instead of a new token being
+// asked for at every connection.
+func TestTokenLifetimeIsClamped(t *testing.T) {
+	for _, lifetime := range []time.Duration{-5 * time.Second, time.Second} {
+		s := newTokenServer(t, lifetime)
+		var log bytes.Buffer
+		p, now := newProvider(t, s, &log)
+		for range 5 {
+			if tok, err := p.Token(); err != nil || tok.Token != "token-1" {
+				t.Fatalf("expires_in %v: Token = %+v, %v; want token-1 reused", lifetime, tok, err)
+			}
+		}
+		if !strings.Contains(log.String(), "almost) expired") {
+			t.Errorf("expires_in %v: no warning logged: %s", lifetime, log.String())
+		}
+		*now = now.Add(minTokenLifetime)
+		if tok, _ := p.Token(); tok == nil || tok.Token != "token-2" {
+			t.Errorf("expires_in %v: after %v the token is %+v, want token-2", lifetime, minTokenLifetime, tok)
+		}
+		if s.count() != 2 {
+			t.Errorf("expires_in %v: %d tokens issued for 6 calls over %v, want 2", lifetime, s.count(), minTokenLifetime)
+		}
+	}
+}
