@@ -46,7 +46,7 @@ func TestLoadRejectsHostile(t *testing.T) {
 		{name: "max_restarts", content: top + "swarm: {max_restarts: 9223372036854775807}\n",
 			want: "config: swarm.max_restarts: must be between 0 and 10000 (got 9223372036854775807)"},
 		{name: "memory_limit", content: top + "swarm: {memory_limit: 1000000GiB}\n",
-			want: "config: swarm.memory_limit: must be 0 (off) or between 16MiB and 16TiB (got 1000000GiB)"},
+			want: "config: swarm.memory_limit: must be 0 (off) or between 64MiB and 16TiB (got 1000000GiB)"},
 		{name: "consumers", content: manyConsumers(257),
 			want: "config: consumers: at most 256 consumers (got 257)"},
 		{name: "topics", content: "consumers:\n  - {name: a, topics: [" + strings.Repeat("t,", 1000) + "t]}\n",
@@ -235,7 +235,7 @@ consumers:
      handler: {type: http, url: "https://h/x", timeout: 1ms}}
   - {name: b, topics: [t], handler: {type: sleep, duration: 24h}}
 shutdown_timeout: 1s
-swarm: {max_restarts: 0, memory_limit: 16MiB, node_report_interval: 100ms, node_report_timeout: 300ms,
+swarm: {max_restarts: 0, memory_limit: 64MiB, node_report_interval: 100ms, node_report_timeout: 300ms,
         node_restart_timeout: 0s, supervision_interval: 10ms, restart_window: 1s}
 http: {listen: "127.0.0.1:0"}
 `,

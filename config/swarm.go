@@ -83,9 +83,11 @@ func (s *Swarm) validate() error {
 	return nil
 }
 
-// minMemoryLimit is below what a node needs just to start: a smaller limit
-// is surely a unit mistake (512 instead of 512MiB).
-const minMemoryLimit = 16 * MiB
+// minMemoryLimit is twice what an idle node holds (32 MiB measured, the
+// Go runtime, the actor system and one consumer's client): below it a node
+// would be stopped for its memory before it did any work, again and again;
+// a smaller limit is also likely a unit mistake (512 instead of 512MiB).
+const minMemoryLimit = 64 * MiB
 
 // ByteSize is an amount of memory in bytes. In a file it is a number of bytes
 // or a number with a unit: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB,

@@ -58,7 +58,8 @@ func TestSwarmRejectsBadValues(t *testing.T) {
 		{"negative restarts", "swarm:\n  max_restarts: -1\n", "swarm.max_restarts", nil},
 		{"bad size", "swarm:\n  memory_limit: lots\n", "swarm.memory_limit", []string{`"lots"`, "512MiB"}},
 		{"unknown unit", "swarm:\n  memory_limit: 5PiB\n", "swarm.memory_limit", nil},
-		{"tiny size", "swarm:\n  memory_limit: 512\n", "swarm.memory_limit", []string{"between 16MiB and 16TiB"}},
+		{"tiny size", "swarm:\n  memory_limit: 512\n", "swarm.memory_limit", []string{"between 64MiB and 16TiB"}},
+		{"below twice an idle node", "swarm:\n  memory_limit: 32MiB\n", "swarm.memory_limit", []string{"between 64MiB and 16TiB", "32MiB"}},
 		{"negative size", "swarm:\n  memory_limit: -5\n", "swarm.memory_limit", nil},
 	}
 	for _, tt := range tests {
