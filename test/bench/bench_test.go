@@ -68,6 +68,7 @@ type scale struct {
 	pcNoopCap    time.Duration // the Parallel Consumer's no-op runs stop here
 	ioCases      []ioCase
 	hotRecords   int // a fifth of them on the hot key
+	orderRecords int // of the partition-ordering run (20 ms each)
 	cpuRecords   int
 	memBacklogs  [2]int        // a small and a large backlog
 	memWindow    time.Duration // how long each peer drains it
@@ -99,6 +100,7 @@ var (
 			{records: 20_000, keys: 2000, concurrency: 200, work: 20 * time.Millisecond},
 		},
 		hotRecords:     5000,
+		orderRecords:   2000,    // about 5 s in the fullest of 8 partitions
 		cpuRecords:     250_000, // SHA-256 of 256 KiB: ~0.2 ms here, ~27 s on two runners, so that a swarm's join (~1 s) is not what is measured
 		memBacklogs:    [2]int{100_000, 1_000_000},
 		memWindow:      20 * time.Second,
@@ -117,6 +119,7 @@ var (
 			{records: 10_000, keys: 1000, concurrency: 200, work: 20 * time.Millisecond},
 		},
 		hotRecords:     500,
+		orderRecords:   400,
 		cpuRecords:     30_000,
 		memBacklogs:    [2]int{50_000, 200_000},
 		memWindow:      3 * time.Second,
@@ -504,6 +507,45 @@ func BenchmarkHotKey(b *testing.B) {
 		}
 		judge("hot key: turbo within 5% of the hot key's serial time", turboRatio > 0, turboRatio <= 1.05, "%.3f× its serial time", turboRatio)
 		judge("hot key: turbo on franz-go as close to its serial time as on sarama (+2%)", franzRatio > 0 && turboRatio > 0,
+			franzRatio <= turboRatio*1.02, "%.3f× against %.3f×", franzRatio, turboRatio)
+	}
+}
+
+// BenchmarkPartitionOrder: I/O-bound under partition ordering, where a
+// partition's records run one at a time: the ideal is the fullest
+// partition's records × the work (the partitions run side by side, with
+// concurrency above their count). turbo on both sides and the Parallel
+// Consumer; targets: turbo within 10 % of the ideal, the franz-go side as
+// close to it as sarama's (+2 %).
+func BenchmarkPartitionOrder(b *testing.B) {
+	const work, conc = 20 * time.Millisecond, 16
+	n := sizes().orderRecords
+	j := newTopic(b, brokers(b), "porder", n, uniformKeys(1000))
+	j.concurrency, j.work = conc, work
+	fullest := int64(0)
+	for _, end := range j.ends {
+		fullest = max(fullest, end)
+	}
+	ideal := time.Duration(fullest) * work
+	scenario := fmt.Sprintf("partition ordering: %s records, %d partitions (the fullest holds %s), 20 ms each, concurrency %d",
+		thousands(float64(n)), len(j.ends), thousands(float64(fullest)), conc)
+	idealTo := fmt.Sprintf("the ideal %s (time)", human(ideal))
+	for range b.N {
+		var turboRatio, franzRatio float64
+		for i, p := range []peer{turbo(config.OrderingPartition), turboFranz(config.OrderingPartition), parallelConsumer(config.OrderingPartition)} {
+			o := runPeer(b, p, j, limits{cap: runCap})
+			r := timeRatio(o, n, ideal)
+			record(row(scenario, p.name, o, r, idealTo))
+			switch i {
+			case 0:
+				turboRatio = r
+				b.ReportMetric(r, "x-ideal")
+			case 1:
+				franzRatio = r
+			}
+		}
+		judge("partition ordering: turbo within 10% of the ideal", turboRatio > 0, turboRatio <= 1.10, "%.3f× the ideal", turboRatio)
+		judge("partition ordering: turbo on franz-go as close to the ideal as on sarama (+2%)", franzRatio > 0 && turboRatio > 0,
 			franzRatio <= turboRatio*1.02, "%.3f× against %.3f×", franzRatio, turboRatio)
 	}
 }
