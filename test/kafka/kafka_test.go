@@ -67,22 +67,38 @@ func TestTopicName(t *testing.T) {
 }
 
 // commit commits offset for one partition of topic as group, outside any
-// group session (generation -1, as a standalone consumer does).
+// group session (generation -1, as a standalone consumer does). A broker
+// just started may answer that it does not coordinate the group yet, or is
+// still loading its offsets (the offsets topic is created by the first
+// lookup): that is retried, for up to 30 s, asking for the coordinator again.
 func commit(t *testing.T, brokers []string, group, topic string, partition int32, offset int64) {
 	t.Helper()
 	admin, client := testkit.Admin(t, brokers)
 	defer admin.Close() // and the client
-	coordinator, err := client.Coordinator(group)
-	if err != nil {
-		t.Fatalf("coordinator of %s: %v", group, err)
-	}
 	req := &sarama.OffsetCommitRequest{Version: 7, ConsumerGroup: group, ConsumerGroupGeneration: -1}
 	req.AddBlock(topic, partition, offset, 0, "")
-	resp, err := coordinator.CommitOffset(req)
-	if err != nil {
-		t.Fatalf("committing %s/%d for %s: %v", topic, partition, group, err)
-	}
-	if kerr := resp.Errors[topic][partition]; kerr != sarama.ErrNoError {
-		t.Fatalf("committing %s/%d for %s: %v", topic, partition, group, kerr)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kerr := sarama.ErrConsumerCoordinatorNotAvailable
+		coordinator, err := client.Coordinator(group)
+		if err == nil {
+			resp, err := coordinator.CommitOffset(req)
+			if err != nil {
+				t.Fatalf("committing %s/%d for %s: %v", topic, partition, group, err)
+			}
+			kerr = resp.Errors[topic][partition]
+		}
+		switch kerr {
+		case sarama.ErrNoError:
+			return
+		case sarama.ErrNotCoordinatorForConsumer, sarama.ErrOffsetsLoadInProgress, sarama.ErrConsumerCoordinatorNotAvailable:
+			if time.Now().After(deadline) {
+				t.Fatalf("committing %s/%d for %s: still %v after 30 s (coordinator lookup: %v)", topic, partition, group, kerr, err)
+			}
+			_ = client.RefreshCoordinator(group)
+			time.Sleep(100 * time.Millisecond)
+		default:
+			t.Fatalf("committing %s/%d for %s: %v", topic, partition, group, kerr)
+		}
 	}
 }
