@@ -299,19 +299,7 @@ func BenchmarkIOBound(b *testing.B) {
 			peers = append(peers, plainSarama())
 		}
 		for range b.N {
-			var turboRatio, franzRatio float64
-			for i, p := range peers {
-				o := runPeer(b, p, j, limits{cap: runCap})
-				r := timeRatio(o, c.records, ideal)
-				record(row(scenario, p.name, o, r, idealTo))
-				switch i {
-				case 0:
-					turboRatio = r
-					b.ReportMetric(r, fmt.Sprintf("x-ideal-%dms", c.work.Milliseconds()))
-				case 1:
-					franzRatio = r
-				}
-			}
+			turboRatio, franzRatio := againstIdeal(b, scenario, peers, j, ideal, idealTo, fmt.Sprintf("x-ideal-%dms", c.work.Milliseconds()))
 			judge(fmt.Sprintf("I/O-bound %s × %s / %d: turbo within 5%% of the ideal %s", thousands(float64(c.records)), human(c.work), c.concurrency, human(ideal)),
 				turboRatio > 0, turboRatio <= 1.05, "%.3f× the ideal", turboRatio)
 			judge(fmt.Sprintf("I/O-bound %s × %s / %d: turbo on franz-go as close to the ideal as on sarama (+2%%)", thousands(float64(c.records)), human(c.work), c.concurrency),
@@ -492,19 +480,8 @@ func BenchmarkHotKey(b *testing.B) {
 		thousands(float64(n)), thousands(float64(hot)), keys, conc)
 	serialTo := fmt.Sprintf("the hot key's serial %s (time)", human(serial))
 	for range b.N {
-		var turboRatio, franzRatio float64
-		for i, p := range []peer{turbo(config.OrderingKey), turboFranz(config.OrderingKey), parallelConsumer(config.OrderingKey), plainSarama()} {
-			o := runPeer(b, p, j, limits{cap: runCap})
-			r := timeRatio(o, n, serial)
-			record(row(scenario, p.name, o, r, serialTo))
-			switch i {
-			case 0:
-				turboRatio = r
-				b.ReportMetric(r, "x-hot-serial")
-			case 1:
-				franzRatio = r
-			}
-		}
+		turboRatio, franzRatio := againstIdeal(b, scenario,
+			[]peer{turbo(config.OrderingKey), turboFranz(config.OrderingKey), parallelConsumer(config.OrderingKey), plainSarama()}, j, serial, serialTo, "x-hot-serial")
 		judge("hot key: turbo within 5% of the hot key's serial time", turboRatio > 0, turboRatio <= 1.05, "%.3f× its serial time", turboRatio)
 		judge("hot key: turbo on franz-go as close to its serial time as on sarama (+2%)", franzRatio > 0 && turboRatio > 0,
 			franzRatio <= turboRatio*1.02, "%.3f× against %.3f×", franzRatio, turboRatio)
@@ -531,23 +508,31 @@ func BenchmarkPartitionOrder(b *testing.B) {
 		thousands(float64(n)), len(j.ends), thousands(float64(fullest)), conc)
 	idealTo := fmt.Sprintf("the ideal %s (time)", human(ideal))
 	for range b.N {
-		var turboRatio, franzRatio float64
-		for i, p := range []peer{turbo(config.OrderingPartition), turboFranz(config.OrderingPartition), parallelConsumer(config.OrderingPartition)} {
-			o := runPeer(b, p, j, limits{cap: runCap})
-			r := timeRatio(o, n, ideal)
-			record(row(scenario, p.name, o, r, idealTo))
-			switch i {
-			case 0:
-				turboRatio = r
-				b.ReportMetric(r, "x-ideal")
-			case 1:
-				franzRatio = r
-			}
-		}
+		turboRatio, franzRatio := againstIdeal(b, scenario,
+			[]peer{turbo(config.OrderingPartition), turboFranz(config.OrderingPartition), parallelConsumer(config.OrderingPartition)}, j, ideal, idealTo, "x-ideal")
 		judge("partition ordering: turbo within 10% of the ideal", turboRatio > 0, turboRatio <= 1.10, "%.3f× the ideal", turboRatio)
 		judge("partition ordering: turbo on franz-go as close to the ideal as on sarama (+2%)", franzRatio > 0 && turboRatio > 0,
 			franzRatio <= turboRatio*1.02, "%.3f× against %.3f×", franzRatio, turboRatio)
 	}
+}
+
+// againstIdeal runs each peer over j and records its wall time as a ratio
+// to ideal; peers[0] is turbo on sarama (its ratio also reported as
+// metric) and peers[1] turbo on franz-go, whose ratios it returns.
+func againstIdeal(b *testing.B, scenario string, peers []peer, j job, ideal time.Duration, idealTo, metric string) (turboRatio, franzRatio float64) {
+	for i, p := range peers {
+		o := runPeer(b, p, j, limits{cap: runCap})
+		r := timeRatio(o, j.records, ideal)
+		record(row(scenario, p.name, o, r, idealTo))
+		switch i {
+		case 0:
+			turboRatio = r
+			b.ReportMetric(r, metric)
+		case 1:
+			franzRatio = r
+		}
+	}
+	return turboRatio, franzRatio
 }
 
 // cpuHashBytes is what the CPU-bound handler hashes per record.
