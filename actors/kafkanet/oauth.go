@@ -32,11 +32,13 @@ const (
 	// noExpiryRefresh is when a token the endpoint gave no lifetime is
 	// replaced anyway.
 	noExpiryRefresh = time.Hour
-	// minTokenLifetime is the least life a token is given: an endpoint
-	// answering a lifetime below it (expires_in 0 means none; a negative
-	// one is a broken endpoint) would otherwise be asked again at every
-	// connection. The brokers still judge the token itself.
-	minTokenLifetime = 30 * time.Second
+	// minTokenInterval is the least time between two token requests after
+	// one succeeded: an endpoint answering a lifetime below it (a negative
+	// expires_in is a broken endpoint) would otherwise be asked again at
+	// every connection. Until then the token is used as it is; the brokers
+	// judge it. It is well under the shortest lifetimes identity providers
+	// give (minutes), so a token is never held past its expiry otherwise.
+	minTokenInterval = 5 * time.Second
 )
 
 // TokenError is a failure to get an OAUTHBEARER token. Its message names the
@@ -83,6 +85,7 @@ type tokenProvider struct {
 	refresh  time.Time // when tok is due for replacement
 	failures int
 	retryAt  time.Time // no request before this after a failure
+	earliest time.Time // no request before this after a success
 	lastErr  error
 }
 
@@ -130,6 +133,9 @@ func (p *tokenProvider) Token() (*sarama.AccessToken, error) {
 		}
 		return nil, p.lastErr
 	}
+	if p.tok != nil && now.Before(p.earliest) {
+		return p.access(), nil
+	}
 	tok, err := p.fetch()
 	// What follows counts from the answer: a request may have taken up to
 	// tokenTimeout, longer than the first backoff.
@@ -151,12 +157,11 @@ func (p *tokenProvider) Token() (*sarama.AccessToken, error) {
 		p.log.Info().Int("failures", p.failures).Msg("OAUTHBEARER: token endpoint answering again")
 	}
 	p.failures, p.lastErr = 0, nil
-	if !tok.Expiry.IsZero() && tok.Expiry.Sub(now) < minTokenLifetime {
-		p.log.Warn().Stringer("expires_in", tok.Expiry.Sub(now).Round(time.Second)).Stringer("used_for", minTokenLifetime).
-			Msg("OAUTHBEARER: the token endpoint gave a token (almost) expired; using it, and asking again before the time shown")
-		tok.Expiry = now.Add(minTokenLifetime)
+	if !tok.Expiry.IsZero() && tok.Expiry.Sub(now) < minTokenInterval {
+		p.log.Warn().Stringer("expires_in", tok.Expiry.Sub(now).Round(time.Second)).Stringer("next_request_in", minTokenInterval).
+			Msg("OAUTHBEARER: the token endpoint gave a token (almost) expired; using it, and not asking again sooner than shown")
 	}
-	p.tok = tok
+	p.tok, p.earliest = tok, now.Add(minTokenInterval)
 	if tok.Expiry.IsZero() {
 		p.refresh = now.Add(noExpiryRefresh)
 	} else {

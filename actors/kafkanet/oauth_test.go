@@ -359,8 +359,9 @@ func TestTokenBackoffCountsFromTheAnswer(t *testing.T) {
 }
 
 // An endpoint answering a negative (or tiny) expires_in: the token is used
-// for minTokenLifetime, with one warning, instead of a new token being
-// asked for at every connection.
+// for minTokenInterval, with one warning, instead of a new token being
+// asked for at every connection; a short but sane lifetime (10 s) is
+// honoured, the token replaced before it expires.
 func TestTokenLifetimeIsClamped(t *testing.T) {
 	for _, lifetime := range []time.Duration{-5 * time.Second, time.Second} {
 		s := newTokenServer(t, lifetime)
@@ -374,12 +375,29 @@ func TestTokenLifetimeIsClamped(t *testing.T) {
 		if !strings.Contains(log.String(), "almost) expired") {
 			t.Errorf("expires_in %v: no warning logged: %s", lifetime, log.String())
 		}
-		*now = now.Add(minTokenLifetime)
+		*now = now.Add(minTokenInterval)
 		if tok, _ := p.Token(); tok == nil || tok.Token != "token-2" {
-			t.Errorf("expires_in %v: after %v the token is %+v, want token-2", lifetime, minTokenLifetime, tok)
+			t.Errorf("expires_in %v: after %v the token is %+v, want token-2", lifetime, minTokenInterval, tok)
 		}
 		if s.count() != 2 {
-			t.Errorf("expires_in %v: %d tokens issued for 6 calls over %v, want 2", lifetime, s.count(), minTokenLifetime)
+			t.Errorf("expires_in %v: %d tokens issued for 6 calls over %v, want 2", lifetime, s.count(), minTokenInterval)
 		}
+	}
+	s := newTokenServer(t, 10*time.Second)
+	var log bytes.Buffer
+	p, now := newProvider(t, s, &log)
+	for i := range 3 {
+		if _, err := p.Token(); err != nil {
+			t.Fatal(err)
+		}
+		// oauth2 dates a token's expiry by the real clock, so only the
+		// first answer is judged against the test's clock.
+		if i == 0 && strings.Contains(log.String(), "almost) expired") {
+			t.Errorf("a 10 s token was warned about: %s", log.String())
+		}
+		*now = now.Add(9 * time.Second)
+	}
+	if s.count() != 3 {
+		t.Errorf("10 s tokens asked for every 9 s: %d issued for 3 calls, want 3 (none used past its expiry)", s.count())
 	}
 }
