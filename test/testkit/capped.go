@@ -16,6 +16,10 @@ type Capped struct {
 	Serving  atomic.Int64 // requests being served now
 	Answered atomic.Int64 // 2xx answers so far
 	Refused  atomic.Int64 // 503s so far
+	// Probe, if set, is called at each sample of Follow: what the client
+	// says of itself then (e.g. its concurrency limit and calls in flight),
+	// kept in Sample.Probed.
+	Probe func() []int64
 }
 
 func (c *Capped) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -44,6 +48,8 @@ type Sample struct {
 	Capacity int64
 	Serving  int64 // requests being served at that moment
 	Answered int64 // 2xx answers since the previous sample
+	Refused  int64 // 503s since the previous sample
+	Probed   []int64
 }
 
 // Follow sets the capacity to caps[0], caps[1], … for phase each, and
@@ -51,7 +57,7 @@ type Sample struct {
 func (c *Capped) Follow(caps []int64, phase, every time.Duration) []Sample {
 	var curve []Sample
 	start := time.Now()
-	last := c.Answered.Load()
+	last, lastRefused := c.Answered.Load(), c.Refused.Load()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for range len(caps) * int(phase/every) {
@@ -59,9 +65,13 @@ func (c *Capped) Follow(caps []int64, phase, every time.Duration) []Sample {
 		at := time.Since(start)
 		ph := min(int(at/phase), len(caps)-1)
 		c.Capacity.Store(caps[ph])
-		a := c.Answered.Load()
-		curve = append(curve, Sample{At: at, Capacity: caps[ph], Serving: c.Serving.Load(), Answered: a - last})
-		last = a
+		a, r := c.Answered.Load(), c.Refused.Load()
+		s := Sample{At: at, Capacity: caps[ph], Serving: c.Serving.Load(), Answered: a - last, Refused: r - lastRefused}
+		if c.Probe != nil {
+			s.Probed = c.Probe()
+		}
+		curve = append(curve, s)
+		last, lastRefused = a, r
 	}
 	return curve
 }
