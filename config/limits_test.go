@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -59,7 +60,19 @@ func TestLoadRejectsHostile(t *testing.T) {
 			if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero.yaml")); err != nil {
 				t.Fatal(err)
 			}
-		}, want: "config: $DIR/zero.yaml is larger than 16MiB, the most a configuration file may be"},
+		}, want: "config: cannot read $DIR/zero.yaml: not a regular file (a device)"},
+		// A FIFO would block the read (and, opened for reading, the open)
+		// until something writes to it: refused at once.
+		{name: "FIFO", file: "fifo.yaml", make: func(dir string) {
+			if err := syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, want: "config: cannot read $DIR/fifo.yaml: not a regular file (a FIFO)"},
+		{name: "directory", file: "dir.yaml", make: func(dir string) {
+			if err := os.Mkdir(filepath.Join(dir, "dir.yaml"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, want: "config: cannot read $DIR/dir.yaml: not a regular file (a directory)"},
 		{name: "file over 16 MiB", file: "big.yaml", make: func(dir string) {
 			// A valid document padded with a comment: only its size is wrong.
 			pad := "#" + strings.Repeat("x", 16<<20) + "\n"

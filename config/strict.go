@@ -8,18 +8,30 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 )
 
 // readLimited reads at most MaxFileSize bytes of path. A larger file, or
-// one without end (/dev/zero), is an error, not something to read whole.
+// one without end (/dev/zero), is an error, not something to read whole;
+// so is anything but a regular file (after symbolic links): a FIFO would
+// block the read until someone writes to it, holding up a reload, and a
+// device or a socket is no configuration. The file is opened without
+// blocking, so that opening a FIFO cannot block either.
 func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s)", errNotRegular, fileKind(fi.Mode()))
+	}
 	data, err := io.ReadAll(io.LimitReader(f, int64(MaxFileSize)+1))
 	if err != nil {
 		return nil, err
@@ -29,6 +41,23 @@ func readLimited(path string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// fileKind names what a non-regular file is.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+var errNotRegular = errors.New("not a regular file")
 
 var errTooLarge = errors.New("file too large")
 

@@ -44,6 +44,8 @@ func helperSwarm() config.Swarm {
 //	         SIGUSR2 restores it
 //	flood    two "ok" nodes, max_restarts 1, http.listen on a random port,
 //	         and a soft RLIMIT_NOFILE of floodFileLimit
+//	hungreload  two "ok" nodes; SIGHUP asks for a reload whose Validate
+//	         never returns (a configuration on a hung file system)
 func runHelperSupervisor(mode string) int {
 	out := &lockedWriter{w: os.Stdout}
 	log := zerolog.New(out).With().Timestamp().Logger()
@@ -69,7 +71,28 @@ func runHelperSupervisor(mode string) int {
 		}
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envHelperSupervisor+"=") })
+	var reload chan struct{}
+	var validate func() error
+	if mode == "hungreload" {
+		reload = make(chan struct{}, 1)
+		hup := make(chan os.Signal, 2)
+		signal.Notify(hup, syscall.SIGHUP)
+		go func() { // the helper process's life: it ends with it
+			for range hup {
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		validate = func() error {
+			emit(map[string]any{"hook": "validate"})
+			select {} // a read that never returns
+		}
+	}
 	sup, err := New(Options{
+		Reload:          reload,
+		Validate:        validate,
 		Swarm:           cfg,
 		HTTP:            httpCfg,
 		ShutdownTimeout: 2 * time.Second,
@@ -337,6 +360,37 @@ func TestStoppedSupervisorKeepsHealthyNodes(t *testing.T) {
 	}
 	if code := h.exit(t); code != 0 {
 		t.Errorf("the helper supervisor exited %d, want 0", code)
+	}
+}
+
+// A SIGHUP whose configuration read never returns (a hung file system)
+// holds up neither supervision nor SIGTERM: the read runs off the
+// supervisor's loop, a second SIGHUP meanwhile starts no second one, and
+// the swarm stops cleanly.
+func TestHungReloadDoesNotHoldUpTheStop(t *testing.T) {
+	h := startHelper(t, "hungreload")
+	h.await(t, 20*time.Second, "2 nodes running", func(l []map[string]any) bool { return controlsWithRunning(l, 0, 2) >= 3 })
+	if err := h.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	h.await(t, 10*time.Second, "the reload to start reading the configuration", func(l []map[string]any) bool { return h.countIn(l, hook("validate")) == 1 })
+	if err := h.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	h.await(t, 10*time.Second, "the second SIGHUP to be logged as adding nothing", func(l []map[string]any) bool {
+		return h.countIn(l, message("still being read")) == 1
+	})
+	h.mu.Lock()
+	since := len(h.lines)
+	h.mu.Unlock()
+	h.await(t, 10*time.Second, "5 supervision ticks with 2 nodes running while the read hangs", func(l []map[string]any) bool {
+		return controlsWithRunning(l, since, 2) >= 5
+	})
+	if code := h.exit(t); code != 0 {
+		t.Errorf("the helper supervisor exited %d after SIGTERM, want 0", code)
+	}
+	if n := h.count(hook("validate")); n != 1 {
+		t.Errorf("%d configuration reads for two SIGHUPs while the first hung, want 1", n)
 	}
 }
 

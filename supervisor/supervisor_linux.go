@@ -135,6 +135,12 @@ func (r *run) loop(ctx context.Context) {
 	// channel under it.
 	kill := r.kill
 	reload := r.o.Reload
+	// Validate reads the configuration: off the loop, so that a read that
+	// blocks (a hung file system) holds up neither supervision nor a stop.
+	// One at a time; its goroutine ends with the read (one blocked in the
+	// kernel cannot be interrupted, and the swarm does not wait for it).
+	validated := make(chan error, 1)
+	validating := false
 	for {
 		now := time.Now()
 		r.startDue(now)
@@ -157,7 +163,18 @@ func (r *run) loop(ctx context.Context) {
 			kill = nil
 			r.killAll()
 		case <-reload:
-			r.reload(time.Now())
+			switch v := r.o.Validate; {
+			case validating:
+				r.log.Warn().Msg("SIGHUP: the configuration is still being read for the last one; this one adds nothing")
+			case v == nil:
+				r.reload(time.Now(), nil)
+			default:
+				validating = true
+				go func() { validated <- v() }()
+			}
+		case err := <-validated:
+			validating = false
+			r.reload(time.Now(), err)
 		case e := <-r.events:
 			r.noticePause(time.Now())
 			r.handle(time.Now(), e)
@@ -528,21 +545,20 @@ type rolling struct {
 	current int // the node restarted last, until it is running and ready; -1: none
 }
 
-// reload handles SIGHUP: when the configuration validates, every node is
-// restarted, one at a time (rollOn); otherwise the nodes keep running what
-// they read, and the refusal is logged and shown in /status.
-func (r *run) reload(now time.Time) {
+// reload handles SIGHUP once the configuration was checked (invalid: what
+// Validate said): when it validates, every node is restarted, one at a
+// time (rollOn); otherwise the nodes keep running what they read, and the
+// refusal is logged and shown in /status.
+func (r *run) reload(now time.Time, invalid error) {
 	if r.stopping {
 		return
 	}
-	if v := r.o.Validate; v != nil {
-		if err := v(); err != nil {
-			r.config.Refused++
-			r.config.LastError = err.Error()
-			r.publishConfig()
-			r.log.Error().Err(err).Msg("SIGHUP: the configuration was not reloaded; the nodes keep running the one they read")
-			return
-		}
+	if invalid != nil {
+		r.config.Refused++
+		r.config.LastError = invalid.Error()
+		r.publishConfig()
+		r.log.Error().Err(invalid).Msg("SIGHUP: the configuration was not reloaded; the nodes keep running the one they read")
+		return
 	}
 	r.config.Reloads++
 	r.config.LoadedAt = now

@@ -307,6 +307,19 @@ func (g *consumerSet) serve(ctx context.Context, embedded bool) (*config.Config,
 
 	var idleErr, stopErr error
 	var next *config.Config
+	// A SIGHUP reads the configuration off this loop: a read that blocks (a
+	// hung network mount) must not hold up a stop. One read at a time; one
+	// that outlives reloadReadTimeout is given up on (its goroutine ends
+	// with the read: a read blocked in the kernel cannot be interrupted,
+	// and the process does not wait for it to exit).
+	var reading chan reloadRead
+	var readDeadline <-chan time.Time
+	var readTimer *time.Timer
+	defer func() {
+		if readTimer != nil {
+			readTimer.Stop()
+		}
+	}()
 wait:
 	for {
 		select {
@@ -324,7 +337,33 @@ wait:
 				log.Info().Msg("stopping: everything consumed and committed")
 			}
 		case <-o.reload:
-			cfg, err := o.reread()
+			if reading != nil {
+				log.Warn().Msg("SIGHUP: the configuration is still being read for the last one; this one adds nothing")
+				continue
+			}
+			reading = make(chan reloadRead, 1)
+			go func(into chan<- reloadRead) {
+				cfg, err := o.reread()
+				into <- reloadRead{cfg, err}
+			}(reading)
+			readTimer = time.NewTimer(reloadReadTimeout)
+			readDeadline = readTimer.C
+			continue
+		case <-readDeadline:
+			readDeadline = nil
+			err := fmt.Errorf("%w: reading the configuration did not finish within %s (a hung file system?)", config.ErrInvalid, reloadReadTimeout)
+			g.obs.refused(err)
+			log.Error().Err(err).Msg("SIGHUP: the configuration was not reloaded; the one loaded before keeps running")
+			continue
+		case r := <-reading:
+			reading = nil
+			if readDeadline == nil { // given up on already
+				log.Warn().Msg("SIGHUP: the configuration read that timed out has returned; send SIGHUP again to reload")
+				continue
+			}
+			readTimer.Stop()
+			readDeadline = nil
+			cfg, err := r.cfg, r.err
 			if err == nil {
 				err = reloadable(cfg, embedded)
 			}
@@ -367,6 +406,17 @@ wait:
 		return nil, fmt.Errorf("--exit-on-idle: %w", idleErr)
 	}
 	return next, stopErr
+}
+
+// reloadReadTimeout bounds how long a SIGHUP waits for the configuration
+// file to be read and checked; a reload that takes longer is refused. (A
+// variable for the tests.)
+var reloadReadTimeout = 10 * time.Second
+
+// reloadRead is what reading the configuration again gave.
+type reloadRead struct {
+	cfg *config.Config
+	err error
 }
 
 // reloadable refuses a reload that cannot be applied without a restart of
