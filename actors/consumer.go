@@ -57,6 +57,12 @@ type Options struct {
 	// returns (or until the consumer is stopped: done closes). A swarm's
 	// nodes use it to join together (supervisor.Link.AwaitStart).
 	JoinGate func(done <-chan struct{})
+	// Paused starts the consumer paused, and PausedPartitions with those
+	// partitions paused, as Pause would before its first record: a
+	// process that replaces a consumer (a configuration reload) carries
+	// its operator's pauses over this way. Resume ends them.
+	Paused           bool
+	PausedPartitions []TopicPartition
 
 	// watermarkRefresh replaces the high watermark refresh interval
 	// (tests: export_test.go); 0 keeps the default.
@@ -131,6 +137,14 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 		shutdown: cfg.ShutdownTimeout, maxHandler: cc.MaxHandlerTime, log: log}
 	if opts.Metrics {
 		c.stats.enableHistograms(cc.Name)
+	}
+	if opts.Paused {
+		c.stats.suspended.Store(true)
+		log.Info().Msg("consumer starts paused: no record starts and nothing is fetched until it is resumed")
+	}
+	if len(opts.PausedPartitions) > 0 {
+		c.stats.pausePartitions(opts.PausedPartitions, true)
+		log.Info().Stringer("partitions", tpList(opts.PausedPartitions)).Msg("consumer starts with partitions paused")
 	}
 	topics, err := cc.Subscription()
 	if err != nil {

@@ -74,6 +74,28 @@ func TestPauseHoldsRecordsAndKeepsPartitions(t *testing.T) {
 	}
 }
 
+// A consumer started paused (Options.Paused, what a reload carries over)
+// starts nothing until Resume, then runs everything once.
+func TestConsumerStartedPaused(t *testing.T) {
+	t.Parallel()
+	hs := harness.New(t, harness.Config{Consumer: harness.Consumer("born-paused", "t"), Paused: true},
+		actors.HandlerFunc(func(context.Context, *actors.Record) error { return nil }))
+	hs.Feed(harness.Seq("t", 0, 0, 20, 4)...)
+	hs.Assign("t", 0)
+	if !hs.Stats().Suspended {
+		t.Fatal("Stats().Suspended = false for a consumer started paused")
+	}
+	testkit.Holds(t, 300*time.Millisecond, "nothing starts in a consumer started paused", func() error {
+		if n := len(hs.Calls()); n != 0 {
+			return fmt.Errorf("%d handler calls began: %v", n, hs.Calls())
+		}
+		return nil
+	})
+	hs.Resume()
+	hs.AwaitAllCommitted()
+	hs.AwaitHandled(20)
+}
+
 // TestPausedConsumerKeepsItsGroup, on the suite's broker (embedded, and
 // Apache Kafka in make test-kafka): paused for 10 s with records arriving,
 // no record starts, nothing is fetched, the group does not rebalance,

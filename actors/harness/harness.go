@@ -78,6 +78,9 @@ type Config struct {
 	// test's log. Default warn (restarts and failures show; partition moves
 	// do not).
 	LogLevel config.LogLevel
+	// Paused starts the consumer paused (actors.Options.Paused); Resume
+	// lets it go.
+	Paused bool
 }
 
 // FastRestart restarts a failed tree after 10 to 100 ms.
@@ -166,6 +169,7 @@ func start(t T, cfg Config, h actors.Handler, bh actors.BatchHandler) *Harness {
 		Handler:         actors.HandlerFunc(hs.handle),
 		Logger:          logger,
 		Restart:         cfg.Restart,
+		Paused:          cfg.Paused,
 	}
 	if h == nil && bh != nil || h == nil && cfg.Consumer.Batch.Records() > 1 {
 		opts.Handler, opts.BatchHandler = nil, actors.BatchHandlerFunc(hs.handleBatch)

@@ -171,12 +171,13 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	}()
 
 	obs.loaded(time.Now())
+	var pauses map[string]pauseState // what the operator paused, carried over a reload
 	for {
 		kafka := cfg.Kafka
 		if kafka.IsEmbedded() {
 			kafka.Brokers = embeddedAddrs
 		}
-		g := &consumerSet{cfg: cfg, kafka: kafka, o: o, obs: obs, tp: tp, lost: lost, metrics: observe, joinGate: joinGate}
+		g := &consumerSet{cfg: cfg, kafka: kafka, o: o, obs: obs, tp: tp, lost: lost, metrics: observe, joinGate: joinGate, pauses: pauses}
 		if err := g.start(); err != nil {
 			return err
 		}
@@ -188,6 +189,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 			return err
 		}
 		cfg = next
+		pauses = pausesOf(g.consumers, cfg, log)
 		obs.loaded(time.Now())
 		log.Info().Int("consumers", len(cfg.Consumers)).Msg("configuration reloaded: starting the consumers again")
 	}
@@ -208,8 +210,42 @@ type consumerSet struct {
 	// nodes' (supervisor.Link.AwaitStart)
 	joinGate func(done <-chan struct{})
 
+	// pauses: the consumers (by name) that start paused, as the ones they
+	// replace were
+	pauses map[string]pauseState
+
 	consumers []*actors.Consumer
 	closers   []io.Closer // handlers that hold connections (grpc): closed once their consumers stopped
+}
+
+// pauseState is what an operator paused of a consumer: the whole of it, or
+// partitions.
+type pauseState struct {
+	paused     bool
+	partitions []actors.TopicPartition
+}
+
+// pausesOf reads the pauses of consumers that stopped for a reload, for
+// the consumers of next that bear their names; a paused consumer that next
+// no longer has is logged (its pause ends with it).
+func pausesOf(consumers []*actors.Consumer, next *config.Config, log zerolog.Logger) map[string]pauseState {
+	kept := make(map[string]bool, len(next.Consumers))
+	for _, cc := range next.Consumers {
+		kept[cc.Name] = true
+	}
+	out := map[string]pauseState{}
+	for _, c := range consumers {
+		p := pauseState{paused: c.Paused(), partitions: c.PausedPartitions()}
+		if !p.paused && len(p.partitions) == 0 {
+			continue
+		}
+		if !kept[c.Name()] {
+			log.Warn().Str("consumer", c.Name()).Msg("SIGHUP: a paused consumer is no longer in the configuration; its pause ends with it")
+			continue
+		}
+		out[c.Name()] = p
+	}
+	return out
 }
 
 // start creates and starts every consumer; on an error it stops those it
@@ -222,9 +258,14 @@ func (g *consumerSet) start() error {
 		}
 		if err == nil {
 			var c *actors.Consumer
+			p := g.pauses[cc.Name]
+			if p.paused || len(p.partitions) > 0 {
+				g.o.log.Info().Str("consumer", cc.Name).Bool("paused", p.paused).Int("paused_partitions", len(p.partitions)).
+					Msg("SIGHUP: the consumer was paused before the reload and stays so; resume it to go on")
+			}
 			c, err = actors.New(actors.Options{
 				Consumer: cc, Kafka: g.kafka, ShutdownTimeout: g.cfg.ShutdownTimeout, Handler: h, Logger: g.o.log, Metrics: g.metrics,
-				TracerProvider: g.tp, JoinGate: g.joinGate,
+				TracerProvider: g.tp, JoinGate: g.joinGate, Paused: p.paused, PausedPartitions: p.partitions,
 			})
 			if err == nil {
 				g.consumers = append(g.consumers, c)

@@ -62,6 +62,21 @@ log: {level: info, format: json}
 		t.Fatalf("/readyz while paused: %v %v, want 200", resp, err)
 	}
 
+	// A reload replaces the consumer: the pause goes over to the new one.
+	run.Signal(t, syscall.SIGHUP)
+	testkit.Eventually(t, time.Minute, "the reload to be applied and the consumer to be back", func() bool {
+		return statusReloads(t, base) == 1 && testkit.Reachable(listen) && statusReady(t, base)
+	})
+	if !statusPaused(t, base) {
+		t.Fatal("/status shows the consumer running after a SIGHUP reload: the reload resumed it")
+	}
+	testkit.Holds(t, 2*time.Second, "nothing delivered while paused after the reload", func() error {
+		if n := ledger.Report().Deliveries; n != deliveries {
+			return fmt.Errorf("%d deliveries", n-deliveries)
+		}
+		return nil
+	})
+
 	post(t, base+"/consumers/ctl/resume", http.StatusOK)
 	testkit.Eventually(t, time.Minute, "every record delivered after the resume", func() bool { return ledger.Report().Distinct == first+second })
 	if statusPaused(t, base) {
@@ -106,4 +121,42 @@ func statusPaused(t *testing.T, base string) bool {
 		t.Fatalf("/status: %+v, %v", st, err)
 	}
 	return st.Consumers[0].Paused
+}
+
+// statusReloads reads config.reloads from /status.
+func statusReloads(t *testing.T, base string) int {
+	t.Helper()
+	var st struct {
+		Config struct {
+			Reloads int `json:"reloads"`
+		} `json:"config"`
+	}
+	getJSON(t, base+"/status", &st)
+	return st.Config.Reloads
+}
+
+// statusReady reads whether the one consumer of /status is ready.
+func statusReady(t *testing.T, base string) bool {
+	t.Helper()
+	var st struct {
+		Consumers []struct {
+			Ready struct {
+				OK bool `json:"ok"`
+			} `json:"ready"`
+		} `json:"consumers"`
+	}
+	getJSON(t, base+"/status", &st)
+	return len(st.Consumers) == 1 && st.Consumers[0].Ready.OK
+}
+
+func getJSON(t *testing.T, url string, into any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
 }
