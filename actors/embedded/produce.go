@@ -66,9 +66,9 @@ func Produce(ctx context.Context, o ProduceOptions) error {
 			return err
 		}
 	}
-	p, err := sarama.NewAsyncProducer(o.Brokers, cfg)
+	p, err := connectSarama(ctx, o.Brokers, cfg)
 	if err != nil {
-		return fmt.Errorf("embedded: connecting producer to %v: %w", o.Brokers, err)
+		return fmt.Errorf("cannot connect to Kafka at %v: %w", o.Brokers, err)
 	}
 
 	// Acknowledgements are counted by a goroutine of this call, which every
@@ -169,6 +169,44 @@ const (
 )
 
 // produceFranz is Produce with franz-go.
+// connectSarama creates sarama's producer, which connects before it
+// returns and cannot be interrupted (against a broker that accepts and
+// never answers, minutes of retries). It runs on a goroutine of its own;
+// the call returns when the producer is there, when ctx ends (a signal) or
+// after connectWait, whichever comes first. A producer that connects after
+// the call gave up is closed by that goroutine, which ends with sarama's
+// own attempts (its timeouts bound them).
+func connectSarama(ctx context.Context, brokers []string, cfg *sarama.Config) (sarama.AsyncProducer, error) {
+	type result struct {
+		p   sarama.AsyncProducer
+		err error
+	}
+	got := make(chan result)
+	abandon := make(chan struct{})
+	go func() {
+		p, err := sarama.NewAsyncProducer(brokers, cfg)
+		select {
+		case got <- result{p, err}:
+		case <-abandon:
+			if p != nil {
+				p.AsyncClose()
+			}
+		}
+	}()
+	wait := time.NewTimer(connectWait)
+	defer wait.Stop()
+	select {
+	case r := <-got:
+		return r.p, r.err
+	case <-ctx.Done():
+		close(abandon)
+		return nil, ctx.Err()
+	case <-wait.C:
+		close(abandon)
+		return nil, fmt.Errorf("no broker answered within %s: %w", connectWait, context.DeadlineExceeded)
+	}
+}
+
 func produceFranz(ctx context.Context, o ProduceOptions) error {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(o.Brokers...),
@@ -189,7 +227,7 @@ func produceFranz(ctx context.Context, o ProduceOptions) error {
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("embedded: connecting producer to %v: %w", o.Brokers, err)
+		return fmt.Errorf("cannot connect to Kafka at %v: %w", o.Brokers, err)
 	}
 	defer cl.Close()
 	// As sarama's producer, which connects before it returns: a broker
@@ -199,7 +237,7 @@ func produceFranz(ctx context.Context, o ProduceOptions) error {
 	err = cl.Ping(pctx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("embedded: connecting producer to %v: %w", o.Brokers, err)
+		return fmt.Errorf("cannot connect to Kafka at %v: %w", o.Brokers, err)
 	}
 	var mu sync.Mutex
 	var first error

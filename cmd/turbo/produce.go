@@ -47,6 +47,9 @@ func cmdProduce(ctx context.Context, f *produceFlags, stdout, stderr io.Writer) 
 			return err
 		}
 	}
+	// The brokers written to are the ones the refusals are explained for
+	// (kafkanet probes them): --brokers, else the configuration's.
+	k.Brokers = opts.Brokers
 	kn := kafkanet.New(k, log)
 	kn.Warn()
 	opts.Secure = kn.Apply
@@ -65,6 +68,9 @@ func cmdProduce(ctx context.Context, f *produceFlags, stdout, stderr io.Writer) 
 	}
 	start := time.Now()
 	err := embedded.Produce(ctx, opts)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted by a signal before all %d records were written to %s", f.count, f.topic)
+	}
 	if r := kn.Explain(err); r != nil {
 		return r
 	}

@@ -164,6 +164,43 @@ log: {level: info, format: json}
 	}
 }
 
+// turbo produce given --brokers and its security from the TURBO_KAFKA_*
+// environment alone (no --config) explains a refusal as turbo run does: it
+// probes the brokers it was given (it probed none, and said only "run out
+// of available brokers").
+func TestProduceByFlagsExplainsARefusal(t *testing.T) {
+	t.Parallel()
+	s := securedFromEnv(t)
+	for _, tc := range []struct {
+		name, brokers string
+		env           [][2]string
+		want          string
+	}{
+		{"SASL against a PLAINTEXT listener", s.plain(), [][2]string{{"TURBO_KAFKA_SASL_MECHANISM", "PLAIN"}, {"TURBO_KAFKA_SASL_USERNAME", s.Plain.User}, {"TURBO_KAFKA_SASL_PASSWORD", s.Plain.Password}},
+			fmt.Sprintf(`the broker's listener at %s does not expect SASL`, s.plain())},
+		{"TLS against PLAINTEXT", s.plain(), [][2]string{{"TURBO_KAFKA_TLS_ENABLED", "true"}, {"TURBO_KAFKA_TLS_CA_FILE", s.file("ca.pem")}},
+			fmt.Sprintf(`the broker at %s does not speak TLS`, s.plain())},
+		{"plaintext against SASL_SSL", s.saslSSL(), nil,
+			fmt.Sprintf(`the broker at %s speaks TLS, but kafka.tls.enabled is false`, s.saslSSL())},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, kv := range tc.env {
+				testkit.Setenv(t, kv[0], kv[1])
+			}
+			var stdout, stderr bytes.Buffer
+			began := time.Now()
+			p := testkit.StartWith(t, &stdout, &stderr, "produce", "--brokers", tc.brokers, "--topic", testkit.TopicName("produce-flags"), "--count", "1")
+			code := p.Wait(t, 90*time.Second)
+			out := stdout.String() + stderr.String()
+			if code != 1 || !strings.Contains(readable(out), tc.want) || strings.Contains(out, "embedded:") {
+				t.Errorf("exit %d after %s, want 1 and %q; output:\n%s", code, time.Since(began).Round(time.Millisecond), tc.want, out)
+			}
+			noSecrets(t, "turbo produce's output", out, s.secrets(t))
+		})
+	}
+}
+
 // OAUTHBEARER for real: the broker validates the tokens against the JWKS of
 // the test's issuer, whose tokens live 10 s; a run longer than several
 // lifetimes keeps consuming because turbo fetches a new token before the
