@@ -70,9 +70,10 @@ func (s *Supervisor) live(now time.Time) web.Check {
 	return web.Check{OK: true}
 }
 
-// readyCheck is GET /readyz: every node runs and its last report says it is
-// ready (every consumer in a group session, Kafka answering). The reason
-// names the first node that is not, and why.
+// readyCheck is GET /readyz: every node runs, reported within
+// node_report_timeout, and its last report says it is ready (every
+// consumer in a group session, Kafka answering). The reason names the
+// first node that is not, and why.
 func readyCheck(v *view) web.Check {
 	if v == nil {
 		return web.Check{Reason: "the supervisor's control loop has not run yet"}
@@ -91,6 +92,8 @@ func readyCheck(v *view) web.Check {
 			return web.Check{Reason: why}
 		case o.report == nil:
 			return web.Check{Reason: fmt.Sprintf("node %d has not reported yet", n.Index)}
+		case o.silent != "":
+			return web.Check{Reason: o.silent}
 		case !o.report.Ready:
 			detail := o.report.ReadyDetail
 			if detail == "" {

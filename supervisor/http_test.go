@@ -20,6 +20,8 @@ func TestReadyReasons(t *testing.T) {
 	}
 	stopping := runningView(ready, ready)
 	stopping.stopping = true
+	frozen := runningView(ready, ready)
+	frozen.obs[1].silent = "node 1 has not reported for 20s (node_report_timeout 3s)"
 	for name, c := range map[string]struct {
 		v    *view
 		want web.Check
@@ -30,8 +32,9 @@ func TestReadyReasons(t *testing.T) {
 		"no report":    {runningView(ready, nil), web.Check{Reason: "node 1 has not reported yet"}},
 		"not ready": {runningView(&swarmpb.Report{ReadyDetail: "consumer orders: Kafka unreachable"}, ready),
 			web.Check{Reason: "node 0 is not ready: consumer orders: Kafka unreachable"}},
-		"not ready, no detail": {runningView(ready, &swarmpb.Report{}), web.Check{Reason: "node 1 is not ready: it gave no reason"}},
-		"stopping":             {stopping, web.Check{Reason: "the swarm is stopping"}},
+		"not ready, no detail":      {runningView(ready, &swarmpb.Report{}), web.Check{Reason: "node 1 is not ready: it gave no reason"}},
+		"stopping":                  {stopping, web.Check{Reason: "the swarm is stopping"}},
+		"silent, last report ready": {frozen, web.Check{Reason: "node 1 has not reported for 20s (node_report_timeout 3s)"}},
 	} {
 		if got := readyCheck(c.v); got != c.want {
 			t.Errorf("%s: %+v, want %+v", name, got, c.want)

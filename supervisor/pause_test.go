@@ -57,8 +57,8 @@ func TestSlotSilenceExcludesSupervisorPause(t *testing.T) {
 	if st, d := s.judge(now, cfg); st != swarmpb.Status_STATUS_OK {
 		t.Fatalf("right after a 15 s pause of the supervisor: %v %q, want OK", st, d)
 	}
-	if s.overdue(now, cfg) {
-		t.Error("right after a 15 s pause of the supervisor: overdue")
+	if why, _ := silenceVerdict(s.index, s.silence(now), cfg); why != "" {
+		t.Errorf("right after a 15 s pause of the supervisor: %q, want no verdict", why)
 	}
 	// The node stays silent while the supervisor runs: judged after 10 s of
 	// the supervisor's running time.
@@ -77,5 +77,28 @@ func TestSlotSilenceExcludesSupervisorPause(t *testing.T) {
 	s.heard(now)
 	if got := s.silence(now); got != 0 {
 		t.Errorf("silence right after a report: %s, want 0", got)
+	}
+}
+
+// A node's silence: under one and a half report intervals, nothing; past
+// that, not ready (a report is missing) but still live; past
+// node_report_timeout, overdue.
+func TestSilenceVerdict(t *testing.T) {
+	cfg := config.DefaultSwarm() // reports every 10 s, timeout 60 s
+	for _, c := range []struct {
+		silence     time.Duration
+		want        string
+		wantOverdue bool
+	}{
+		{0, "", false},
+		{15 * time.Second, "", false},
+		{15*time.Second + time.Millisecond, "node 2 has not reported for 15.001s (it reports every 10s; it is replaced after node_report_timeout 1m0s)", false},
+		{20 * time.Second, "node 2 has not reported for 20s (it reports every 10s; it is replaced after node_report_timeout 1m0s)", false},
+		{61 * time.Second, "node 2 has not reported for 1m1s (node_report_timeout 1m0s)", true},
+	} {
+		why, overdue := silenceVerdict(2, c.silence, cfg)
+		if why != c.want || overdue != c.wantOverdue {
+			t.Errorf("silence %s: %q, overdue %v; want %q, %v", c.silence, why, overdue, c.want, c.wantOverdue)
+		}
 	}
 }

@@ -91,13 +91,20 @@ func (s *slot) sampleMemory(rss uint64, limit config.ByteSize) {
 	}
 }
 
-// overdue reports whether a node that should be reporting is late, for the
-// liveness endpoint.
-func (s *slot) overdue(now time.Time, cfg config.Swarm) bool {
-	if s.state != slotRunning && s.state != slotStarting {
-		return false
+// silenceVerdict judges a reporting node's silence: past
+// node_report_timeout it is overdue (not live: the supervisor stops it);
+// past one and a half report intervals, a report is missing, and the node
+// is not ready (its last report, however ready, no longer speaks for it)
+// long before it is replaced. why is "" while neither holds.
+func silenceVerdict(index int, silence time.Duration, cfg config.Swarm) (why string, overdue bool) {
+	switch {
+	case silence > cfg.NodeReportTimeout:
+		return fmt.Sprintf("node %d has not reported for %s (node_report_timeout %s)", index, silence.Round(time.Millisecond), cfg.NodeReportTimeout), true
+	case silence > cfg.NodeReportInterval+cfg.NodeReportInterval/2:
+		return fmt.Sprintf("node %d has not reported for %s (it reports every %s; it is replaced after node_report_timeout %s)",
+			index, silence.Round(time.Millisecond), cfg.NodeReportInterval, cfg.NodeReportTimeout), false
 	}
-	return s.silence(now) > cfg.NodeReportTimeout
+	return "", false
 }
 
 // silence is how long the node has said nothing while the supervisor ran.

@@ -97,6 +97,10 @@ type nodeView struct {
 	// metrics are not served as if it ran).
 	report     *swarmpb.Report
 	restartsBy [numCauses]int
+	// silent says why the node is overdue (no report within
+	// node_report_timeout: frozen, stopped or starved); "" when it is not.
+	// Its last report, however ready, no longer speaks for it.
+	silent string
 }
 
 // New checks the options and the system; it starts nothing.

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -452,12 +451,14 @@ func (r *run) publish(now time.Time) []NodeStatus {
 		if sl.proc != nil {
 			nv.report = sl.report // never changed once received: shared, not copied
 		}
-		v.obs = append(v.obs, nv)
-		if sl.overdue(now, r.cfg) && v.healthy {
-			v.healthy = false
-			v.why = fmt.Sprintf("node %d has not reported for %s (node_report_timeout %s)",
-				sl.index, sl.silence(now).Round(time.Millisecond), r.cfg.NodeReportTimeout)
+		if sl.state == slotRunning || sl.state == slotStarting {
+			why, overdue := silenceVerdict(sl.index, sl.silence(now), r.cfg)
+			nv.silent = why
+			if overdue && v.healthy {
+				v.healthy, v.why = false, why
+			}
 		}
+		v.obs = append(v.obs, nv)
 	}
 	if r.stopping {
 		v.healthy, v.why = false, "the swarm is stopping"

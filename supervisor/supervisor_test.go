@@ -217,6 +217,15 @@ func TestStoppedNodeIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
+	// Not ready as soon as a report is missing (1.5 report intervals),
+	// long before node_report_timeout replaces it; still live meanwhile.
+	eventually(t, 5*time.Second, "readiness to name the frozen node while it is still there", func() bool {
+		c := r.sup.Ready()
+		return !c.OK && strings.Contains(c.Reason, "node 0 has not reported for") && strings.Contains(c.Reason, "it reports every 100ms") && alive(pid)
+	})
+	if notReady := time.Since(stopped); notReady > time.Second {
+		t.Errorf("readiness turned false %s after the node froze, want within a second (reports every 100ms)", notReady)
+	}
 	eventually(t, 10*time.Second, "the hung node gone", func() bool { return !alive(pid) })
 	gone := time.Since(stopped)
 	limit := time.Second + 2*time.Second + time.Second
