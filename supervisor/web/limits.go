@@ -3,6 +3,7 @@ package web
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +25,11 @@ type Limits struct {
 	Write    time.Duration
 	Idle     time.Duration // between two requests on a keep-alive connection
 	MaxConns int           // connections held at once
+	// PerPeer is the most of them one client address may hold: a client
+	// that opens many and dribbles its headers (slowloris) takes at most
+	// these, and the probes from elsewhere still find a free one. A
+	// connection over it is closed as soon as it is accepted.
+	PerPeer int
 }
 
 // MaxConns is the most connections a listener holds at once by default;
@@ -40,6 +46,7 @@ var DefaultLimits = Limits{
 	Write:      10 * time.Second,
 	Idle:       10 * time.Second,
 	MaxConns:   MaxConns,
+	PerPeer:    MaxConns / 4,
 }
 
 // withDefaults fills every unset (zero or negative) field from
@@ -62,36 +69,87 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxConns <= 0 {
 		l.MaxConns = d.MaxConns
 	}
+	if l.PerPeer <= 0 {
+		l.PerPeer = max(l.MaxConns/4, 1)
+	}
+	l.PerPeer = min(l.PerPeer, l.MaxConns)
 	return l
 }
 
 // limitListener holds at most cap accepted connections at once: Accept
 // waits for one to close before it takes the next from the kernel's queue.
-// (golang.org/x/net/netutil.LimitListener does the same; this is the few
-// lines turbo needs, without the dependency.)
+// (golang.org/x/net/netutil.LimitListener does the same.) And it holds at
+// most perPeer of them per client address: one over that is closed at
+// once, without taking a slot, so that one client cannot hold them all.
 type limitListener struct {
 	net.Listener
 	slots     chan struct{} // one token per held connection
 	done      chan struct{} // closed by Close: a waiting Accept returns
 	closeOnce sync.Once
+	perPeer   int
+
+	mu      sync.Mutex
+	peers   map[string]int // held connections by client address
+	refused atomic.Int64   // connections closed for their address's cap
 }
 
-func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
+func newLimitListener(ln net.Listener, n, perPeer int) *limitListener {
+	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{}), perPeer: perPeer, peers: map[string]int{}}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	for {
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.slots
+			return nil, err
+		}
+		peer := peerOf(c)
+		if !l.take(peer) {
+			l.refused.Add(1)
+			_ = c.Close()
+			<-l.slots
+			continue
+		}
+		return &limitConn{Conn: c, release: func() { l.give(peer); <-l.slots }}, nil
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
+}
+
+// take counts a connection of peer, unless peer holds perPeer already.
+func (l *limitListener) take(peer string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.peers[peer] >= l.perPeer {
+		return false
 	}
-	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+	l.peers[peer]++
+	return true
+}
+
+func (l *limitListener) give(peer string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.peers[peer]--; l.peers[peer] <= 0 {
+		delete(l.peers, peer)
+	}
+}
+
+// peerOf is the client's address without its port (the whole address
+// when it has none: a unix socket's).
+func peerOf(c net.Conn) string {
+	a := c.RemoteAddr()
+	if a == nil {
+		return ""
+	}
+	if host, _, err := net.SplitHostPort(a.String()); err == nil {
+		return host
+	}
+	return a.String()
 }
 
 func (l *limitListener) Close() error {

@@ -66,7 +66,9 @@ func serverConns(t *testing.T, port int) int {
 // are served in turn.
 func TestServerBoundsConnections(t *testing.T) {
 	const clients = 100
-	lim := Limits{ReadHeader: time.Second, Read: time.Second, Write: time.Second, Idle: 200 * time.Millisecond, MaxConns: 10}
+	// Every client comes from 127.0.0.1: the per-client cap is the whole
+	// cap here (TestSlowClientsCannotStarveTheProbes tests it).
+	lim := Limits{ReadHeader: time.Second, Read: time.Second, Write: time.Second, Idle: 200 * time.Millisecond, MaxConns: 10, PerPeer: 10}
 	live, err := Start(Options{Addr: "127.0.0.1:0", Key: "http.listen", Source: &fakeSource{}, Limits: lim, Log: zerolog.New(zerolog.NewTestWriter(t))})
 	if err != nil {
 		t.Fatal(err)
@@ -147,5 +149,109 @@ sampling:
 	}
 	if peak > lim.MaxConns {
 		t.Errorf("the server held %d connections at once, want at most %d", peak, lim.MaxConns)
+	}
+}
+
+// Slowloris: 500 connections from one client address (127.0.0.2), each
+// dribbling a header byte every 200 ms and opening a new one when its
+// connection is closed, while a probe from another address (127.0.0.1)
+// asks /healthz every 100 ms with a 1 s timeout, as a kubelet would. The
+// flood holds at most PerPeer connections; every probe is answered in
+// time, and the server never holds more than MaxConns.
+func TestSlowClientsCannotStarveTheProbes(t *testing.T) {
+	const attackers = 500
+	srv, err := Start(Options{Addr: "127.0.0.1:0", Key: "http.listen", Source: &fakeSource{live: Check{OK: true}}, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	_, portStr, _ := net.SplitHostPort(srv.Addr())
+	port, _ := strconv.Atoi(portStr)
+	lim := DefaultLimits
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var dials atomic.Int64
+	attacker := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: time.Second}
+	for range attackers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := attacker.Dial("tcp", srv.Addr())
+				if err != nil {
+					select {
+					case <-stop:
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+					continue
+				}
+				dials.Add(1)
+				_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\n")
+				tick := time.NewTicker(200 * time.Millisecond)
+			dribble:
+				for {
+					select {
+					case <-stop:
+						break dribble
+					case <-tick.C:
+						if _, err := io.WriteString(c, "X"); err != nil {
+							break dribble // closed by the server
+						}
+					}
+				}
+				tick.Stop()
+				c.Close()
+			}
+		})
+	}
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	testkitEventually(t, 10*time.Second, "the flood to hold its share of the connections", func() bool {
+		return serverConns(t, port) >= lim.MaxConns/4
+	})
+
+	probe := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var worst time.Duration
+	peak := 0
+	for i := range 30 {
+		began := time.Now()
+		resp, err := probe.Get("http://" + srv.Addr() + "/healthz")
+		took := time.Since(began)
+		if err != nil {
+			t.Fatalf("probe %d under the flood: %v after %s", i, err, took.Round(time.Millisecond))
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("probe %d under the flood: %d", i, resp.StatusCode)
+		}
+		worst = max(worst, took)
+		peak = max(peak, serverConns(t, port))
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("%d slow clients (%d connections opened): 30 probes from another address, the slowest answered in %s; at most %d connections held (cap %d, %d per client)",
+		attackers, dials.Load(), worst.Round(time.Millisecond), peak, lim.MaxConns, lim.PerPeer)
+	if peak > lim.MaxConns {
+		t.Errorf("the server held %d connections, want at most %d", peak, lim.MaxConns)
+	}
+}
+
+// testkitEventually polls cond every 10 ms until it holds or the deadline
+// passes (this package cannot import testkit, which imports it).
+func testkitEventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -91,7 +91,7 @@ func Listen(addr, key string, h http.Handler, lim Limits, log zerolog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
-	s.ln = newLimitListener(ln, lim.MaxConns)
+	s.ln = newLimitListener(ln, lim.MaxConns, lim.PerPeer)
 	s.srv = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: lim.ReadHeader,
