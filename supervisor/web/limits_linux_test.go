@@ -93,7 +93,7 @@ func TestServerBoundsConnections(t *testing.T) {
 			}
 			defer c.Close()
 			// Keep-alive: one request, then the connection stays idle.
-			if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: probe\r\n\r\n"); err != nil {
+			if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
 				fail(err)
 				return
 			}

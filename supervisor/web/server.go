@@ -16,6 +16,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,6 +93,9 @@ func Listen(addr, key string, h http.Handler, lim Limits, log zerolog.Logger) (*
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	s.ln = newLimitListener(ln, lim.MaxConns, lim.PerPeer)
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsLoopback() {
+		h = loopbackHosts(h)
+	}
 	s.srv = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: lim.ReadHeader,
@@ -109,6 +113,39 @@ func Listen(addr, key string, h http.Handler, lim Limits, log zerolog.Logger) (*
 		}
 	}()
 	return s, nil
+}
+
+// loopbackHosts answers only requests whose Host names the loopback
+// interface (localhost, 127.0.0.0/8, ::1; any port; none at all): a
+// listener on loopback is meant for this machine, and a web page whose
+// name an attacker re-points at 127.0.0.1 (DNS rebinding) would otherwise
+// read /status through the victim's browser. Its requests carry the
+// page's name, and get 403.
+func loopbackHosts(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			writeJSON(w, http.StatusForbidden, Check{Reason: fmt.Sprintf("the Host header %q names no loopback address: this listener, on loopback, answers requests for localhost, 127.0.0.1 or ::1 only", r.Host)})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names the loopback interface.
+func loopbackHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // maxHeaderBytes bounds a request's headers: a probe's or a scraper's

@@ -325,3 +325,55 @@ func TestLimitsDefaults(t *testing.T) {
 		t.Errorf("DefaultLimits.Write %v cuts a scrape before Prometheus's default 10 s timeout", DefaultLimits.Write)
 	}
 }
+
+// A listener on loopback answers requests for loopback names only: a page
+// whose name was re-pointed at 127.0.0.1 (DNS rebinding) gets 403 and
+// nothing of /status; one on every interface answers any Host.
+func TestLoopbackListenerChecksTheHost(t *testing.T) {
+	src := &fakeSource{live: Check{OK: true}, status: Status{Mode: ModeRun}}
+	get := func(base, host string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, base+"/status", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusForbidden && strings.Contains(string(body), `"mode"`) {
+			t.Errorf("Host %q: 403 with the status in it: %s", host, body)
+		}
+		return resp.StatusCode
+	}
+	loop := start(t, nil, src)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(loop, "http://"))
+	for host, want := range map[string]int{
+		"127.0.0.1:" + port:       http.StatusOK,
+		"localhost:" + port:       http.StatusOK,
+		"LOCALHOST.":              http.StatusOK,
+		"[::1]:" + port:           http.StatusOK,
+		"127.8.9.10":              http.StatusOK,
+		"app.localhost":           http.StatusOK,
+		"rebound.example":         http.StatusForbidden,
+		"rebound.example:" + port: http.StatusForbidden,
+		"10.0.0.7:" + port:        http.StatusForbidden,
+		"localhost.example.com":   http.StatusForbidden,
+	} {
+		if got := get(loop, host); got != want {
+			t.Errorf("loopback listener, Host %q: %d, want %d", host, got, want)
+		}
+	}
+	s, err := Start(Options{Addr: "0.0.0.0:0", Key: "http.listen", Source: src, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	_, anyPort, _ := net.SplitHostPort(s.Addr())
+	if got := get("http://127.0.0.1:"+anyPort, "rebound.example"); got != http.StatusOK {
+		t.Errorf("listener on every interface, Host rebound.example: %d, want 200 (it serves names it cannot know)", got)
+	}
+}
