@@ -83,6 +83,7 @@ type Consumer struct {
 	shutdown   time.Duration // shutdown_timeout: Stop's hard bound
 	maxHandler time.Duration // max_handler_time, for Live
 	log        zerolog.Logger
+	control    *controlLog // Pause and Resume's lines
 }
 
 // New validates the options and starts the consumer: its actor tree runs
@@ -135,6 +136,7 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 	sys := newSystem(log)
 	c := &Consumer{name: cc.Name, group: cc.Group, sys: sys, stats: &consumerStats{}, stopped: make(chan struct{}), pool: newWorkerPool(300),
 		shutdown: cfg.ShutdownTimeout, maxHandler: cc.MaxHandlerTime, log: log}
+	c.control = newControlLog(log, func() (bool, int) { return c.stats.suspended.Load(), int(c.stats.partsPaused.Load()) })
 	if opts.Metrics {
 		c.stats.enableHistograms(cc.Name)
 	}
@@ -239,7 +241,9 @@ func (c *Consumer) Pause(tps ...TopicPartition) {
 		return
 	}
 	c.stats.pausePartitions(tps, true)
-	c.log.Info().Stringer("partitions", tpList(tps)).Msg("partitions paused: none of their records starts and nothing of them is fetched until they are resumed")
+	c.control.change(func(log zerolog.Logger) {
+		log.Info().Stringer("partitions", tpList(tps)).Msg("partitions paused: none of their records starts and nothing of them is fetched until they are resumed")
+	})
 	c.tellCoordinator()
 }
 
@@ -251,7 +255,7 @@ func (c *Consumer) Resume(tps ...TopicPartition) {
 		return
 	}
 	c.stats.pausePartitions(tps, false)
-	c.log.Info().Stringer("partitions", tpList(tps)).Msg("partitions resumed")
+	c.control.change(func(log zerolog.Logger) { log.Info().Stringer("partitions", tpList(tps)).Msg("partitions resumed") })
 	c.tellCoordinator()
 }
 
@@ -277,10 +281,12 @@ func (c *Consumer) setSuspended(on bool) {
 		return
 	}
 	if on {
-		c.log.Info().Msg("consumer paused: no record starts and nothing is fetched until it is resumed")
+		c.control.change(func(log zerolog.Logger) {
+			log.Info().Msg("consumer paused: no record starts and nothing is fetched until it is resumed")
+		})
 	} else {
 		c.stats.resumeGates()
-		c.log.Info().Msg("consumer resumed")
+		c.control.change(func(log zerolog.Logger) { log.Info().Msg("consumer resumed") })
 	}
 	c.tellCoordinator()
 }
@@ -309,6 +315,7 @@ func (c *Consumer) Stop(ctx context.Context) error {
 		defer cancel()
 		c.stopErr = c.stop(ctx)
 		c.sys.Shutdown()
+		c.control.close()
 	})
 	return c.stopErr
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -34,7 +35,8 @@ consumers:
 http: {listen: "127.0.0.1:0", control: true}
 log: {level: info, format: json}
 `, addr, topic, topic, ledger.Endpoint(t)))
-	run, listen := testkit.StartHTTP(t, nil, nil, "run", "--config", cfg)
+	var stderr testkit.Buffer
+	run, listen := testkit.StartHTTP(t, nil, &stderr, "run", "--config", cfg)
 	base := "http://" + listen
 	testkit.Eventually(t, time.Minute, fmt.Sprintf("the first %d records delivered", first), func() bool { return ledger.Report().Distinct == first })
 
@@ -85,6 +87,26 @@ log: {level: info, format: json}
 	rep := ledger.Report()
 	if rep.Duplicates != 0 || rep.Overlaps != 0 || rep.OrderViolations != 0 {
 		t.Fatalf("%d duplicates, %d overlaps, %d order violations; want 0 (%v)", rep.Duplicates, rep.Overlaps, rep.OrderViolations, rep.Examples)
+	}
+
+	// A client toggling the consumer in a loop does not flood the log: a
+	// line a second, and one that counts the rest and gives the state.
+	changeLines := func() int {
+		return strings.Count(stderr.String(), `"message":"consumer paused`) + strings.Count(stderr.String(), `"message":"consumer resumed"`)
+	}
+	before := changeLines()
+	const toggles = 200
+	for i := range toggles {
+		post(t, base+"/consumers/ctl/"+[]string{"pause", "resume"}[i%2], http.StatusOK)
+	}
+	testkit.Eventually(t, 10*time.Second, "the burst's summary line", func() bool {
+		return strings.Contains(stderr.String(), `"message":"more pauses and resumes than one line a window`)
+	})
+	if n := changeLines() - before; n > 4 {
+		t.Errorf("%d pause/resume lines for %d toggles, want at most a few (one a second, the rest counted)", n, toggles)
+	}
+	if statusPaused(t, base) {
+		t.Error("/status shows the consumer paused after a burst that ended with a resume")
 	}
 	run.Signal(t, syscall.SIGTERM)
 	if code := run.Wait(t, time.Minute); code != 0 {
