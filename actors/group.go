@@ -591,7 +591,8 @@ func (f *saramaFeed) end() claimEnd {
 		return endRevoked
 	}
 	if f.sess.Context().Err() != nil {
-		f.w.sessionEnded(context.Cause(f.sess.Context()), f.g.ctx.Err() != nil)
+		cause := context.Cause(f.sess.Context())
+		f.w.sessionEnded(cause, f.g.ctx.Err() != nil || errors.Is(cause, errResubscribed))
 	}
 	if f.w.reason() != nil {
 		return endLost
@@ -650,7 +651,7 @@ func (g *kafkaGroup) subscribe(client sarama.Client) ([]string, context.Context,
 		g.sleep(g.refresh)
 		return nil, nil, nil
 	}
-	ctx, cancel := context.WithCancel(g.ctx)
+	ctx, cancel := context.WithCancelCause(g.ctx)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -667,16 +668,22 @@ func (g *kafkaGroup) subscribe(client sarama.Client) ([]string, context.Context,
 				continue
 			}
 			g.log.Info().Strs("topics", now).Strs("before", topics).Msg("the topics matching the patterns changed: joining the group again with them")
-			cancel()
+			cancel(errResubscribed)
 			return
 		}
 	}()
 	g.log.Debug().Strs("topics", topics).Msg("subscribing to the topics matching the patterns")
 	return topics, ctx, func() {
-		cancel()
+		cancel(nil)
 		<-watched
 	}
 }
+
+// errResubscribed ends a session whose member joins again at once with the
+// topics now matching its patterns: it stays in its group, so the
+// session's partitions are handed over as in a revocation (running records
+// finish, what finished is committed), not dropped as a lost session's.
+var errResubscribed = errors.New("the topics matching the patterns changed")
 
 // matching asks the brokers for every topic and returns those the
 // subscription reads.

@@ -86,3 +86,67 @@ log: {level: info, format: json}
 	t.Logf("FIGURES topic-pattern broker=%s metadata_refresh=%s new-topic-consumed-in=%s (from its creation to its last record handled)",
 		brokerKind(), refresh, pickedUp.Round(time.Millisecond))
 }
+
+// New matching topics while records run: each changes the subscription,
+// and the member joins its group again with the new topics. That is a
+// handover, like any rebalance — running records finish, what finished is
+// committed — never a lost session that drops every partition (which ran
+// records twice: 31 duplicates in 10,181 with a new topic every 0.3 s).
+func TestANewMatchingTopicIsAHandoverNotALoss(t *testing.T) {
+	t.Parallel()
+	const records, extra, newTopics, refresh = 2000, 50, 4, 500 * time.Millisecond
+	base := testkit.TopicName("resub")
+	addr := testkit.Cluster(t, 2, base+".a")
+	testkit.ProduceWithBinary(t, addr, base+".a", records, 50)
+	ledger := testkit.NewLedger(10 * time.Millisecond)
+	ledger.UnitOf = func(rec *actors.Record) string { return rec.Topic + "/" + string(rec.Key) }
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+kafka:
+  brokers: [%q]
+consumers:
+  - name: resub
+    group: %s
+    topics: ["/%s\\..*/"]
+    metadata_refresh: %s
+    concurrency: 8
+    commit_interval: 100ms
+    handler: {type: http, url: %q, timeout: 30s}
+log: {level: info, format: json}
+`, addr, base, regexp.QuoteMeta(base), refresh, ledger.Endpoint(t)))
+	var stderr testkit.Buffer
+	run := testkit.StartWith(t, nil, &stderr, "run", "--config", cfg)
+	testkit.Eventually(t, time.Minute, "the first records handled", func() bool { return ledger.Report().Distinct > 0 })
+	for i := range newTopics {
+		topic := fmt.Sprintf("%s.new%d", base, i)
+		testkit.CreateTopics(t, addr, 2, topic)
+		testkit.ProduceWithBinary(t, addr, topic, extra, 10)
+		testkit.Eventually(t, 30*time.Second, fmt.Sprintf("a record of %s handled (the subscription took it in)", topic), func() bool {
+			for name := range ledger.Handled() {
+				if strings.HasPrefix(name, topic+"/") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	midway := ledger.Report().Distinct
+	testkit.Eventually(t, 2*time.Minute, "every record handled", func() bool { return ledger.Report().Distinct == records+newTopics*extra })
+	if midway >= records {
+		t.Errorf("the base topic was all handled (%d) before the last subscription change: nothing ran across the changes", midway)
+	}
+	rep := ledger.Report()
+	lost := strings.Count(stderr.String(), "consumer group session lost")
+	if n := strings.Count(stderr.String(), "the topics matching the patterns changed"); n == 0 {
+		t.Error("no subscription change was logged: the test did not test what it is about")
+	}
+	if lost != 0 || rep.Duplicates != 0 || rep.Overlaps != 0 || rep.OrderViolations != 0 {
+		t.Errorf("%d sessions lost, %d duplicates, %d overlaps, %d order violations across %d subscription changes; want 0 (%v)",
+			lost, rep.Duplicates, rep.Overlaps, rep.OrderViolations, newTopics, rep.Examples)
+	}
+	run.Signal(t, syscall.SIGTERM)
+	if code := run.Wait(t, time.Minute); code != 0 {
+		t.Fatalf("turbo run exited %d", code)
+	}
+	t.Logf("FIGURES resubscribe broker=%s records=%d changes=%d sessions_lost=%d duplicates=%d (handled when the last change came: %d)",
+		brokerKind(), rep.Distinct, newTopics, lost, rep.Duplicates, midway)
+}
