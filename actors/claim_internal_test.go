@@ -368,7 +368,7 @@ func saramaSideRun(t *testing.T) sideRun {
 	consumer.Topics = []string{"t"}
 	log := zerolog.New(zerolog.NewTestWriter(t))
 	g := &kafkaGroup{
-		released: &releasedAt{}, brokers: b.Addrs(), groupID: consumer.Group, topics: mustSubscription(t, consumer), refresh: consumer.MetadataRefresh,
+		released: &releasedAt{}, partCap: newPartitionCap(consumer.PartitionCap(), log), brokers: b.Addrs(), groupID: consumer.Group, topics: mustSubscription(t, consumer), refresh: consumer.MetadataRefresh,
 		cfg: saramaConfig(cfg.Kafka, consumer, time.Second), net: kafkanet.New(cfg.Kafka, log), log: log,
 		retry:    backoff.Policy{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2},
 		maxBatch: maxFetchBatch, revokeWait: 10 * time.Second, readMeta: true, auxQueue: 16, stats: &consumerStats{},

@@ -166,6 +166,7 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 		dispatcher:       c.pool,
 		inMemory:         cluster,
 		released:         &releasedAt{},
+		partCap:          newPartitionCap(cc.PartitionCap(), log),
 		joinGate:         &joinGate{wait: opts.JoinGate},
 		watermarkRefresh: opts.watermarkRefresh,
 	}

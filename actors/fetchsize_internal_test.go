@@ -64,7 +64,7 @@ func TestFetchSizedToTheSubscription(t *testing.T) {
 		sub := mustSubscription(t, consumer)
 		budget := int64(consumer.MaxBufferedBytes)
 
-		sg := &kafkaGroup{brokers: b.Addrs(), groupID: consumer.Group, topics: sub, cfg: saramaConfig(cfg.Kafka, consumer, time.Second),
+		sg := &kafkaGroup{partCap: newPartitionCap(consumer.PartitionCap(), log), brokers: b.Addrs(), groupID: consumer.Group, topics: sub, cfg: saramaConfig(cfg.Kafka, consumer, time.Second),
 			budgetBytes: budget, net: kafkanet.New(cfg.Kafka, log), log: log}
 		client, group, err := sg.dial()
 		if err != nil {
@@ -76,7 +76,7 @@ func TestFetchSizedToTheSubscription(t *testing.T) {
 		group.Close()
 		client.Close()
 
-		fg := &franzGroup{brokers: b.Addrs(), groupID: consumer.Group, topics: sub, opts: franzOpts(cfg.Kafka, b.Addrs(), consumer, time.Second),
+		fg := &franzGroup{partCap: newPartitionCap(consumer.PartitionCap(), log), brokers: b.Addrs(), groupID: consumer.Group, topics: sub, opts: franzOpts(cfg.Kafka, b.Addrs(), consumer, time.Second),
 			budgetBytes: budget, net: kafkanet.New(cfg.Kafka, log), log: log}
 		fg.begin(func(any) {})
 		cl, err := fg.dial()

@@ -46,6 +46,7 @@ type franzGroup struct {
 	brokers     []string
 	groupID     string
 	topics      config.Subscription
+	partCap     *partitionCap // max_partitions
 	joinGate    *joinGate
 	refresh     time.Duration // how often the topics matching patterns are looked up
 	opts        []kgo.Opt     // the client's options but its security and callbacks (franzOpts)
@@ -313,7 +314,12 @@ func (g *franzGroup) dial() (*kgo.Client, error) {
 	// The fetch size is the client's, fixed when it is made: with many
 	// partitions (partitionFetch), make it again, before it joins the group
 	// (it joins once it is given topics, in subscribe).
-	g.fetch = partitionFetch(g.subscribedPartitions(ctx, cl), g.budgetBytes)
+	topics, partitions := g.subscribedPartitions(ctx, cl)
+	if err := g.partCap.check(topics, partitions); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	g.fetch = partitionFetch(partitions, g.budgetBytes)
 	if g.fetch < maxPartitionFetch {
 		cl.Close()
 		if cl, err = kgo.NewClient(append(opts, kgo.FetchMaxPartitionBytes(g.fetch))...); err != nil {
@@ -323,11 +329,11 @@ func (g *franzGroup) dial() (*kgo.Client, error) {
 	return cl, nil
 }
 
-// subscribedPartitions counts the partitions of the topics the consumer
-// reads now; 0 if they cannot be listed (or none exists yet), which sizes
-// fetches as for few partitions. Topics a pattern matches later are not
-// counted until the next connection (a restarted tree).
-func (g *franzGroup) subscribedPartitions(ctx context.Context, cl *kgo.Client) int {
+// subscribedPartitions returns the topics the consumer reads now and
+// counts their partitions; 0 if they cannot be listed (or none exists
+// yet), which sizes fetches as for few partitions. Topics a pattern matches
+// later are not counted until the next connection (a restarted tree).
+func (g *franzGroup) subscribedPartitions(ctx context.Context, cl *kgo.Client) ([]string, int) {
 	req := kmsg.NewPtrMetadataRequest()
 	if !g.topics.HasPatterns() {
 		for _, name := range g.topics.Names() {
@@ -338,17 +344,32 @@ func (g *franzGroup) subscribedPartitions(ctx context.Context, cl *kgo.Client) i
 	}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return 0
+		return nil, 0
 	}
-	partitions := make(map[string]int, len(resp.Topics))
+	partitions := topicSizes(resp)
+	topics := g.topics.Match(slices.Sorted(maps.Keys(partitions)))
+	return topics, partitions.of(topics)
+}
+
+// sizes are topics' partition counts.
+type sizes map[string]int
+
+// topicSizes reads the partition counts of a metadata answer's topics.
+func topicSizes(resp *kmsg.MetadataResponse) sizes {
+	out := make(sizes, len(resp.Topics))
 	for _, t := range resp.Topics {
 		if t.Topic != nil && t.ErrorCode == 0 {
-			partitions[*t.Topic] = len(t.Partitions)
+			out[*t.Topic] = len(t.Partitions)
 		}
 	}
+	return out
+}
+
+// of counts the partitions of topics.
+func (s sizes) of(topics []string) int {
 	n := 0
-	for _, t := range g.topics.Match(slices.Collect(maps.Keys(partitions))) {
-		n += partitions[t]
+	for _, t := range topics {
+		n += s[t]
 	}
 	return n
 }
@@ -427,7 +448,10 @@ func (g *franzGroup) subscribe(ctx context.Context, cl *kgo.Client) {
 	t := time.NewTicker(g.refresh)
 	defer t.Stop()
 	for {
-		topics, err := g.matching(ctx, cl)
+		topics, sz, err := g.matching(ctx, cl)
+		if err == nil {
+			topics = g.partCap.admit(topics, sz.of)
+		}
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
@@ -463,21 +487,15 @@ func (g *franzGroup) subscribe(ctx context.Context, cl *kgo.Client) {
 
 // matching asks the brokers for every topic and returns those the
 // subscription reads.
-func (g *franzGroup) matching(ctx context.Context, cl *kgo.Client) ([]string, error) {
+func (g *franzGroup) matching(ctx context.Context, cl *kgo.Client) ([]string, sizes, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialWait)
 	defer cancel()
 	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	all := make([]string, 0, len(resp.Topics))
-	for _, t := range resp.Topics {
-		if t.Topic != nil && t.ErrorCode == 0 {
-			all = append(all, *t.Topic)
-		}
-	}
-	slices.Sort(all)
-	return g.topics.Match(all), nil
+	s := topicSizes(resp)
+	return g.topics.Match(slices.Sorted(maps.Keys(s))), s, nil
 }
 
 // onAssigned implements kgo's OnPartitionsAssigned: the partitions wait for

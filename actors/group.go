@@ -29,6 +29,7 @@ type kafkaGroup struct {
 	brokers     []string
 	groupID     string
 	topics      config.Subscription
+	partCap     *partitionCap // max_partitions
 	joinGate    *joinGate
 	refresh     time.Duration // how often the topics matching patterns are looked up
 	cfg         *sarama.Config
@@ -268,8 +269,13 @@ func (g *kafkaGroup) dial() (sarama.Client, sarama.ConsumerGroup, error) {
 		return nil, nil, err
 	}
 	// Before the consumer group exists nothing reads the fetch size yet:
-	// size it to the subscription (partitionFetch).
-	g.cfg.Consumer.Fetch.Default = partitionFetch(g.subscribedPartitions(client), g.budgetBytes)
+	// size it to the subscription (partitionFetch), within max_partitions.
+	topics, partitions := g.subscribedPartitions(client)
+	if err := g.partCap.check(topics, partitions); err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	g.cfg.Consumer.Fetch.Default = partitionFetch(partitions, g.budgetBytes)
 	group, err := sarama.NewConsumerGroupFromClient(g.groupID, client)
 	if err != nil {
 		client.Close()
@@ -278,22 +284,26 @@ func (g *kafkaGroup) dial() (sarama.Client, sarama.ConsumerGroup, error) {
 	return client, group, nil
 }
 
-// subscribedPartitions counts the partitions of the topics the consumer
-// reads now; 0 if they cannot be listed (or none exists yet), which sizes
-// fetches as for few partitions. Topics a pattern matches later are not
-// counted until the next connection (a restarted tree).
-func (g *kafkaGroup) subscribedPartitions(client sarama.Client) int {
+// subscribedPartitions returns the topics the consumer reads now and
+// counts their partitions; 0 if they cannot be listed (or none exists
+// yet), which sizes fetches as for few partitions. Topics a pattern matches
+// later are not counted until the next connection (a restarted tree).
+func (g *kafkaGroup) subscribedPartitions(client sarama.Client) ([]string, int) {
 	topics, err := topicsRead(client, g.topics)
 	if err != nil {
-		return 0
+		return nil, 0
 	}
+	return topics, partitionsOf(client, topics)
+}
+
+// partitionsOf counts the partitions of topics as the client's metadata
+// has them (a topic it does not know counts 0).
+func partitionsOf(client sarama.Client, topics []string) int {
 	n := 0
 	for _, t := range topics {
-		ps, err := client.Partitions(t)
-		if err != nil {
-			return 0
+		if ps, err := client.Partitions(t); err == nil {
+			n += len(ps)
 		}
-		n += len(ps)
 	}
 	return n
 }
@@ -640,6 +650,9 @@ func (g *kafkaGroup) subscribe(client sarama.Client) ([]string, context.Context,
 		return g.topics.Names(), g.ctx, func() {}
 	}
 	topics, err := g.matching(client)
+	if err == nil {
+		topics = g.partCap.admit(topics, func(ts []string) int { return partitionsOf(client, ts) })
+	}
 	if err != nil || len(topics) == 0 {
 		if err != nil {
 			g.log.Warn().Err(err).Stringer("retry_in", g.refresh).Msg("cannot list the topics to match the patterns against")
@@ -664,7 +677,10 @@ func (g *kafkaGroup) subscribe(client sarama.Client) ([]string, context.Context,
 			case <-t.C:
 			}
 			now, err := g.matching(client)
-			if err != nil || slices.Equal(now, topics) {
+			if err != nil {
+				continue
+			}
+			if now = g.partCap.admit(now, func(ts []string) int { return partitionsOf(client, ts) }); len(now) == 0 || slices.Equal(now, topics) {
 				continue
 			}
 			g.log.Info().Strs("topics", now).Strs("before", topics).Msg("the topics matching the patterns changed: joining the group again with them")

@@ -38,6 +38,9 @@ type treeSpec struct {
 	// partition stays known across a tree restart, whose commits may not
 	// have landed.
 	released *releasedAt
+	// partCap is max_partitions, with the subscription it admitted last:
+	// a restarted tree keeps to it.
+	partCap *partitionCap
 	// limit is the consumer's rate.limit, shared by its runners and by the
 	// generations (a restart does not refill the bucket); nil: no limit.
 	limit *rate.Limiter
@@ -90,6 +93,7 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 	if s.kafka.Client == config.ClientFranz {
 		return &franzGroup{
 			released:    s.released,
+			partCap:     s.partCap,
 			brokers:     s.brokers,
 			groupID:     s.consumer.Group,
 			joinGate:    s.joinGate,
@@ -112,6 +116,7 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 	}
 	return &kafkaGroup{
 		released:    s.released,
+		partCap:     s.partCap,
 		brokers:     s.brokers,
 		groupID:     s.consumer.Group,
 		joinGate:    s.joinGate,

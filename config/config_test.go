@@ -110,6 +110,7 @@ func fullWant() *Config {
 				MaxBufferedBytes: 32 * MiB,
 				CommitInterval:   250 * time.Millisecond,
 				MetadataRefresh:  time.Minute,
+				MaxPartitions:    DefaultMaxPartitions,
 				Handler:          Handler{Type: HandlerHTTP, URL: "https://svc.example/hook", Timeout: 2 * time.Second},
 				Retry: Retry{
 					MaxAttempts:    5,

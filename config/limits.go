@@ -27,6 +27,11 @@ const (
 	// 1.4 KB, so 10,000 cost ~15 MB; 100,000 cost 140 MB for nothing a
 	// process could use.
 	MaxConcurrency = 10_000
+	// MaxSubscribedPartitions bounds Consumer.MaxPartitions: Kafka's own
+	// guidance for a whole cluster is about 200,000 partitions; a
+	// consumer's share of a fetch and its per-partition state (about
+	// 50 KB at 8,000) make 100,000 several GB.
+	MaxSubscribedPartitions = 100_000
 	// MaxBuffered bounds Consumer.MaxBuffered: ten records waiting for each
 	// of MaxConcurrency runners. A buffered record costs its bytes plus
 	// about 0.8 KB; a million small ones held 770 MB.

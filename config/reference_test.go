@@ -112,6 +112,7 @@ func referenceBounds() map[string]string {
 		"consumers[].topics":                       fmt.Sprintf("1 to %s, each a Kafka topic name (1–249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`) or a `/regex/` (RE2, at most %s bytes)", n(MaxTopics), n(MaxTopicPatternBytes)),
 		"consumers[].exclude_topics":               fmt.Sprintf("at most %s Kafka topic names", n(MaxTopics)),
 		"consumers[].metadata_refresh":             fmt.Sprintf("%s to %s", d(MinMetadataRefresh), d(MaxDuration)),
+		"consumers[].max_partitions":               fmt.Sprintf("0 (the default, %s) or 1 to %s", n(DefaultMaxPartitions), n(MaxSubscribedPartitions)),
 		"consumers[].concurrency":                  fmt.Sprintf("1 to %s", n(MaxConcurrency)),
 		"consumers[].concurrency_min":              "0 (means 1) to `concurrency`; needs `concurrency_mode: adaptive`",
 		"consumers[].max_buffered":                 fmt.Sprintf("0 to %s", n(MaxBuffered)),

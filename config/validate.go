@@ -185,6 +185,9 @@ func (c *Consumer) validate(key string) error {
 	if err := durRange(key+".metadata_refresh", c.MetadataRefresh, MinMetadataRefresh, MaxDuration); err != nil {
 		return err
 	}
+	if n := c.MaxPartitions; n != 0 && (n < 1 || n > MaxSubscribedPartitions) {
+		return fieldErr(key+".max_partitions", fmt.Sprintf("must be 0 (the default, %d) or between 1 and %d (got %d)", DefaultMaxPartitions, MaxSubscribedPartitions, n))
+	}
 	if err := oneOf(key+".initial_offset", c.InitialOffset, OffsetOldest, OffsetNewest); err != nil {
 		return err
 	}

@@ -367,7 +367,7 @@ wait:
 		case <-ctx.Done():
 			log.Info().Msg("stopping: signal received")
 		case stopErr = <-refused:
-			log.Error().Err(stopErr).Msg("stopping: Kafka refuses the connection")
+			log.Error().Err(stopErr).Msg("stopping: a consumer gave up")
 		case <-g.lost:
 			log.Warn().Msg("stopping: the swarm supervisor is gone")
 			stopErr = errSupervisorGone

@@ -150,3 +150,73 @@ log: {level: info, format: json}
 	t.Logf("FIGURES resubscribe broker=%s records=%d changes=%d sessions_lost=%d duplicates=%d (handled when the last change came: %d)",
 		brokerKind(), rep.Distinct, newTopics, lost, rep.Duplicates, midway)
 }
+
+// max_partitions: a pattern over it when turbo starts ends the run at once
+// with exit 1 and one line naming the count and the key; under it, a topic
+// a pattern matches later that would take it over is left out — the
+// consumer goes on with what it has, and an error names the topic.
+func TestMaxPartitionsBoundsAPattern(t *testing.T) {
+	t.Parallel()
+	base := testkit.TopicName("breadth")
+	addr := testkit.Cluster(t, 4, base+".a", base+".b")
+	testkit.ProduceWithBinary(t, addr, base+".a", 100, 10)
+	testkit.ProduceWithBinary(t, addr, base+".b", 100, 10) // the embedded broker makes a topic when it is first written
+	config := func(max int, endpoint string) string {
+		return testkit.WriteConfig(t, fmt.Sprintf(`
+kafka:
+  brokers: [%q]
+consumers:
+  - name: breadth
+    group: %s-%d
+    topics: ["/%s\\..*/"]
+    metadata_refresh: 200ms
+    max_partitions: %d
+    handler: {type: http, url: %q, timeout: 30s}
+log: {level: info, format: json}
+`, addr, base, max, regexp.QuoteMeta(base), max, endpoint))
+	}
+
+	// 8 partitions match; the cap is 6.
+	var stderr testkit.Buffer
+	began := time.Now()
+	refused := testkit.StartWith(t, nil, &stderr, "run", "--config", config(6, "http://127.0.0.1:9/unused"))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the refused run's output:\n%s", stderr.String())
+		}
+	})
+	if code := refused.Wait(t, time.Minute); code != 1 {
+		t.Errorf("a subscription of 8 partitions under max_partitions 6: exit %d, want 1", code)
+	}
+	if want := "the subscription covers 8 partitions of 2 topics, more than max_partitions 6"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("the output does not say %q:\n%s", want, stderr.String())
+	}
+	t.Logf("FIGURES max-partitions refused after %s", time.Since(began).Round(time.Millisecond))
+
+	// 8 partitions match, the cap is 10: a third topic of 4 is left out.
+	ledger := testkit.NewLedger(0)
+	ledger.UnitOf = func(rec *actors.Record) string { return rec.Topic + "/" + string(rec.Key) }
+	var runErr testkit.Buffer
+	run := testkit.StartWith(t, nil, &runErr, "run", "--config", config(10, ledger.Endpoint(t)))
+	testkit.Eventually(t, time.Minute, "the two topics' records", func() bool { return ledger.Report().Distinct == 200 })
+	testkit.CreateTopics(t, addr, 4, base+".c")
+	testkit.ProduceWithBinary(t, addr, base+".c", 50, 10)
+	testkit.Eventually(t, 30*time.Second, "an error naming the topic left out", func() bool {
+		return strings.Contains(runErr.String(), "cover more partitions than max_partitions") && strings.Contains(runErr.String(), base+".c")
+	})
+	testkit.Holds(t, time.Second, "nothing of the topic left out consumed", func() error {
+		for name := range ledger.Handled() {
+			if strings.HasPrefix(name, base+".c/") {
+				return fmt.Errorf("%s was consumed", name)
+			}
+		}
+		return nil
+	})
+	if n := strings.Count(runErr.String(), "cover more partitions than max_partitions"); n != 1 {
+		t.Errorf("%d error lines for one refused set over several refreshes, want 1", n)
+	}
+	run.Signal(t, syscall.SIGTERM)
+	if code := run.Wait(t, time.Minute); code != 0 {
+		t.Fatalf("turbo run exited %d", code)
+	}
+}
