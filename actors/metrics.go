@@ -120,6 +120,8 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 			counter("turbo_records_inherited_total", "Records not run again: an earlier owner of the partition had finished them.", func(s *Snapshot) int64 { return s.Inherited }),
 			counter("turbo_committed_records_total", "Records covered by committed offsets.", func(s *Snapshot) int64 { return s.Committed }),
 			counter("turbo_commits_total", "Offset commits sent.", func(s *Snapshot) int64 { return s.Commits }),
+			counter("turbo_commit_metadata_overflows_total", "Times a partition's offsets finished above its committed one began to overflow commit_metadata_bytes (the commit records the lowest).", func(s *Snapshot) int64 { return s.MetaOverflows }),
+			gauge("turbo_commit_metadata_unrecorded_offsets", "Offsets finished above the committed ones that the commit metadata does not hold now: a next owner of their partitions would run them again.", func(s *Snapshot) int64 { return s.MetaUnrecorded }),
 			counter("turbo_commit_errors_total", "Errors Kafka returned for the consumer group (mostly refused commits).", func(s *Snapshot) int64 { return s.CommitErrs }),
 			counter("turbo_watermark_refresh_errors_total", "Failed refreshes of the high watermarks of partitions not being read (their lag may be stale meanwhile).", func(s *Snapshot) int64 { return s.WatermarkErrs }),
 			counter("turbo_rebalances_total", "Consumer group sessions started (each rebalance starts one).", func(s *Snapshot) int64 { return s.Rebalances }),

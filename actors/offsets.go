@@ -27,6 +27,7 @@ type offsetController struct {
 	commitEvery int64 // publish a partition at once when its watermark moved this much
 	metaBudget  int   // commit_metadata_bytes; 0 = off
 	log         zerolog.Logger
+	stats       *consumerStats
 
 	parts   map[TopicPartition]*partitionWatermark
 	timers  *scheduler.TimerScheduler
@@ -45,6 +46,10 @@ type partitionWatermark struct {
 	arrivals  arrivals
 	allowance commitAllowance // drain commits
 	drainNow  bool            // drained and allowed to commit at once (handleDone → publish)
+	// unrecorded is how many finished offsets above the committed one the
+	// last metadata could not hold (commit_metadata_bytes): a next owner
+	// would run them again.
+	unrecorded int64
 }
 
 // drained reports whether every record of the partition up to its high
@@ -118,6 +123,7 @@ func newOffsetController(spec *treeSpec) *offsetController {
 		commitEvery: int64(max(1000, spec.consumer.Concurrency+spec.consumer.MaxBuffered)),
 		metaBudget:  spec.consumer.CommitMetadataBytes,
 		log:         spec.log,
+		stats:       spec.stats,
 		parts:       make(map[TopicPartition]*partitionWatermark),
 	}
 }
@@ -132,6 +138,9 @@ func (oc *offsetController) Receive(c actor.Context) {
 		oc.publish(c, false)
 		oc.armTick(c)
 	case *trackPartition:
+		if old := oc.parts[m.tp]; old != nil {
+			oc.unrecorded(m.tp, old, 0)
+		}
 		oc.parts[m.tp] = &partitionWatermark{epoch: m.epoch, tracker: watermark.New(), published: -1, limitFrom: -1}
 	case *finalizePartition:
 		oc.handleFinalize(c, m)
@@ -143,7 +152,11 @@ func (oc *offsetController) Receive(c actor.Context) {
 		if oc.ticker != nil {
 			oc.ticker()
 		}
-	case *actor.Stopped, *actor.Restarting:
+	case *actor.Stopped:
+		for tp, p := range oc.parts { // the next generation starts from nothing
+			oc.unrecorded(tp, p, 0)
+		}
+	case *actor.Restarting:
 	default:
 		unexpected(c)
 	}
@@ -265,6 +278,7 @@ func (oc *offsetController) metadata(tp TopicPartition, p *partitionWatermark, c
 	var ranges []offsetmeta.Range
 	p.tracker.FinishedAbove(func(from, to int64) { ranges = append(ranges, offsetmeta.Range{From: from, To: to}) })
 	if len(ranges) == 0 {
+		oc.unrecorded(tp, p, 0)
 		return ""
 	}
 	meta, n, err := offsetmeta.Encode(committed, ranges, oc.metaBudget)
@@ -272,11 +286,32 @@ func (oc *offsetController) metadata(tp TopicPartition, p *partitionWatermark, c
 		oc.log.Error().Err(err).Str("partition", tp.String()).Msg("encoding commit metadata; committing without it")
 		return ""
 	}
-	if n < len(ranges) {
-		oc.log.Debug().Str("partition", tp.String()).Int("ranges", len(ranges)).Int("encoded", n).
-			Msg("finished offsets exceed the commit metadata budget; recording the lowest")
+	var left int64
+	for _, r := range ranges[n:] {
+		left += r.To - r.From + 1
 	}
+	oc.unrecorded(tp, p, left)
 	return meta
+}
+
+// unrecorded sets how many finished offsets of the partition the commit
+// metadata could not hold, in the consumer's gauge; a partition that
+// starts to overflow counts once and is logged once (and again when it
+// fits again), however many commits it overflows.
+func (oc *offsetController) unrecorded(tp TopicPartition, p *partitionWatermark, n int64) {
+	if n == p.unrecorded {
+		return
+	}
+	oc.stats.metaUnrecorded.Add(n - p.unrecorded)
+	switch {
+	case p.unrecorded == 0:
+		oc.stats.metaOverflows.Add(1)
+		oc.log.Warn().Str("partition", tp.String()).Int64("unrecorded", n).Int("commit_metadata_bytes", oc.metaBudget).
+			Msg("the offsets finished above the committed one do not all fit in commit_metadata_bytes: the commit records the lowest, and a next owner of the partition would run the others again (turbo_commit_metadata_unrecorded_offsets)")
+	case n == 0:
+		oc.log.Info().Str("partition", tp.String()).Msg("the finished offsets above the committed one fit in commit_metadata_bytes again")
+	}
+	p.unrecorded = n
 }
 
 func (oc *offsetController) handleFinalize(c actor.Context, m *finalizePartition) {
@@ -291,5 +326,6 @@ func (oc *offsetController) handleFinalize(c actor.Context, m *finalizePartition
 	if ok {
 		final.meta = oc.metadata(m.tp, p, off)
 	}
+	oc.unrecorded(m.tp, p, 0) // the partition is no longer this consumer's
 	c.Send(c.Parent(), final)
 }

@@ -40,11 +40,17 @@ type consumerStats struct {
 	kafkaErr atomic.Pointer[string] // why Kafka refuses the connection now; nil once it answers
 
 	commitErrs atomic.Int64 // errors Kafka returned for commits
-	hwmErrs    atomic.Int64 // high watermark refreshes that failed
-	rebalances atomic.Int64 // group sessions started
-	gained     atomic.Int64 // partitions assigned
-	released   atomic.Int64 // partitions revoked or lost
-	connErrs   [numConnErrorKinds]atomic.Int64
+	// metaOverflows counts partitions that began to overflow the commit
+	// metadata budget; metaUnrecorded is the finished offsets above the
+	// committed ones it does not hold now (a next owner would run them
+	// again).
+	metaOverflows  atomic.Int64
+	metaUnrecorded atomic.Int64
+	hwmErrs        atomic.Int64 // high watermark refreshes that failed
+	rebalances     atomic.Int64 // group sessions started
+	gained         atomic.Int64 // partitions assigned
+	released       atomic.Int64 // partitions revoked or lost
+	connErrs       [numConnErrorKinds]atomic.Int64
 
 	// Histograms, nil unless Options.Metrics: observing costs a clock read
 	// and a few atomic adds per record.
@@ -212,6 +218,12 @@ type Snapshot struct {
 	Gained     int64 // partitions assigned
 	Released   int64 // partitions revoked or lost
 	CommitErrs int64 // errors Kafka returned for commits
+	// MetaOverflows counts the times a partition's finished offsets above
+	// its committed one began to overflow commit_metadata_bytes;
+	// MetaUnrecorded is how many of them the commits do not record now: a
+	// next owner of those partitions would run them again.
+	MetaOverflows  int64
+	MetaUnrecorded int64
 	// WatermarkErrs counts failed refreshes of the high watermarks of
 	// partitions not being read (their lag may be stale meanwhile).
 	WatermarkErrs int64
@@ -244,38 +256,40 @@ func (s *consumerStats) snapshot(buffered int64) Snapshot {
 		poll = time.Unix(0, ns)
 	}
 	return Snapshot{
-		Fetched:       s.fetched.Load(),
-		Processed:     s.processed.Load(),
-		Failed:        s.failed.Load(),
-		Retries:       s.retries.Load(),
-		RateWait:      time.Duration(s.rateWait.Load()),
-		Suspended:     s.suspended.Load(),
-		Limit:         s.limit.Load(),
-		Pushbacks:     s.pushbacks.Load(),
-		Skipped:       s.skipped.Load(),
-		Dead:          s.dead.Load(),
-		Inherited:     s.inherited.Load(),
-		FileLimit:     s.noFiles.Load(),
-		Commits:       s.commits.Load(),
-		Committed:     s.committed.Load(),
-		Restarts:      s.restarts.Load(),
-		InFlight:      s.inFlight.Load(),
-		Buffered:      buffered,
-		ReadAhead:     s.readAhead.Load(),
-		Paused:        s.paused.Load(),
-		Lag:           s.lag.Load(),
-		Assigned:      s.assigned.Load(),
-		LastFetch:     last,
-		Moves:         s.moves.Load(),
-		LastPoll:      poll,
-		Oldest:        s.oldestHandler(),
-		Reached:       s.reached.Load(),
-		InSession:     s.inSession.Load(),
-		Rebalances:    s.rebalances.Load(),
-		Gained:        s.gained.Load(),
-		Released:      s.released.Load(),
-		CommitErrs:    s.commitErrs.Load(),
-		WatermarkErrs: s.hwmErrs.Load(),
+		Fetched:        s.fetched.Load(),
+		Processed:      s.processed.Load(),
+		Failed:         s.failed.Load(),
+		Retries:        s.retries.Load(),
+		RateWait:       time.Duration(s.rateWait.Load()),
+		Suspended:      s.suspended.Load(),
+		Limit:          s.limit.Load(),
+		Pushbacks:      s.pushbacks.Load(),
+		Skipped:        s.skipped.Load(),
+		Dead:           s.dead.Load(),
+		Inherited:      s.inherited.Load(),
+		FileLimit:      s.noFiles.Load(),
+		Commits:        s.commits.Load(),
+		Committed:      s.committed.Load(),
+		Restarts:       s.restarts.Load(),
+		InFlight:       s.inFlight.Load(),
+		Buffered:       buffered,
+		ReadAhead:      s.readAhead.Load(),
+		Paused:         s.paused.Load(),
+		Lag:            s.lag.Load(),
+		Assigned:       s.assigned.Load(),
+		LastFetch:      last,
+		Moves:          s.moves.Load(),
+		LastPoll:       poll,
+		Oldest:         s.oldestHandler(),
+		Reached:        s.reached.Load(),
+		InSession:      s.inSession.Load(),
+		Rebalances:     s.rebalances.Load(),
+		Gained:         s.gained.Load(),
+		Released:       s.released.Load(),
+		CommitErrs:     s.commitErrs.Load(),
+		MetaOverflows:  s.metaOverflows.Load(),
+		MetaUnrecorded: s.metaUnrecorded.Load(),
+		WatermarkErrs:  s.hwmErrs.Load(),
 		KafkaError: func() string {
 			if p := s.kafkaErr.Load(); p != nil {
 				return *p
@@ -322,16 +336,18 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		LastPoll:  poll,
 		Oldest:    oldest,
 		// Consumers share the kafka section: one cause says it for all.
-		KafkaError:    cmp.Or(a.KafkaError, b.KafkaError),
-		Rebalances:    a.Rebalances + b.Rebalances,
-		Gained:        a.Gained + b.Gained,
-		Released:      a.Released + b.Released,
-		CommitErrs:    a.CommitErrs + b.CommitErrs,
-		WatermarkErrs: a.WatermarkErrs + b.WatermarkErrs,
-		RateWait:      a.RateWait + b.RateWait,
-		Suspended:     a.Suspended || b.Suspended,
-		Limit:         a.Limit + b.Limit,
-		Pushbacks:     a.Pushbacks + b.Pushbacks,
+		KafkaError:     cmp.Or(a.KafkaError, b.KafkaError),
+		Rebalances:     a.Rebalances + b.Rebalances,
+		Gained:         a.Gained + b.Gained,
+		Released:       a.Released + b.Released,
+		CommitErrs:     a.CommitErrs + b.CommitErrs,
+		MetaOverflows:  a.MetaOverflows + b.MetaOverflows,
+		MetaUnrecorded: a.MetaUnrecorded + b.MetaUnrecorded,
+		WatermarkErrs:  a.WatermarkErrs + b.WatermarkErrs,
+		RateWait:       a.RateWait + b.RateWait,
+		Suspended:      a.Suspended || b.Suspended,
+		Limit:          a.Limit + b.Limit,
+		Pushbacks:      a.Pushbacks + b.Pushbacks,
 	}
 }
 
