@@ -1,36 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/turbokafka/turbo/config"
+	"github.com/turbokafka/turbo/test/testkit"
 )
-
-// syncBuffer is a log sink the test reads while serve writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A SIGHUP whose configuration read blocks (a FIFO before it was refused
 // at open, a hung network mount) must not hold up a stop: the read runs
@@ -41,7 +22,7 @@ func TestAStopPreemptsABlockedReload(t *testing.T) {
 	defer close(block)
 	reload := make(chan struct{}, 2)
 	var reads atomic.Int32
-	var log syncBuffer
+	var log testkit.Buffer
 	g := &consumerSet{
 		cfg: &config.Config{ShutdownTimeout: time.Second},
 		o: runOptions{log: zerolog.New(&log), reload: reload, reread: func() (*config.Config, error) {
@@ -63,9 +44,9 @@ func TestAStopPreemptsABlockedReload(t *testing.T) {
 		done <- result{next, err}
 	}()
 	reload <- struct{}{}
-	awaitTrue(t, 5*time.Second, "the reload to start reading the configuration", func() bool { return reads.Load() == 1 })
+	testkit.Eventually(t, 5*time.Second, "the reload to start reading the configuration", func() bool { return reads.Load() == 1 })
 	reload <- struct{}{}
-	awaitTrue(t, 5*time.Second, "the second SIGHUP to be logged as adding nothing", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the second SIGHUP to be logged as adding nothing", func() bool {
 		return strings.Contains(log.String(), "still being read")
 	})
 	cancel()
@@ -90,7 +71,7 @@ func TestAReloadThatReadsTooLongIsRefused(t *testing.T) {
 	reloadReadTimeout = 50 * time.Millisecond
 	release := make(chan struct{})
 	reload := make(chan struct{}, 1)
-	var log syncBuffer
+	var log testkit.Buffer
 	g := &consumerSet{
 		cfg: &config.Config{ShutdownTimeout: time.Second},
 		o: runOptions{log: zerolog.New(&log), reload: reload, reread: func() (*config.Config, error) {
@@ -107,11 +88,11 @@ func TestAReloadThatReadsTooLongIsRefused(t *testing.T) {
 		done <- next
 	}()
 	reload <- struct{}{}
-	awaitTrue(t, 5*time.Second, "the reload to be refused for its slow read", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the reload to be refused for its slow read", func() bool {
 		return strings.Contains(log.String(), "did not finish within 50ms")
 	})
 	close(release)
-	awaitTrue(t, 5*time.Second, "the late read to be dropped", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the late read to be dropped", func() bool {
 		return strings.Contains(log.String(), "send SIGHUP again")
 	})
 	cancel()
@@ -122,17 +103,5 @@ func TestAReloadThatReadsTooLongIsRefused(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("serve still running 5 s after the stop")
-	}
-}
-
-// awaitTrue polls cond every 5 ms until it holds or the deadline passes.
-func awaitTrue(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
