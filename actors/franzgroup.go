@@ -448,15 +448,17 @@ func (g *franzGroup) subscribe(ctx context.Context, cl *kgo.Client) {
 	t := time.NewTicker(g.refresh)
 	defer t.Stop()
 	for {
-		topics, sz, err := g.matching(ctx, cl)
+		matched, sz, err := g.matching(ctx, cl)
+		var topics []string
 		if err == nil {
-			topics = g.partCap.admit(topics, sz.of)
+			topics = g.partCap.admit(matched, sz.of)
 		}
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
 				g.log.Warn().Err(err).Stringer("retry_in", g.refresh).Msg("cannot list the topics to match the patterns against")
 			}
+		case len(topics) == 0 && len(matched) > 0: // over max_partitions: admit said so
 		case len(topics) == 0 && len(now) == 0:
 			g.noMatch.Do(func() {
 				g.log.Warn().Stringer("metadata_refresh", g.refresh).Msg("no topic matches the consumer's patterns yet; looking again every metadata_refresh")

@@ -649,14 +649,17 @@ func (g *kafkaGroup) subscribe(client sarama.Client) ([]string, context.Context,
 	if !g.topics.HasPatterns() {
 		return g.topics.Names(), g.ctx, func() {}
 	}
-	topics, err := g.matching(client)
+	matched, err := g.matching(client)
+	var topics []string
 	if err == nil {
-		topics = g.partCap.admit(topics, func(ts []string) int { return partitionsOf(client, ts) })
+		topics = g.partCap.admit(matched, func(ts []string) int { return partitionsOf(client, ts) })
 	}
 	if err != nil || len(topics) == 0 {
-		if err != nil {
+		switch {
+		case err != nil:
 			g.log.Warn().Err(err).Stringer("retry_in", g.refresh).Msg("cannot list the topics to match the patterns against")
-		} else {
+		case len(matched) > 0: // over max_partitions: admit said so
+		default:
 			g.noMatch.Do(func() {
 				g.log.Warn().Stringer("metadata_refresh", g.refresh).Msg("no topic matches the consumer's patterns yet; looking again every metadata_refresh")
 			})
