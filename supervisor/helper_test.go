@@ -73,7 +73,9 @@ func runHelperSupervisor(mode string) int {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envHelperSupervisor+"=") })
 	var reload chan struct{}
 	var validate func() error
+	var readWait time.Duration
 	if mode == "hungreload" {
+		readWait = 2 * time.Second
 		reload = make(chan struct{}, 1)
 		hup := make(chan os.Signal, 2)
 		signal.Notify(hup, syscall.SIGHUP)
@@ -91,14 +93,15 @@ func runHelperSupervisor(mode string) int {
 		}
 	}
 	sup, err := New(Options{
-		Reload:          reload,
-		Validate:        validate,
-		Swarm:           cfg,
-		HTTP:            httpCfg,
-		ShutdownTimeout: 2 * time.Second,
-		Args:            []string{"-test.run=^$"},
-		Env:             append(env, envFakeNode+"=ok"),
-		Log:             log,
+		Reload:            reload,
+		Validate:          validate,
+		reloadReadTimeout: readWait,
+		Swarm:             cfg,
+		HTTP:              httpCfg,
+		ShutdownTimeout:   2 * time.Second,
+		Args:              []string{"-test.run=^$"},
+		Env:               append(env, envFakeNode+"=ok"),
+		Log:               log,
 		hooks: hooks{
 			AfterFork: func(index, pid int) { emit(map[string]any{"hook": "fork", "node": index, "pid": pid}) },
 			Stopping: func(index, pid int, st swarmpb.Status, detail string) {
@@ -379,6 +382,14 @@ func TestHungReloadDoesNotHoldUpTheStop(t *testing.T) {
 	}
 	h.await(t, 10*time.Second, "the second SIGHUP to be logged as adding nothing", func(l []map[string]any) bool {
 		return h.countIn(l, message("still being read")) == 1
+	})
+	// Past the read's deadline (2 s in this helper; 10 s by default) the
+	// reload is refused, saying why; the nodes keep running.
+	h.await(t, 10*time.Second, "the reload to be refused for its read's time", func(l []map[string]any) bool {
+		return h.countIn(l, func(m map[string]any) bool {
+			e, _ := m["error"].(string)
+			return strings.Contains(e, "reading the configuration did not finish within 2s")
+		}) == 1
 	})
 	h.mu.Lock()
 	since := len(h.lines)

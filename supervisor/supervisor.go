@@ -48,7 +48,14 @@ type Options struct {
 
 	// hooks observe the events the supervisor logs (this package's tests).
 	hooks hooks
+	// reloadReadTimeout replaces ReloadReadTimeout (this package's tests).
+	reloadReadTimeout time.Duration
 }
+
+// ReloadReadTimeout bounds how long a SIGHUP waits for Validate (which
+// reads the configuration file): a reload that takes longer is refused,
+// and the nodes keep running what they read.
+const ReloadReadTimeout = 10 * time.Second
 
 // Errors of Run.
 var (

@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -140,6 +142,14 @@ func (r *run) loop(ctx context.Context) {
 	// kernel cannot be interrupted, and the swarm does not wait for it).
 	validated := make(chan error, 1)
 	validating := false
+	readWait := cmp.Or(r.o.reloadReadTimeout, ReloadReadTimeout)
+	var readDeadline <-chan time.Time // while a read runs, until its deadline
+	var readTimer *time.Timer
+	defer func() {
+		if readTimer != nil {
+			readTimer.Stop()
+		}
+	}()
 	for {
 		now := time.Now()
 		r.startDue(now)
@@ -169,10 +179,21 @@ func (r *run) loop(ctx context.Context) {
 				r.reload(time.Now(), nil)
 			default:
 				validating = true
+				readTimer = time.NewTimer(readWait)
+				readDeadline = readTimer.C
 				go func() { validated <- v() }()
 			}
+		case <-readDeadline:
+			readDeadline = nil
+			r.reload(time.Now(), fmt.Errorf("reading the configuration did not finish within %s (a hung file system?)", readWait))
 		case err := <-validated:
 			validating = false
+			if readDeadline == nil { // given up on already
+				r.log.Warn().Msg("SIGHUP: the configuration read that timed out has returned; send SIGHUP again to reload")
+				break
+			}
+			readTimer.Stop()
+			readDeadline = nil
 			r.reload(time.Now(), err)
 		case e := <-r.events:
 			r.noticePause(time.Now())
