@@ -44,9 +44,15 @@ func TestCommitMetadataOverflowIsCountedNotAStall(t *testing.T) {
 	}))
 	hs.Feed(harness.Seq("t", 0, 0, records, records)...)
 	hs.Assign("t", 0)
-	hs.Await("the metadata to overflow with most of the odd offsets finished", func() bool {
-		s := hs.Stats()
-		return s.Processed >= 300 && s.MetaUnrecorded >= s.Processed/2
+	var seen actors.Snapshot // what the last look saw, for a wait that times out
+	defer func() {
+		if t.Failed() {
+			t.Logf("last seen: %d processed, %d retries, %d unrecorded, %d buffered", seen.Processed, seen.Retries, seen.MetaUnrecorded, seen.Buffered)
+		}
+	}()
+	hs.Await("the metadata to overflow with half the records finished", func() bool {
+		seen = hs.Stats()
+		return seen.Processed >= 300 && seen.MetaUnrecorded >= seen.Processed/2
 	})
 	commit := hs.Committed("t", 0)
 	if len(commit.Metadata) > 64 {

@@ -158,3 +158,54 @@ func TestQuotaBoundsDispatch(t *testing.T) {
 		t.Fatal("no bound: Starved = true")
 	}
 }
+
+// retryItem judges every failure a Retry.
+type retryItem struct{ benchItem }
+
+func (retryItem) Judge(*benchRec, error) Verdict { return Retry }
+
+// TestRetriesTakeTurnsWithFreshRecords: records that fail again every time
+// their retry comes due, a storm of them, must not starve the records behind
+// them. One runner; ten records that always fail, their retries due at once,
+// then ten that succeed: due retries and fresh records take turns, so the
+// twenty fresh records run within 40 dispatches.
+func TestRetriesTakeTurnsWithFreshRecords(t *testing.T) {
+	p := New[*benchRec](retryItem{}, 1, 256)
+	recs := make([]*benchRec, 20)
+	for i := range recs {
+		recs[i] = &benchRec{unit: "k" + strconv.Itoa(i), epoch: 1, offset: int64(i)}
+	}
+	p.Add(1, recs)
+	succeeded, dispatches := 0, 0
+	for ; dispatches < 200 && succeeded < 10; dispatches++ {
+		p.Dispatch()
+		runs := p.Out().Runs
+		if len(runs) != 1 {
+			t.Fatalf("dispatch %d: %d runs for one idle runner, want 1", dispatches, len(runs))
+		}
+		b := runs[0].Batch
+		p.Reset()
+		for i, ok := b.Claim(); ok; i, ok = b.Claim() {
+			if b.Item(i).offset < 10 {
+				b.Finish(i, errFailed)
+				break // a runner stops at a failure
+			}
+			b.Finish(i, nil)
+		}
+		p.Ran(runs[0].Runner)
+		succeeded += p.Out().Succeeded
+		for _, f := range p.Out().Park {
+			if !p.RetryDue(f.Rec) { // the storm: every retry due at once
+				t.Fatalf("offset %d parked but not due", f.Rec.offset)
+			}
+		}
+		p.Reset()
+		p.Flush()
+	}
+	if succeeded < 10 || dispatches > 40 {
+		t.Fatalf("%d of the 10 fresh records went through in %d dispatches while 10 others failed again and again; want all 10 within 40", succeeded, dispatches)
+	}
+	if p.Retries()+len(p.parked) != 10 {
+		t.Fatalf("%d retries due and %d parked, want the 10 failing records still there", p.Retries(), len(p.parked))
+	}
+}

@@ -131,9 +131,13 @@ type Pipeline[T comparable] struct {
 	// Failed records waiting for a retry (parked, then ready) or for the
 	// dead-letter topic pin their unit: pinned counts them per unit, so that
 	// nothing frees the unit before they are through.
-	pinned      map[string]int
-	parked      map[T]struct{}
-	ready       []T // retries due, run before anything else
+	pinned map[string]int
+	parked map[T]struct{}
+	ready  []T // retries due, taking turns with fresh records
+	// retryTurn: the last dispatch was a due retry while fresh records
+	// could run too; the next goes to fresh records. Taking turns keeps a
+	// storm of failing records from starving the records behind them.
+	retryTurn   bool
 	inFlight    int // records in batches out with runners
 	halted      bool
 	batch       int // records per batch beyond the first run (SetBatchSize)
@@ -281,8 +285,8 @@ func (p *Pipeline[T]) Hold(epoch uint64) {
 }
 
 // Release ends a Hold: the assignment's records go back to the scheduler in
-// the order they came, its due retries ahead of everything. The caller
-// dispatches afterwards.
+// the order they came, its due retries with the others that are due. The
+// caller dispatches afterwards.
 func (p *Pipeline[T]) Release(epoch uint64) {
 	a := p.parts[epoch]
 	if a == nil || !a.held {
@@ -321,13 +325,18 @@ func (p *Pipeline[T]) Dispatch() {
 		}
 		b := p.spareBatch()
 		recs := b.records[:0]
-		if len(p.ready) > 0 {
+		// Due retries and fresh records take turns, when both can run: a
+		// retry holds back the commit, but hundreds of records failing
+		// again must not starve the records that would go through.
+		if retry := len(p.ready) > 0 && (!p.retryTurn || !p.sched.Runnable()); retry {
+			p.retryTurn = p.sched.Runnable()
 			// A retry runs alone: its unit is already pinned for it.
 			recs = append(recs, p.ready[0])
 			var zero T
 			p.ready[0] = zero // the array outlives the slice's head
 			p.ready = p.ready[1:]
 		} else {
+			p.retryTurn = false
 			// The first run may be long: its records could only run one
 			// after the other anyway. More runs join the batch only when
 			// handlers are fast enough for batching to pay (SetBatchSize).
@@ -688,8 +697,9 @@ func (p *Pipeline[T]) unpin(unit string) {
 	}
 }
 
-// RetryDue makes a parked record ready: it runs again before any other
-// record, alone (it is the oldest of its unit, which waited for it). It
+// RetryDue makes a parked record ready: it runs again alone (it is the
+// oldest of its unit, which waited for it), due retries taking turns with
+// fresh records when both can run (Dispatch). It
 // reports false for a record no longer parked (dropped with its partition).
 // The caller dispatches afterwards.
 func (p *Pipeline[T]) RetryDue(rec T) bool {

@@ -81,9 +81,18 @@ log: {level: info, format: json}
 		}
 	}
 	var unrecorded, commits float64
+	var seen string // what the last look saw, for a wait that times out
+	defer func() {
+		if t.Failed() {
+			t.Logf("last seen: %s", seen)
+		}
+	}()
 	testkit.Eventually(t, time.Minute, fmt.Sprintf("every one of the %d records not held handled, and the metadata overflowing", free), func() bool {
 		unrecorded = metric("turbo_commit_metadata_unrecorded_offsets")
-		return ledger.Report().Distinct == free && unrecorded >= 200
+		rep := ledger.Report()
+		seen = fmt.Sprintf("%d distinct records handled, %d failed attempts, %v unrecorded, %v buffered, %v retries", rep.Distinct, rep.FailedAttempts, unrecorded,
+			metric("turbo_buffered_records"), metric("turbo_retries_total"))
+		return rep.Distinct == free && unrecorded >= 200
 	})
 	if commits = metric("turbo_commits_total"); commits < 1 || metric("turbo_commit_errors_total") != 0 {
 		t.Errorf("%v commits, %v commit errors while the metadata overflowed; want commits, and no error", commits, metric("turbo_commit_errors_total"))
