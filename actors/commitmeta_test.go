@@ -35,7 +35,7 @@ func TestCommitMetadataOverflowIsCountedNotAStall(t *testing.T) {
 	c.Ordering = config.OrderingUnordered
 	c.Concurrency = 32
 	c.CommitMetadataBytes = 64
-	c.Retry = config.Retry{MaxAttempts: 1_000_000, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+	c.Retry = config.Retry{MaxAttempts: 1_000_000, InitialBackoff: 250 * time.Millisecond, MaxBackoff: 250 * time.Millisecond}
 	hs := harness.New(t, harness.Config{Consumer: c, Timeout: 30 * time.Second}, actors.HandlerFunc(func(_ context.Context, rec *actors.Record) error {
 		if stuck.Load() && held[rec.Offset] {
 			return errors.New("stuck")

@@ -27,7 +27,7 @@ import (
 // work, at least 1,000 records — reading waits for them, by design.)
 func TestCommitMetadataOverflowThroughRun(t *testing.T) {
 	t.Parallel()
-	const records = 2000
+	const records = 1000
 	topic := testkit.TopicName("meta-overflow")
 	addr := testkit.Cluster(t, 1, topic)
 	testkit.ProduceWithBinary(t, addr, topic, records, records)
@@ -56,7 +56,7 @@ consumers:
     concurrency: 32
     commit_interval: 100ms
     commit_metadata_bytes: 64
-    retry: {max_attempts: 1000000, initial_backoff: 100ms, max_backoff: 2s}
+    retry: {max_attempts: 1000000, initial_backoff: 500ms, max_backoff: 2s}
     handler: {type: http, url: %q, timeout: 30s}
 http: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
