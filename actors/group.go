@@ -342,6 +342,7 @@ func (g *kafkaGroup) resume(tp TopicPartition) {
 // Setup implements sarama.ConsumerGroupHandler.
 func (g *kafkaGroup) Setup(sess sarama.ConsumerGroupSession) error {
 	w := newSessionWatch(g.client, g.cfg, g.groupID, sess, &g.probes, g.log)
+	w.onLost = g.stats.sessionEnded
 	g.watch.Store(w)
 	g.probes.Go(w.run)
 	g.stats.sessionStarted()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/rs/zerolog"
 )
 
 func TestSessionLiveness(t *testing.T) {
@@ -100,5 +101,41 @@ func TestSessionLiveness(t *testing.T) {
 				t.Fatalf("err() = %v, want %v", l.err(), err)
 			}
 		})
+	}
+}
+
+// fakeSession is the little of a sarama session a sessionWatch logs.
+type fakeSession struct{ sarama.ConsumerGroupSession }
+
+func (fakeSession) MemberID() string    { return "m-1" }
+func (fakeSession) GenerationID() int32 { return 7 }
+
+// TestSessionWatchSaysLostAtOnce: the watch's judgement reaches readiness
+// the moment it is made (the stats leave the session), not when sarama ends
+// the session, which takes minutes with the coordinator silent; once only.
+func TestSessionWatchSaysLostAtOnce(t *testing.T) {
+	t.Parallel()
+	cfg := sarama.NewConfig()
+	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
+	stats := &consumerStats{}
+	stats.reached.Store(true)
+	stats.sessionStarted()
+	if !readiness(stats.Snapshot()).OK {
+		t.Fatal("readiness not OK in a session")
+	}
+	w := newSessionWatch(nil, cfg, "g", fakeSession{}, nil, zerolog.Nop())
+	calls := 0
+	w.onLost = func() { calls++; stats.sessionEnded() }
+	w.judge(func(l *sessionLiveness) error { return l.tick(time.Now().Add(5 * time.Second)) })
+	if calls != 0 || !stats.Snapshot().InSession {
+		t.Fatalf("5 s of a 10 s session's silence: onLost called %d times, in session %v; want 0 and true", calls, stats.Snapshot().InSession)
+	}
+	w.judge(func(l *sessionLiveness) error { return l.tick(time.Now().Add(11 * time.Second)) })
+	w.commitFailed(sarama.ErrUnknownMemberId)
+	if calls != 1 || stats.Snapshot().InSession {
+		t.Fatalf("silence past the session timeout: onLost called %d times, in session %v; want 1 and false", calls, stats.Snapshot().InSession)
+	}
+	if ready := readiness(stats.Snapshot()); ready.OK {
+		t.Fatal("readiness OK with the session judged lost")
 	}
 }

@@ -48,6 +48,11 @@ type sessionWatch struct {
 	done     chan struct{} // closed when run has returned
 
 	conn *sarama.Broker // the probe's connection, used by one probe at a time
+
+	// onLost, when set, is called once, the moment the session is judged
+	// lost (under mu: it must not call back): readiness must not wait for
+	// sarama to notice, which takes minutes when the coordinator is silent.
+	onLost func()
 }
 
 // probeInterval is the least time between two of the watch's own
@@ -81,6 +86,9 @@ func (w *sessionWatch) judge(f func(*sessionLiveness) error) {
 		w.log.Warn().Err(err).Str("member", w.sess.MemberID()).Int32("generation", w.sess.GenerationID()).
 			Msg("consumer group session lost: dropping every partition without a handover, then rejoining")
 		close(w.lost)
+		if w.onLost != nil {
+			w.onLost()
+		}
 	}
 }
 
