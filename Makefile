@@ -197,6 +197,26 @@ test-kafka-line: test-bins
 		KAFKA_SUITES='$(KAFKA_SUITES)' TURBO_TEST_SIDES='$(KAFKA_SIDES_$(KAFKA_LINE))' KAFKA_SIDE='$(KAFKA_SIDE_$(KAFKA_LINE))'; \
 	$(WITH_BINS) TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) with bash test/kafka/line.sh
 
+## test-kafka-cluster: test/cluster against a three-node Kafka cluster
+## (kafka.sh with TURBO_TEST_KAFKA_BROKERS=3, on CLUSTER_LINE), started for
+## the run and always stopped: a leader and the group coordinator killed
+## under load, rolling restarts under a swarm (CLUSTER_RUN picks tests; the
+## tests share the cluster, so they run one after the other).
+CLUSTER_LINE ?= 4
+CLUSTER_RUN  ?= .
+.PHONY: test-kafka-cluster
+test-kafka-cluster: test-bins
+	@rc=0; TURBO_TEST_KAFKA_LINE=$(CLUSTER_LINE) bash $(KAFKA_SH) fetch || rc=$$?; \
+	if [ $$rc -eq 3 ]; then echo "test-kafka-cluster: skipped: Java cannot be installed"; exit 0; fi; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
+	started=$$(date +%s); \
+	mkdir -p .cache && log=.cache/test-kafka-cluster.log; \
+	$(WITH_BINS) TURBO_TEST_KAFKA_LINE=$(CLUSTER_LINE) TURBO_TEST_KAFKA_BROKERS=3 bash $(KAFKA_SH) with \
+		$(GO) test -tags cluster -race -count=1 -timeout $(TEST_TIMEOUT) -p 1 -v -run '$(CLUSTER_RUN)' ./test/cluster/ >$$log 2>&1 || rc=$$?; \
+	if [ $$rc -eq 0 ]; then grep -E '^(--- |ok )|FIGURES' $$log; else cat $$log; fi; \
+	echo "test-kafka-cluster: Kafka line $(CLUSTER_LINE): $$([ $$rc -eq 0 ] && echo ok || echo "FAILED (exit $$rc)") in $$(( $$(date +%s) - started )) s"; \
+	exit $$rc
+
 ## kafka-start: a real Kafka broker in the background for manual runs
 ## (TURBO_TEST_KAFKA_LINE=4 for Kafka 4.x); then TURBO_TEST_BROKERS=<the address it
 ## prints> go test ./... uses it, and `bash test/kafka/kafka.sh env` prints

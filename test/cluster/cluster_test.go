@@ -316,6 +316,7 @@ func TestSlowNetwork(t *testing.T) {
 	s := startVia(t, "slow", 1, c, f.Brokers)
 	s.handled(t, batch/4, "before the latency")
 	s.watchReady(t)
+	s.produce(t) // records to handle through each fault
 	e := event{what: "200 ms ± 50 of latency both ways, every node, 1 min", began: time.Now()}
 	for _, stream := range []string{"upstream", "downstream"} {
 		f.Add(t, testkit.Toxic{Name: "latency-" + stream, Type: "latency", Stream: stream,
@@ -325,14 +326,17 @@ func TestSlowNetwork(t *testing.T) {
 	f.Clear()
 	e.end = time.Now()
 	s.events = append(s.events, e)
+	s.produce(t)
 	e = event{what: "64 KiB/s from every node, 20 s", began: time.Now()}
 	f.Add(t, testkit.Toxic{Name: "bandwidth", Type: "bandwidth", Stream: "downstream", Attributes: map[string]any{"rate": 64}})
 	time.Sleep(20 * time.Second)
 	f.Clear()
 	e.end = time.Now()
 	s.events = append(s.events, e)
-	s.produce(t)
-	s.finish(t, 2*batch)
+	if r := s.ready.transitions(); r != "ready throughout" {
+		t.Errorf("readiness changed while turbo went on consuming through a slow network: %s", r)
+	}
+	s.finish(t, 3*batch)
 }
 
 // readyLog samples turbo's /readyz four times a second, until stop.

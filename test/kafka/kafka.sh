@@ -17,6 +17,10 @@
 #                               with the same data, certificates and users;
 #                               prints HOST:PORT when ready
 #
+# TURBO_TEST_KAFKA_BROKERS=3 makes it a three-node cluster instead, with
+# commands of its own to stop, kill and start one node: see
+# test/kafka/cluster.sh.
+#
 # TURBO_TEST_KAFKA_LINE picks the Kafka line: 3.9 (Kafka 3.9.2, the default) or 4
 # (Kafka 4.4.0, Java 17); unset, the line of TURBO_TEST_KAFKA_VERSION.
 #
@@ -302,9 +306,9 @@ EOF
 }
 
 # probe succeeds when the broker on 127.0.0.1:$1 answers a metadata request
-# (v1) listing at least one broker and a controller.
+# (v1) listing at least $2 brokers (default 1) and a controller.
 probe() {
-	python3 - "$1" <<'EOF' 2>/dev/null
+	python3 - "$1" "${2:-1}" <<'EOF' 2>/dev/null
 import socket, struct, sys
 client = b"turbo-probe"
 body = struct.pack(">hhih", 3, 1, 1, len(client)) + client + struct.pack(">i", 0)
@@ -330,7 +334,7 @@ for _ in range(nbrokers):
     (rlen,) = struct.unpack_from(">h", resp, pos)
     pos += 2 + max(rlen, 0)
 (controller,) = struct.unpack_from(">i", resp, pos)
-sys.exit(0 if corr == 1 and nbrokers > 0 and controller >= 0 else 1)
+sys.exit(0 if corr == 1 and nbrokers >= int(sys.argv[2]) and controller >= 0 else 1)
 EOF
 }
 
@@ -807,6 +811,21 @@ usage() {
 	echo "usage: $0 fetch | start [STATE_DIR] | stop [STATE_DIR] | restart [STATE_DIR] [--kill] | env [STATE_DIR] | with COMMAND..." >&2
 	exit 2
 }
+
+# TURBO_TEST_KAFKA_BROKERS=3: a cluster of three (test/kafka/cluster.sh).
+case ${TURBO_TEST_KAFKA_BROKERS:-1} in
+1) ;;
+3)
+	# shellcheck source=test/kafka/cluster.sh
+	. "$REPO_ROOT/test/kafka/cluster.sh"
+	cluster_main "$@"
+	exit
+	;;
+*)
+	printf 'kafka: TURBO_TEST_KAFKA_BROKERS=%s: want 1 (or unset) or 3\n' "$TURBO_TEST_KAFKA_BROKERS" >&2
+	exit 2
+	;;
+esac
 
 case ${1:-} in
 fetch) cmd_fetch ;;

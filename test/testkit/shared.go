@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,8 +75,9 @@ func TopicName(base string) string {
 	return name + suffix
 }
 
-// createTopics creates topics with partitions partitions each (replication
-// 1) on the shared brokers, waits until every partition has a leader in the
+// createTopics creates topics with partitions partitions each on the shared
+// brokers (replicated on every node of a test cluster, TURBO_TEST_KAFKA_NODES;
+// else once), waits until every partition has a leader in the
 // metadata, and deletes the topics when the test ends (best effort).
 func createTopics(t testing.TB, brokers []string, partitions int, topics []string) {
 	t.Helper()
@@ -85,7 +87,7 @@ func createTopics(t testing.TB, brokers []string, partitions int, topics []strin
 	admin, client := Admin(t, brokers)
 	defer admin.Close()
 	for _, topic := range topics {
-		err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: int32(partitions), ReplicationFactor: 1}, false)
+		err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: int32(partitions), ReplicationFactor: replicas()}, false)
 		if errors.Is(err, sarama.ErrTopicAlreadyExists) {
 			t.Fatalf("topic %q already exists on the shared broker %v: name it with testkit.TopicName so that tests and runs do not share topics", topic, brokers)
 		}
@@ -135,4 +137,17 @@ func deleteTopic(t testing.TB, brokers []string, topic string) {
 func CreateTopics(t testing.TB, addr string, partitions int, topics ...string) {
 	t.Helper()
 	createTopics(t, []string{addr}, partitions, topics)
+}
+
+// NodesEnv names the environment variable that says how many nodes the test
+// cluster of TURBO_TEST_BROKERS has (test/kafka/kafka.sh's cluster mode).
+const NodesEnv = "TURBO_TEST_KAFKA_NODES"
+
+// replicas is the replication factor of the topics tests create: one per
+// node of a test cluster (the cluster's min.insync.replicas is 2), else 1.
+func replicas() int16 {
+	if n, err := strconv.Atoi(os.Getenv(NodesEnv)); err == nil && n > 1 {
+		return int16(n)
+	}
+	return 1
 }
