@@ -55,6 +55,11 @@ KAFKA_FULL_LINE := 4
 # (the secured mistakes, OAuth, every mechanism) and the secured runs, so
 # that each side meets a real broker's restarts and security on one line.
 # The timed tests run on sarama.
+# The cluster tests every change runs (test/cluster, on a three-node
+# cluster of CLUSTER_LINE): beside phase 3 of the line that is not the
+# newest, whose phase 3 is the lighter. The whole suite is
+# `make test-kafka-cluster`.
+CLUSTER_CI_3.9 := ^(TestLeaderKilledUnderLoad|TestPartitionedFromTheCoordinator)$$
 KAFKA_SIDES_3.9 := sarama
 KAFKA_SIDE_3.9  := sarama
 KAFKA_SIDES_4   := franz-go
@@ -192,6 +197,7 @@ test-kafka-line: test-bins
 	else \
 		export SUITES_FLAG=-run SUITES_EXPR='$(KAFKA_CORE)' SECURED=0; \
 	fi; \
+	export CLUSTER_RUN='$(CLUSTER_CI_$(KAFKA_LINE))' CLUSTER_LINE='$(CLUSTER_LINE)'; \
 	export GO='$(GO)' TEST_TIMEOUT='$(TEST_TIMEOUT)' TEST_PAR='$(TEST_PAR)' TEST_FLAGS='$(TEST_FLAGS)' \
 		KAFKA_ALONE_RUN='$(KAFKA_ALONE_RUN)' TIMED='$(TIMED)' TIMED_PKGS='$(TIMED_PKGS)' KAFKA_EMBEDDED_ONLY='$(KAFKA_EMBEDDED_ONLY)' \
 		KAFKA_SUITES='$(KAFKA_SUITES)' TURBO_TEST_SIDES='$(KAFKA_SIDES_$(KAFKA_LINE))' KAFKA_SIDE='$(KAFKA_SIDE_$(KAFKA_LINE))'; \

@@ -137,13 +137,18 @@ func (s *scenario) finish(t *testing.T, produced int) {
 		t.Errorf("%d records handled twice, want at most %d (%d events × concurrency %d)", rep.Duplicates, limit, len(s.events), concurrency)
 	}
 	t.Logf("FIGURES cluster-%s records=%d lost=0 duplicates=%d order_violations=%d overlaps=%d", t.Name(), produced, rep.Duplicates, rep.OrderViolations, rep.Overlaps)
+	// The rate before the first event is the run's undisturbed rate: the
+	// one each event's rates compare with.
+	var before float64
+	if len(s.events) > 0 {
+		before = s.rate.between(s.events[0].began.Add(-5*time.Second), s.events[0].began)
+	}
 	for _, e := range s.events {
-		before := s.rate.between(e.began.Add(-5*time.Second), e.began)
 		after := e.end.Add(10 * time.Second)
 		if after.After(end) {
 			after = end
 		}
-		t.Logf("FIGURES cluster-%s event=%q lasted=%s records/s before=%.0f during=%.0f after=%.0f full-speed-again=%s after it",
+		t.Logf("FIGURES cluster-%s event=%q lasted=%s records/s undisturbed=%.0f during=%.0f after=%.0f full-speed-again=%s after it",
 			t.Name(), e.what, e.end.Sub(e.began).Round(100*time.Millisecond), before,
 			s.rate.between(e.began, e.end), s.rate.between(e.end, after),
 			s.rate.recovered(e.end, end, 0.8*before))
@@ -213,7 +218,8 @@ func TestRollingRestartsUnderASwarm(t *testing.T) {
 			s.events = append(s.events, e)
 		}
 	}
-	s.finish(t, produced)
+	s.produce(t) // records to show the rate after the last restart
+	s.finish(t, produced+batch)
 }
 
 // rateLog samples a count of handled records four times a second, for

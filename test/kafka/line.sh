@@ -14,12 +14,16 @@
 #   TURBO_TEST_SIDES                 the sides of the side tests (3)
 #   KAFKA_SIDE                       the side of test/kafka (1, 3, 4) and of
 #                                    the secured runs (4)
+#   CLUSTER_RUN, CLUSTER_LINE        (optional) the tests of test/cluster to
+#                                    run in phase 3, on a three-node cluster
+#                                    of that Kafka line of their own
 #
 # 1. alone: the broker restart of test/kafka (its bound on the records run
 #    twice measures the load of other tests too: test/README.md);
 # 2. (SECURED, the newest line) alone: the timed tests (TIMED in TIMED_PKGS,
 #    one package at a time): their bounds are turbo's, one line is enough;
-# 3. the suites, and beside them the rest of test/kafka, unless SECURED;
+# 3. the suites, and beside them the rest of test/kafka, unless SECURED,
+#    and CLUSTER_RUN on its cluster;
 # 4. (SECURED) the rest of test/kafka and the secured runs at once, then a
 #    search of everything printed for the broker's secrets.
 #
@@ -58,6 +62,17 @@ if [[ $SECURED != 1 ]]; then
 	rest &
 	kafka=$!
 fi
+# The cluster's tests judge by ledgers, not by time: the others' load does
+# not change their verdicts.
+cluster=""
+if [[ -n ${CLUSTER_RUN:-} ]]; then
+	(
+		TURBO_TEST_KAFKA_LINE=$CLUSTER_LINE TURBO_TEST_KAFKA_BROKERS=3 bash "$here/kafka.sh" with \
+			bash "$here/gotest.sh" "$state/cluster.log" "$GO" -tags cluster -race -count=1 -timeout "$TEST_TIMEOUT" \
+			-run "$CLUSTER_RUN" ./test/cluster/ >"$state/cluster.out" 2>&1
+	) &
+	cluster=$!
+fi
 # shellcheck disable=SC2086 # KAFKA_SUITES is a list of packages
 gotest "$state/plain.log" "$GO" "${crowd[@]}" "$SUITES_FLAG" "$SUITES_EXPR" $KAFKA_SUITES || rc=$?
 if [[ $SECURED == 1 ]]; then
@@ -69,6 +84,10 @@ if [[ $SECURED == 1 ]]; then
 fi
 wait "$kafka" || rc=$?
 cat "$state/kafka.out"
+if [[ -n $cluster ]]; then
+	wait "$cluster" || rc=$?
+	cat "$state/cluster.out"
+fi
 if ((rc == 0)) && [[ $SECURED == 1 ]]; then
 	bash "$here/secured-runs.sh" search || rc=$?
 fi
