@@ -223,6 +223,16 @@ test-kafka-cluster: test-bins
 	echo "test-kafka-cluster: Kafka line $(CLUSTER_LINE): $$([ $$rc -eq 0 ] && echo ok || echo "FAILED (exit $$rc)") in $$(( $$(date +%s) - started )) s"; \
 	exit $$rc
 
+## soak-kafka-cluster: the chaos soak (test/chaos TestChaosSoak) on a
+## three-node cluster of CLUSTER_LINE for SOAK (default 10m): members killed,
+## restarted, added and removed, and nodes killed, stopped and brought back,
+## while records are produced; the CHAOS line says what it did and found.
+SOAK ?= 10m
+.PHONY: soak-kafka-cluster
+soak-kafka-cluster: test-bins
+	$(WITH_BINS) TURBO_SOAK=$(SOAK) TURBO_TEST_KAFKA_LINE=$(CLUSTER_LINE) TURBO_TEST_KAFKA_BROKERS=3 bash $(KAFKA_SH) with \
+		$(GO) test -race -count=1 -timeout 40m -run '^TestChaosSoak$$' ./test/chaos/
+
 ## kafka-start: a real Kafka broker in the background for manual runs
 ## (TURBO_TEST_KAFKA_LINE=4 for Kafka 4.x); then TURBO_TEST_BROKERS=<the address it
 ## prints> go test ./... uses it, and `bash test/kafka/kafka.sh env` prints

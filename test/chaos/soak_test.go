@@ -5,6 +5,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -26,8 +27,9 @@ const (
 	soakDrain = 3 * time.Minute
 )
 
-// chaosCounts are the actions a soak took.
-type chaosCounts struct{ kills, restarts, joins, leaves int }
+// chaosCounts are the actions a soak took: to members, and on a cluster
+// to its nodes.
+type chaosCounts struct{ kills, restarts, joins, leaves, nodeKills, nodeStops int }
 
 // TestChaosSoak keeps producing while it kill -9s, restarts (SIGTERM and
 // start again), adds and removes members of a 3-member group at random
@@ -47,6 +49,14 @@ func TestChaosSoak(t *testing.T) {
 
 	topic := testkit.TopicName("chaos")
 	brokers := []string{testkit.Cluster(t, soakPartitions, topic)} // on the embedded broker, `turbo dev` (a plain build)
+	// On a three-node cluster the nodes take part too: every third step
+	// from the fourth, one goes down (kill -9 or SIGTERM) or comes back,
+	// never two at once.
+	var nodes *nodeChaos
+	if os.Getenv(testkit.NodesEnv) == "3" {
+		nodes = &nodeChaos{c: testkit.ThreeNodes(t)}
+		brokers = nodes.c.Brokers // members bootstrap from every node
+	}
 	ledger := testkit.NewLedgerWith(testkit.LedgerOptions{Work: soakWork, FailFirst: soakFailFirst, Seed: s})
 	srv := httptest.NewServer(ledger)
 	t.Cleanup(srv.Close) // after the members' cleanup (registered later, run first)
@@ -72,8 +82,15 @@ func TestChaosSoak(t *testing.T) {
 		if err := prod.Err(); err != nil {
 			t.Fatalf("producing: %v", err)
 		}
-		act(t, ms, rng, &did, steps)
+		if nodes != nil && steps >= 3 && steps%3 == 0 { // after act's first three
+			nodes.act(t, rng, &did)
+		} else {
+			act(t, ms, rng, &did, steps)
+		}
 		steps++
+	}
+	if nodes != nil {
+		nodes.heal(t) // the drain needs every node
 	}
 
 	// Drain: stop producing, then every record produced must finish.
@@ -95,10 +112,10 @@ func TestChaosSoak(t *testing.T) {
 
 	rep := ledger.Report()
 	assigned, released, failures := ms.counts()
-	line := fmt.Sprintf("CHAOS: records=%d kills=%d restarts=%d joins=%d leaves=%d partition_moves=%d (assigned=%d released=%d) tree_failures=%d "+
+	line := fmt.Sprintf("CHAOS: records=%d kills=%d restarts=%d joins=%d leaves=%d node_kills=%d node_stops=%d partition_moves=%d (assigned=%d released=%d) tree_failures=%d "+
 		"lost=%d order_violations=%d overlaps=%d ownership_overlaps=%d duplicates=%d (%.2f%%) injected_failures=%d failed_attempts=%d "+
 		"seed=%d broker=%s soak=%s drain=%s total=%s",
-		rep.Produced, did.kills, did.restarts, did.joins, did.leaves, assigned-soakPartitions, assigned, released, failures,
+		rep.Produced, did.kills, did.restarts, did.joins, did.leaves, did.nodeKills, did.nodeStops, assigned-soakPartitions, assigned, released, failures,
 		rep.Lost, rep.OrderViolations, rep.Overlaps, rep.OwnershipOverlaps, rep.Duplicates, rep.DuplicatePct, rep.Injected, rep.FailedAttempts,
 		s, brokerKind(), *soak, drained.Round(time.Millisecond), time.Since(began).Round(time.Second))
 	t.Log(line)
@@ -114,8 +131,41 @@ func TestChaosSoak(t *testing.T) {
 	if rep.NotProduced != 0 {
 		t.Errorf("%d records were not acknowledged by the broker", rep.NotProduced)
 	}
-	if did.kills == 0 || did.restarts == 0 || did.joins == 0 {
+	if did.kills == 0 || did.restarts == 0 || did.joins == 0 || (nodes != nil && did.nodeKills+did.nodeStops == 0) {
 		t.Errorf("the chaos did %+v: too short a soak (%s) to show anything", did, *soak)
+	}
+}
+
+// nodeChaos takes a test cluster's nodes down and up: at most one is down
+// at a time, so that every partition keeps two in-sync replicas for the
+// producer's writes.
+type nodeChaos struct {
+	c    *testkit.KafkaCluster
+	down int32 // the node that is down, 0: none
+}
+
+func (n *nodeChaos) act(t *testing.T, rng *mrand.Rand, did *chaosCounts) {
+	t.Helper()
+	if n.down != 0 {
+		n.heal(t)
+		return
+	}
+	n.down = 1 + rng.Int32N(3)
+	kill := rng.IntN(2) == 0
+	n.c.Down(t, n.down, kill)
+	if kill {
+		did.nodeKills++
+	} else {
+		did.nodeStops++
+	}
+}
+
+// heal brings the node that is down back.
+func (n *nodeChaos) heal(t *testing.T) {
+	t.Helper()
+	if n.down != 0 {
+		n.c.Up(t, n.down)
+		n.down = 0
 	}
 }
 
