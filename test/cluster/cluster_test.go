@@ -163,33 +163,29 @@ func (s *scenario) finish(t *testing.T, produced int) {
 // while it is down (to the new leaders), then it comes back: nothing lost,
 // order kept, everything committed.
 func TestLeaderKilledUnderLoad(t *testing.T) {
-	s := start(t, "leader-kill", 1)
-	s.handled(t, batch/3, "before the kill")
-	victim := s.c.Leader(t, s.topic, 0)
-	e := event{what: fmt.Sprintf("kill -9 of node %d, leader of partition 0", victim), began: time.Now()}
-	s.c.Down(t, victim, true)
-	testkit.Eventually(t, time.Minute, "a new leader of partition 0", func() bool { return s.c.Leader(t, s.topic, 0) != victim })
-	s.produce(t)
-	s.handled(t, batch+batch/3, "from the new leaders")
-	s.c.Up(t, victim)
-	e.end = time.Now()
-	s.events = append(s.events, e)
-	s.produce(t)
-	s.finish(t, 3*batch)
+	killUnderLoad(t, "leader-kill", "leader of partition 0", func(s *scenario) int32 { return s.c.Leader(t, s.topic, 0) })
 }
 
 // TestCoordinatorKilledUnderLoad: kill -9 of the node that coordinates the
 // group while records are handled and committed: the group finds its new
 // coordinator, nothing is lost, everything is committed.
 func TestCoordinatorKilledUnderLoad(t *testing.T) {
-	s := start(t, "coordinator-kill", 1)
+	killUnderLoad(t, "coordinator-kill", "the group coordinator", func(s *scenario) int32 { return s.c.Coordinator(t, s.topic) })
+}
+
+// killUnderLoad kills the node role names (the group is named as the topic)
+// a third of the way through a batch, waits until role moved to another
+// node, produces a batch there, and brings the node back once a third of it
+// was handled.
+func killUnderLoad(t *testing.T, name, role string, holder func(*scenario) int32) {
+	s := start(t, name, 1)
 	s.handled(t, batch/3, "before the kill")
-	victim := s.c.Coordinator(t, s.topic)
-	e := event{what: fmt.Sprintf("kill -9 of node %d, the group coordinator", victim), began: time.Now()}
+	victim := holder(s)
+	e := event{what: fmt.Sprintf("kill -9 of node %d, %s", victim, role), began: time.Now()}
 	s.c.Down(t, victim, true)
-	testkit.Eventually(t, time.Minute, "a new group coordinator", func() bool { return s.c.Coordinator(t, s.topic) != victim })
+	testkit.Eventually(t, time.Minute, "another node to be "+role, func() bool { return holder(s) != victim })
 	s.produce(t)
-	s.handled(t, batch+batch/3, "with the new coordinator")
+	s.handled(t, batch+batch/3, "with another node as "+role)
 	s.c.Up(t, victim)
 	e.end = time.Now()
 	s.events = append(s.events, e)

@@ -90,16 +90,7 @@ num.recovery.threads.per.data.dir=1
 background.threads=2
 EOF
 	if [[ $KAFKA_LINE != 3.9 ]]; then
-		# As for one broker: the consumer group protocol's heartbeat and
-		# session as turbo's classic ones, share groups' heartbeat short.
-		cat >>"$dir/server.properties" <<EOF
-group.share.min.heartbeat.interval.ms=500
-group.share.heartbeat.interval.ms=500
-group.consumer.min.heartbeat.interval.ms=250
-group.consumer.heartbeat.interval.ms=250
-group.consumer.min.session.timeout.ms=6000
-group.consumer.session.timeout.ms=10000
-EOF
+		group_timing_config >>"$dir/server.properties"
 	fi
 	# A cluster's tolerated unknown configs differ by line: 3.9 knows no
 	# share coordinator.
@@ -309,21 +300,7 @@ cluster_main() {
 	env) cmd_env "${2:-}" ;;
 	with)
 		shift
-		(($# > 0)) || cluster_usage
-		cmd_fetch
-		local state rc=0
-		state=$(mktemp -d)
-		# shellcheck disable=SC2064 # state is fixed now
-		trap "cluster_stop '$state'; rm -rf '$state'" EXIT
-		trap 'exit 130' INT TERM
-		cluster_start "$state" >/dev/null
-		unset TURBO_TEST_KAFKA_LINE
-		set -a
-		# shellcheck source=/dev/null
-		. "$state/env"
-		set +a
-		"$@" || rc=$?
-		exit "$rc"
+		WITH_START=cluster_start WITH_STOP=cluster_stop cmd_with "$@"
 		;;
 	down) (($# >= 3)) || cluster_usage && cluster_down "$2" "$3" "${4:-}" ;;
 	up) (($# >= 3)) || cluster_usage && cluster_up "$2" "$3" ;;

@@ -531,6 +531,16 @@ EOF
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 share.coordinator.state.topic.num.partitions=4
+EOF
+		group_timing_config >>"$work/server.properties"
+	fi
+	write_log_config "$work"
+}
+
+# group_timing_config prints the 4.x line's group settings: heartbeats and
+# sessions as turbo's classic ones.
+group_timing_config() {
+	cat <<EOF
 # A share consumer learns its assignment from a heartbeat: every 5 s by
 # default, which made a benchmark's share group idle its first ~5 s.
 group.share.min.heartbeat.interval.ms=500
@@ -546,8 +556,6 @@ group.consumer.heartbeat.interval.ms=250
 group.consumer.min.session.timeout.ms=6000
 group.consumer.session.timeout.ms=10000
 EOF
-	fi
-	write_log_config "$work"
 }
 
 # log_tail prints the end of the broker's and the token issuer's logs in
@@ -787,16 +795,18 @@ cmd_env() {
 
 # cmd_with runs COMMAND beside a broker of its own (what make test-kafka and
 # make bench-kafka do for each line): its env file exported, its state dir
-# in TURBO_TEST_STATE, and the broker stopped however COMMAND ends.
+# in TURBO_TEST_STATE, and the broker stopped however COMMAND ends. The
+# cluster mode sets WITH_START and WITH_STOP to its own start and stop.
+WITH_START=cmd_start WITH_STOP=cmd_stop
 cmd_with() {
 	(($# > 0)) || usage
 	cmd_fetch
 	local state rc=0
 	state=$(mktemp -d)
 	# shellcheck disable=SC2064 # state is fixed now
-	trap "cmd_stop '$state'; rm -rf '$state'" EXIT
+	trap "$WITH_STOP '$state'; rm -rf '$state'" EXIT
 	trap 'exit 130' INT TERM
-	cmd_start "$state" >/dev/null
+	"$WITH_START" "$state" >/dev/null
 	unset TURBO_TEST_KAFKA_LINE
 	set -a
 	# shellcheck source=/dev/null
