@@ -614,7 +614,7 @@ func (g *franzGroup) newFranzClaim(cl *kgo.Client, sess *franzSession, tp TopicP
 	c := g.newClaim(claimSpec{tp: tp, committed: max(committed, -1), finished: finished, maxBatch: g.maxBatch,
 		revokeWait: g.revokeWait, lost: f.lostCh(), sess: sess, log: g.log})
 	f.epoch, f.gt = c.epoch, c.gate
-	g.lost.expect(c.epoch, id)
+	g.lost.expect(c.epoch, tp, id)
 	g.mu.Lock()
 	if old := g.feeds[tp]; old != nil {
 		// Cannot happen: a partition is revoked or lost before it is

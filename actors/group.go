@@ -383,7 +383,12 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	if w != nil {
 		lost = w.lost
 	}
-	// Read before any record: the first records may be among them.
+	// Read before any record: the first records may be among them. A lost
+	// claim of the partition may still be giving back what it finished.
+	if !g.lost.settled(tp, g.revokeWait, sess.Context().Done()) {
+		g.log.Warn().Str("partition", tp.String()).Stringer("waited", g.revokeWait).
+			Msg("the partition's lost claim did not give back what it finished in time: records it finished since its last commit may run again")
+	}
 	id := g.topicID(tp.Topic)
 	finished := g.released.finished(tp, id, claim.InitialOffset(), g.finishedAbove(tp))
 	g.log.Debug().Str("partition", tp.String()).Int64("committed", claim.InitialOffset()).
@@ -394,7 +399,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		revokeWait: g.revokeWait, lost: lost, sess: sess, log: g.log})
 	// Before the claim can be lost: a lost claim's final watermark may come
 	// after it has gone (rememberLost).
-	g.lost.expect(c.epoch, id)
+	g.lost.expect(c.epoch, tp, id)
 	c.start()
 
 	// sarama keeps a partition's pause across its reassignment: a claim

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 )
@@ -101,36 +102,96 @@ func (r *releasedAt) remember(tp TopicPartition, id topicID, fc finalCommit) {
 // interval's worth, above any unfinished one) ran again when the partition
 // came back: 161 duplicates of 9,000 in TestBrokerRestartMidRun, whose
 // SIGKILLed broker ends the session.
+//
+// A new claim of the same partition must wait for them (settled): a session
+// lost while the broker restarted was joined again within moments, and a
+// claim that started before the old one's final watermark came ran again
+// what the old one had finished since its last published watermark (45 and
+// 48 records run twice in TestBrokerRestartMidRun under load, against a
+// bound of 32).
 type lostClaims struct {
-	mu  sync.Mutex
-	ids map[uint64]topicID
+	mu      sync.Mutex
+	claims  map[uint64]expectedClaim
+	changed chan struct{} // closed, and replaced, when a claim goes
+}
+
+type expectedClaim struct {
+	tp TopicPartition
+	id topicID
 }
 
 // expect notes a claim that may be lost.
-func (l *lostClaims) expect(epoch uint64, id topicID) {
+func (l *lostClaims) expect(epoch uint64, tp TopicPartition, id topicID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ids == nil {
-		l.ids = make(map[uint64]topicID)
+	if l.claims == nil {
+		l.claims = make(map[uint64]expectedClaim)
 	}
-	l.ids[epoch] = id
+	l.claims[epoch] = expectedClaim{tp: tp, id: id}
 }
 
 // forget drops a claim that ended without being lost.
 func (l *lostClaims) forget(epoch uint64) {
 	l.mu.Lock()
-	delete(l.ids, epoch)
+	l.drop(epoch)
 	l.mu.Unlock()
+}
+
+// drop removes epoch's claim and wakes settled; l.mu is held.
+func (l *lostClaims) drop(epoch uint64) (expectedClaim, bool) {
+	c, ok := l.claims[epoch]
+	if ok {
+		delete(l.claims, epoch)
+		if l.changed != nil {
+			close(l.changed)
+			l.changed = nil
+		}
+	}
+	return c, ok
 }
 
 // rememberLost gives r the final watermark of the lost claim of epoch.
 func (l *lostClaims) rememberLost(r *releasedAt, tp TopicPartition, epoch uint64, fc finalCommit) {
 	l.mu.Lock()
-	id, ok := l.ids[epoch]
-	delete(l.ids, epoch)
+	c, ok := l.drop(epoch)
 	l.mu.Unlock()
 	if ok {
-		r.remember(tp, id, fc)
+		r.remember(tp, c.id, fc)
+	}
+}
+
+// settled waits until no earlier claim of tp waits for its final watermark,
+// and reports true; or false once timeout passes or done closes (then the
+// new claim starts knowing less, and may run records twice).
+func (l *lostClaims) settled(tp TopicPartition, timeout time.Duration, done <-chan struct{}) bool {
+	var deadline <-chan time.Time
+	for {
+		l.mu.Lock()
+		pending := false
+		for _, c := range l.claims {
+			pending = pending || c.tp == tp
+		}
+		if !pending {
+			l.mu.Unlock()
+			return true
+		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		if deadline == nil {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return false
+		case <-done:
+			return false
+		}
 	}
 }
 

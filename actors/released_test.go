@@ -3,6 +3,7 @@ package actors
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/turbokafka/turbo/actors/offsetmeta"
 )
@@ -130,8 +131,8 @@ func TestLostClaimsRememberTheFinalWatermarkOnce(t *testing.T) {
 	topic := topicID{7}
 	var r releasedAt
 	var l lostClaims
-	l.expect(1, topic)
-	l.expect(2, topic)
+	l.expect(1, tp, topic)
+	l.expect(2, tp, topic)
 	l.forget(2)
 	l.rememberLost(&r, tp, 2, finalCommit{offset: 500, ok: true}) // ended, not lost: ignored
 	if got := r.finished(tp, topic, 10, nil); got != nil {
@@ -144,5 +145,53 @@ func TestLostClaimsRememberTheFinalWatermarkOnce(t *testing.T) {
 	l.rememberLost(&r, tp, 1, finalCommit{offset: 90, ok: true}) // taken already
 	if got, want := r.finished(tp, topic, 10, nil), []offsetmeta.Range{{From: 10, To: 39}}; !slices.Equal(got, want) {
 		t.Fatalf("a second final watermark of the same lost claim was taken: finished = %v, want %v", got, want)
+	}
+}
+
+// A new claim of a partition waits until the partition's lost claim gave
+// back its final watermark (settled), and then knows all it finished; a
+// lost claim of another partition does not hold it; a final watermark that
+// never comes holds it only until the timeout, and a stop ends the wait.
+func TestNewClaimWaitsForTheLostClaimsFinalWatermark(t *testing.T) {
+	t.Parallel()
+	tp, other := TopicPartition{Topic: "t", Partition: 1}, TopicPartition{Topic: "t", Partition: 2}
+	topic := topicID{7}
+	var r releasedAt
+	var l lostClaims
+	l.expect(1, tp, topic)
+	l.expect(2, other, topic)                                // lost too, its final watermark never comes
+	r.remember(tp, topic, finalCommit{offset: 20, ok: true}) // what lose knew at once
+
+	settled := make(chan bool, 1)
+	go func() { settled <- l.settled(tp, time.Minute, nil) }()
+	select {
+	case <-settled:
+		t.Fatal("a new claim started while the partition's lost claim still held what it finished")
+	case <-time.After(50 * time.Millisecond): // it must still be waiting: nothing to await but time
+	}
+	l.rememberLost(&r, tp, 1, finalCommit{offset: 60, ok: true})
+	select {
+	case ok := <-settled:
+		if !ok {
+			t.Fatal("settled = false after the final watermark came")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the final watermark came, and the new claim still waited after 10 s")
+	}
+	if got, want := r.finished(tp, topic, 10, nil), []offsetmeta.Range{{From: 10, To: 59}}; !slices.Equal(got, want) {
+		t.Fatalf("the new claim knows %v finished, want %v (the lost claim's final watermark)", got, want)
+	}
+
+	begun := time.Now()
+	if l.settled(other, 100*time.Millisecond, nil) {
+		t.Fatal("settled = true for a partition whose lost claim never gave back its watermark")
+	}
+	if waited := time.Since(begun); waited < 100*time.Millisecond {
+		t.Fatalf("gave up after %v, before the 100 ms timeout", waited)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if l.settled(other, time.Minute, stop) {
+		t.Fatal("settled = true when told to stop")
 	}
 }
