@@ -40,8 +40,8 @@ WITH_BINS = TURBO_TEST_BINARY=$(CURDIR)/$(TEST_BIN_DIR)/turbo-race TURBO_TEST_PE
 # 3.9.2, 4: Kafka 4.4.0). `make test` has run every test on the embedded
 # broker already; a real broker runs what it can make fail differently
 # (test/README.md, "What runs where"):
-#  - every line: alone, a broker restarted mid-run (KAFKA_ALONE_RUN); then
-#    (the newest line only) the TIMED tests, alone; then at once: the rest of test/kafka (the secured
+#  - every line: (the newest line only) the TIMED tests, alone; then at
+#    once: test/kafka (a broker restarted mid-run, the secured
 #    mistakes, OAuth, every mechanism) and KAFKA_CORE: the ordering ledgers,
 #    kill -9 with commit metadata, the SIGTERM drain, the swarm, rebalances
 #    under load and the key handover (test/kafka/line.sh);
@@ -56,8 +56,8 @@ KAFKA_FULL_LINE := 4
 # that each side meets a real broker's restarts and security on one line.
 # The timed tests run on sarama.
 # The cluster tests every change runs (test/cluster, on a three-node
-# cluster of CLUSTER_LINE): beside phase 3 of the line that is not the
-# newest, whose phase 3 is the lighter. The whole suite is
+# cluster of CLUSTER_LINE): beside phase 2 of the line that is not the
+# newest, whose phase 2 is the lighter. The whole suite is
 # `make test-kafka-cluster`.
 CLUSTER_CI_3.9 := ^(TestLeaderKilledUnderLoad|TestPartitionedFromTheCoordinator)$$
 KAFKA_SIDES_3.9 := sarama
@@ -75,12 +75,6 @@ KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|
 # that bring a broker of their own (kfake, a fake that never answers, the
 # harness's in-memory one) whatever TURBO_TEST_BROKERS says.
 KAFKA_EMBEDDED_ONLY := ^(TestGRPCHandler|TestHTTPBatches|TestA207ThatIsNotTheDocumentIsRetried|TestAdaptiveConcurrencyThroughHTTP|TestRateLimit|TestRateLimitPacesAttempts|TestStopIsBoundedWhenAHandlerHangs|TestAConfigurationCutShortIsRefused|TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestRefusalLaterInARunIsRetriedAndShown|TestConsumerRefusedAtStartGivesUp|TestConsumerOverMTLSAndSCRAM|TestEveryExampleRuns|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop|TestAStoppingMemberKeepsItsGenerationWhileAnotherLeaves|TestACommitOvertakenByARebalanceIsSentAgain)$$
-# test/kafka's broker restart runs first and alone: it bounds the records
-# run twice by those in flight at each session loss, and with two other
-# packages' tests on the same two cores it counted more (45 and 48 of 9,000,
-# bound 32, in 2 of 6 runs; alone 0-16): an open problem, see test/README.md.
-# The rest of test/kafka runs with the suites.
-KAFKA_ALONE_RUN := ^TestBrokerRestartMidRun$$
 KAFKA_SH    := test/kafka/kafka.sh
 
 # On KAFKA_FULL_LINE, the secured runs (test/kafka/secured-runs.sh, run by
@@ -199,7 +193,7 @@ test-kafka-line: test-bins
 	fi; \
 	export CLUSTER_RUN='$(CLUSTER_CI_$(KAFKA_LINE))' CLUSTER_LINE='$(CLUSTER_LINE)'; \
 	export GO='$(GO)' TEST_TIMEOUT='$(TEST_TIMEOUT)' TEST_PAR='$(TEST_PAR)' TEST_FLAGS='$(TEST_FLAGS)' \
-		KAFKA_ALONE_RUN='$(KAFKA_ALONE_RUN)' TIMED='$(TIMED)' TIMED_PKGS='$(TIMED_PKGS)' KAFKA_EMBEDDED_ONLY='$(KAFKA_EMBEDDED_ONLY)' \
+		TIMED='$(TIMED)' TIMED_PKGS='$(TIMED_PKGS)' KAFKA_EMBEDDED_ONLY='$(KAFKA_EMBEDDED_ONLY)' \
 		KAFKA_SUITES='$(KAFKA_SUITES)' TURBO_TEST_SIDES='$(KAFKA_SIDES_$(KAFKA_LINE))' KAFKA_SIDE='$(KAFKA_SIDE_$(KAFKA_LINE))'; \
 	$(WITH_BINS) TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) with bash test/kafka/line.sh
 
@@ -230,8 +224,9 @@ test-kafka-cluster: test-bins
 SOAK ?= 10m
 .PHONY: soak-kafka-cluster
 soak-kafka-cluster: test-bins
+	@mkdir -p .cache
 	$(WITH_BINS) TURBO_SOAK=$(SOAK) TURBO_TEST_KAFKA_LINE=$(CLUSTER_LINE) TURBO_TEST_KAFKA_BROKERS=3 bash $(KAFKA_SH) with \
-		$(GO) test -race -count=1 -timeout 40m -run '^TestChaosSoak$$' ./test/chaos/
+		bash test/kafka/gotest.sh .cache/soak-kafka-cluster.log $(GO) -race -count=1 -timeout 40m -run '^TestChaosSoak$$' ./test/chaos/
 
 ## kafka-start: a real Kafka broker in the background for manual runs
 ## (TURBO_TEST_KAFKA_LINE=4 for Kafka 4.x); then TURBO_TEST_BROKERS=<the address it

@@ -4,28 +4,25 @@
 # TURBO_TEST_STATE). The Makefile says what to run, in the environment:
 #
 #   GO, TEST_TIMEOUT, TEST_PAR       the go command, its timeout, how many at once
-#   TEST_FLAGS                       the flags of the crowded phase (3)
-#   KAFKA_ALONE_RUN                  the tests of test/kafka that run alone (1)
-#   TIMED, TIMED_PKGS                the timed tests (2), and where they are
+#   TEST_FLAGS                       the flags of the crowded phase (2)
+#   TIMED, TIMED_PKGS                the timed tests (1), and where they are
 #   KAFKA_EMBEDDED_ONLY              the tests never run on a real broker
 #   KAFKA_SUITES, SUITES_FLAG, SUITES_EXPR
-#                                    the suites of phase 3, and which of their tests
-#   SECURED                          1: the secured runs (3) and the search (4)
-#   TURBO_TEST_SIDES                 the sides of the side tests (3)
-#   KAFKA_SIDE                       the side of test/kafka (1, 3, 4) and of
-#                                    the secured runs (4)
+#                                    the suites of phase 2, and which of their tests
+#   SECURED                          1: the secured runs and the search (3)
+#   TURBO_TEST_SIDES                 the sides of the side tests (2)
+#   KAFKA_SIDE                       the side of test/kafka (2, 3) and of
+#                                    the secured runs (3)
 #   CLUSTER_RUN, CLUSTER_LINE        (optional) the tests of test/cluster to
-#                                    run in phase 3, on a three-node cluster
+#                                    run in phase 2, on a three-node cluster
 #                                    of that Kafka line of their own
 #
-# 1. alone: the broker restart of test/kafka (its bound on the records run
-#    twice measures the load of other tests too: test/README.md);
-# 2. (SECURED, the newest line) alone: the timed tests (TIMED in TIMED_PKGS,
+# 1. (SECURED, the newest line) alone: the timed tests (TIMED in TIMED_PKGS,
 #    one package at a time): their bounds are turbo's, one line is enough;
-# 3. the suites, and beside them the rest of test/kafka, unless SECURED,
-#    and CLUSTER_RUN on its cluster;
-# 4. (SECURED) the rest of test/kafka and the secured runs at once, then a
-#    search of everything printed for the broker's secrets.
+# 2. the suites, and beside them test/kafka, unless SECURED, and
+#    CLUSTER_RUN on its cluster;
+# 3. (SECURED) test/kafka and the secured runs at once, then a search of
+#    everything printed for the broker's secrets.
 #
 # Each phase prints what test/kafka/gotest.sh prints once it ends; the line
 # stops at the first phase that fails.
@@ -47,7 +44,6 @@ onside() {
 }
 
 once=(-tags kafka -race -count=1 -timeout "$TEST_TIMEOUT")
-onside gotest "$state/alone.log" "$GO" "${once[@]}" -run "$KAFKA_ALONE_RUN" ./test/kafka/ || exit
 # shellcheck disable=SC2086 # TIMED_PKGS is a list of packages
 if [[ $SECURED == 1 ]]; then
 	gotest "$state/timed.log" "$GO" "${once[@]}" -p 1 -run "$TIMED" -skip "$KAFKA_EMBEDDED_ONLY" $TIMED_PKGS || exit
@@ -55,7 +51,7 @@ fi
 
 # shellcheck disable=SC2206 # TEST_FLAGS is a list of flags
 crowd=(-tags kafka $TEST_FLAGS)
-rest() { onside gotest "$state/kafka.log" "$GO" "${crowd[@]}" -skip "$KAFKA_ALONE_RUN" ./test/kafka/ >"$state/kafka.out" 2>&1; }
+rest() { onside gotest "$state/kafka.log" "$GO" "${crowd[@]}" ./test/kafka/ >"$state/kafka.out" 2>&1; }
 
 rc=0
 if [[ $SECURED != 1 ]]; then
