@@ -53,6 +53,15 @@ func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Retry.Max = 5
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	// Idempotent, as franz-go's producer is: a write whose answer was lost
+	// with a leader that died is retried, and without a producer id the
+	// new leader stored it a second time (1 of 2,400 dead letters written
+	// twice when the dead-letter topic's leader was killed). Kafka before
+	// 0.11 knows no producer ids.
+	if cfg.Version.IsAtLeast(sarama.V0_11_0_0) {
+		cfg.Producer.Idempotent = true
+		cfg.Net.MaxOpenRequests = 1
+	}
 	client, err := sarama.NewClient(brokers, &cfg)
 	if err != nil {
 		return nil, err

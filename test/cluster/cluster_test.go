@@ -10,6 +10,7 @@
 package cluster_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/test/testkit"
 )
 
@@ -401,4 +403,88 @@ func (r *readyLog) transitions() string {
 		return "ready throughout"
 	}
 	return fmt.Sprint(r.changes)
+}
+
+// TestDeadLettersThroughALeaderKill: every fifth record fails for good and
+// goes to the dead-letter topic, whose partition 0's leader (and so about a
+// third of its partitions' leaders) is killed mid-run: every failed record
+// is in the dead-letter topic exactly once, every other record handled,
+// everything committed.
+func TestDeadLettersThroughALeaderKill(t *testing.T) {
+	c := testkit.ThreeNodes(t)
+	topic, dlq := testkit.TopicName("dlq-source"), testkit.TopicName("dlq")
+	testkit.Cluster(t, partitions, topic, dlq)
+	testkit.ProduceWithBinary(t, c.Brokers[0], topic, batch, keys)
+	ledger := testkit.NewLedger(work)
+	ledger.Fail = func(rec *actors.Record) error {
+		if rec.Offset%5 == 0 {
+			return errors.New("fails for good")
+		}
+		return nil
+	}
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+kafka:
+  brokers: [%q, %q, %q]
+consumers:
+  - name: orders
+    group: %s
+    topics: [%s]
+    concurrency: %d
+    commit_interval: 200ms
+    on_failure: dlq
+    dlq_topic: %s
+    retry: {max_attempts: 1}
+    handler: {type: http, url: %q, timeout: 30s}
+shutdown_timeout: 10s
+log: {level: info, format: json}
+`, c.Brokers[0], c.Brokers[1], c.Brokers[2], topic, topic, concurrency, dlq, ledger.Endpoint(t)))
+	run := testkit.Start(t, nil, "run", "--config", cfg)
+	failing := 0
+	for _, end := range testkit.EndOffsets(t, c.Brokers, topic) {
+		failing += int((end + 4) / 5) // offsets 0, 5, 10, … below end
+	}
+	testkit.Eventually(t, 3*time.Minute, "a third of the records handled", func() bool { return ledger.Report().Distinct >= (batch-failing)/3 })
+	victim := c.Leader(t, dlq, 0)
+	c.Down(t, victim, true)
+	testkit.Eventually(t, time.Minute, "a new leader of the dead-letter topic's partition 0", func() bool { return c.Leader(t, dlq, 0) != victim })
+	testkit.Eventually(t, 3*time.Minute, "every record that does not fail handled", func() bool { return ledger.Report().Distinct == batch-failing })
+	c.Up(t, victim)
+	testkit.Eventually(t, time.Minute, "every record committed", func() bool {
+		var sum int64
+		for _, off := range testkit.CommittedOffsets(t, c.Brokers, topic, topic) {
+			sum += max(off, 0)
+		}
+		return sum == batch
+	})
+	run.Signal(t, syscall.SIGTERM)
+	if code := run.Wait(t, time.Minute); code != 0 {
+		t.Errorf("turbo exited %d after SIGTERM, want 0", code)
+	}
+	written := 0 // every record the dead-letter topic holds, twice-written ones too
+	for _, end := range testkit.EndOffsets(t, c.Brokers, dlq) {
+		written += int(end)
+	}
+	seen := map[string]int{}
+	for _, m := range testkit.ReadTopic(t, c.Brokers, dlq, written, time.Minute) {
+		var at string
+		for _, h := range m.Headers {
+			if string(h.Key) == "turbo-original-partition" || string(h.Key) == "turbo-original-offset" {
+				at += string(h.Value) + "@"
+			}
+		}
+		seen[at]++
+	}
+	doubled := written - len(seen)
+	if len(seen) != failing || doubled != 0 {
+		t.Errorf("the dead-letter topic holds %d distinct records (%d written twice) of the %d that failed; want each once", len(seen), doubled, failing)
+	}
+	// The ledger's order verdict does not apply: a dead-lettered record
+	// never finishes in it, and the records of its key after it rightly go
+	// on. Exclusivity does, and the bound on records run twice.
+	rep := ledger.Report()
+	if rep.Overlaps != 0 || rep.Duplicates > concurrency {
+		t.Errorf("%d overlaps, %d records handled twice; want 0 and at most %d (one event × concurrency): %v", rep.Overlaps, rep.Duplicates, concurrency, rep.Examples)
+	}
+	t.Logf("FIGURES cluster-%s records=%d dead-lettered=%d distinct=%d written-twice=%d handled-twice=%d, node %d (leader of the dead-letter topic's partition 0) killed mid-run",
+		t.Name(), batch, written, len(seen), doubled, rep.Duplicates, victim)
 }
