@@ -275,14 +275,40 @@ fetch_locked() {
 	log "fetched $(find "$LIB_DIR" -name '*.jar' | wc -l) jars in $((SECONDS - started)) s"
 }
 
-# free_ports prints $1 loopback TCP ports that were free a moment ago.
+# free_ports prints $1 loopback TCP ports that were free a moment ago, below
+# the kernel's ephemeral range where it has room: a broker stopped for a
+# restart leaves its ports unbound, and a port of the ephemeral range can
+# meanwhile become some connection's source port (the broker then cannot
+# come back); ports below it are only ever bound on purpose.
 free_ports() {
 	python3 - "$1" <<'EOF'
-import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks:
+import random, socket, sys
+n = int(sys.argv[1])
+try:
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+except OSError:
+    low = 0
+ports, socks = [], []
+candidates = list(range(10000, low)) if low > 11000 else []
+random.shuffle(candidates)
+for port in candidates:
+    if len(ports) == n:
+        break
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        continue
+    socks.append(s)
+    ports.append(port)
+while len(ports) < n:  # no room below the ephemeral range
+    s = socket.socket()
     s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))
+    socks.append(s)
+    ports.append(s.getsockname()[1])
+print(*ports)
 EOF
 }
 
