@@ -62,6 +62,11 @@ func start(t *testing.T, name string, nodes int) *scenario {
 	return startVia(t, name, nodes, c, c.Brokers)
 }
 
+// handlerTime is the handler's time per record of the scenarios started
+// now: work, unless a test sets it for its run (the tests of this package
+// share a cluster, so they never run in parallel).
+var handlerTime = work
+
 // startVia is start, turbo bootstrapping from brokers (the proxies of
 // testkit.Faults, or the nodes) and serving its HTTP endpoints.
 func startVia(t *testing.T, name string, nodes int, c *testkit.KafkaCluster, brokers []string) *scenario {
@@ -69,7 +74,7 @@ func startVia(t *testing.T, name string, nodes int, c *testkit.KafkaCluster, bro
 	s := &scenario{c: c, topic: testkit.TopicName(name)}
 	testkit.Cluster(t, partitions, s.topic)
 	testkit.ProduceWithBinary(t, s.c.Brokers[0], s.topic, batch, keys)
-	s.ledger = testkit.NewLedger(work)
+	s.ledger = testkit.NewLedger(handlerTime)
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
 http: {listen: "127.0.0.1:0"}
 kafka:
@@ -163,9 +168,20 @@ func (s *scenario) finish(t *testing.T, produced int) {
 // TestLeaderKilledUnderLoad: kill -9 of the node that leads partition 0 (and
 // about a third of the others) while records are handled, records produced
 // while it is down (to the new leaders), then it comes back: nothing lost,
-// order kept, everything committed.
+// order kept, everything committed. Once with an I/O-bound handler, once
+// with one that answers at once (a no-op behind HTTP, so that the ledger
+// still judges).
 func TestLeaderKilledUnderLoad(t *testing.T) {
-	killUnderLoad(t, "leader-kill", "leader of partition 0", func(s *scenario) int32 { return s.c.Leader(t, s.topic, 0) })
+	for _, tc := range []struct {
+		name string
+		work time.Duration
+	}{{"io-bound", work}, {"no-op", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			handlerTime = tc.work
+			defer func() { handlerTime = work }()
+			killUnderLoad(t, "leader-kill-"+tc.name, "leader of partition 0", func(s *scenario) int32 { return s.c.Leader(t, s.topic, 0) })
+		})
+	}
 }
 
 // TestCoordinatorKilledUnderLoad: kill -9 of the node that coordinates the
