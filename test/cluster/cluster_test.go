@@ -62,6 +62,27 @@ func start(t *testing.T, name string, nodes int) *scenario {
 	return startVia(t, name, nodes, c, c.Brokers)
 }
 
+// writeConfig writes the configuration of the suite's consumer: group and
+// topic named topic, the ledger at url its handler, extra more of its keys
+// (YAML lines indented as its keys).
+func writeConfig(t *testing.T, brokers []string, topic, url, extra string) string {
+	return testkit.WriteConfig(t, fmt.Sprintf(`
+http: {listen: "127.0.0.1:0"}
+kafka:
+  brokers: [%q, %q, %q]
+consumers:
+  - name: orders
+    group: %s
+    topics: [%s]
+    concurrency: %d
+    commit_interval: 200ms
+    handler: {type: http, url: %q, timeout: 30s}
+%s
+shutdown_timeout: 10s
+log: {level: info, format: json}
+`, brokers[0], brokers[1], brokers[2], topic, topic, concurrency, url, extra))
+}
+
 // handlerTime is the handler's time per record of the scenarios started
 // now: work, unless a test sets it for its run (the tests of this package
 // share a cluster, so they never run in parallel).
@@ -75,20 +96,7 @@ func startVia(t *testing.T, name string, nodes int, c *testkit.KafkaCluster, bro
 	testkit.Cluster(t, partitions, s.topic)
 	testkit.ProduceWithBinary(t, s.c.Brokers[0], s.topic, batch, keys)
 	s.ledger = testkit.NewLedger(handlerTime)
-	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
-http: {listen: "127.0.0.1:0"}
-kafka:
-  brokers: [%q, %q, %q]
-consumers:
-  - name: orders
-    group: %s
-    topics: [%s]
-    concurrency: %d
-    commit_interval: 200ms
-    handler: {type: http, url: %q, timeout: 30s}
-shutdown_timeout: 10s
-log: {level: info, format: json}
-`, brokers[0], brokers[1], brokers[2], s.topic, s.topic, concurrency, s.ledger.Endpoint(t)))
+	cfg := writeConfig(t, brokers, s.topic, s.ledger.Endpoint(t), "")
 	args := []string{"run", "--config", cfg}
 	if nodes > 1 {
 		args = []string{"swarm", "--nodes", fmt.Sprint(nodes), "--config", cfg}
@@ -436,22 +444,9 @@ func TestDeadLettersThroughALeaderKill(t *testing.T) {
 		}
 		return nil
 	}
-	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
-kafka:
-  brokers: [%q, %q, %q]
-consumers:
-  - name: orders
-    group: %s
-    topics: [%s]
-    concurrency: %d
-    commit_interval: 200ms
-    on_failure: dlq
+	cfg := writeConfig(t, c.Brokers, topic, ledger.Endpoint(t), fmt.Sprintf(`    on_failure: dlq
     dlq_topic: %s
-    retry: {max_attempts: 1}
-    handler: {type: http, url: %q, timeout: 30s}
-shutdown_timeout: 10s
-log: {level: info, format: json}
-`, c.Brokers[0], c.Brokers[1], c.Brokers[2], topic, topic, concurrency, dlq, ledger.Endpoint(t)))
+    retry: {max_attempts: 1}`, dlq))
 	run := testkit.Start(t, nil, "run", "--config", cfg)
 	failing := 0
 	for _, end := range testkit.EndOffsets(t, c.Brokers, topic) {
