@@ -54,29 +54,20 @@ crowd=(-tags kafka $TEST_FLAGS)
 rest() { onside gotest "$state/kafka.log" "$GO" "${crowd[@]}" ./test/kafka/ >"$state/kafka.out" 2>&1; }
 
 rc=0
-# The cluster starts before the crowd (three JVMs starting beside it took
-# 111 s instead of 16); its tests then run beside the crowd: they judge by
-# ledgers, not by time, so the others' load does not change their verdicts.
-cluster=""
-if [[ -n ${CLUSTER_RUN:-} ]]; then
-	cstate="$state/cluster"
-	mkdir -p "$cstate"
-	trap 'TURBO_TEST_KAFKA_LINE=$CLUSTER_LINE TURBO_TEST_KAFKA_BROKERS=3 bash "$here/kafka.sh" stop "$cstate"' EXIT
-	trap 'exit 130' INT TERM
-	TURBO_TEST_KAFKA_LINE=$CLUSTER_LINE TURBO_TEST_KAFKA_BROKERS=3 bash "$here/kafka.sh" start "$cstate" >/dev/null || exit
-	(
-		set -a
-		# shellcheck source=/dev/null
-		. "$cstate/env"
-		set +a
-		gotest "$state/cluster.log" "$GO" -tags cluster -race -count=1 -timeout "$TEST_TIMEOUT" \
-			-run "$CLUSTER_RUN" ./test/cluster/ >"$state/cluster.out" 2>&1
-	) &
-	cluster=$!
-fi
 if [[ $SECURED != 1 ]]; then
 	rest &
 	kafka=$!
+fi
+# The cluster's tests judge by ledgers, not by time: the others' load does
+# not change their verdicts.
+cluster=""
+if [[ -n ${CLUSTER_RUN:-} ]]; then
+	(
+		TURBO_TEST_KAFKA_LINE=$CLUSTER_LINE TURBO_TEST_KAFKA_BROKERS=3 bash "$here/kafka.sh" with \
+			bash "$here/gotest.sh" "$state/cluster.log" "$GO" -tags cluster -race -count=1 -timeout "$TEST_TIMEOUT" \
+			-run "$CLUSTER_RUN" ./test/cluster/ >"$state/cluster.out" 2>&1
+	) &
+	cluster=$!
 fi
 # shellcheck disable=SC2086 # KAFKA_SUITES is a list of packages
 gotest "$state/plain.log" "$GO" "${crowd[@]}" "$SUITES_FLAG" "$SUITES_EXPR" $KAFKA_SUITES || rc=$?

@@ -55,11 +55,11 @@ func (b *broker) script(cmd string, args ...string) string {
 // produced after each restart; nothing is lost, per-key order and
 // exclusivity hold, and the run ends with everything committed.
 func TestBrokerRestartMidRun(t *testing.T) {
-	t.Parallel() // a broker of its own, and its topic there
 	const batch, keys, concurrency = 3000, 200, 16
 	b := startBroker(t)
+	t.Setenv(testkit.BrokersEnv, b.addr) // topics and commits on this broker
 	topic := testkit.TopicName("restart")
-	testkit.CreateTopics(t, b.addr, 8, topic)
+	testkit.Cluster(t, 8, topic)
 	testkit.ProduceWithBinary(t, b.addr, topic, batch, keys)
 
 	ledger := testkit.NewLedger(20 * time.Millisecond) // a batch takes 16 runners about 4 s
