@@ -36,6 +36,7 @@ type offsetController struct {
 }
 
 type partitionWatermark struct {
+	tp        TopicPartition
 	epoch     uint64
 	tracker   *watermark.Tracker
 	published int64 // last committable offset published, -1 if none
@@ -45,7 +46,6 @@ type partitionWatermark struct {
 	limitFrom int64 // the committable offset the gate's limit was last set from
 	arrivals  arrivals
 	allowance commitAllowance // drain commits
-	drainNow  bool            // drained and allowed to commit at once (handleDone → publish)
 	// unrecorded is how many finished offsets above the committed one the
 	// last metadata could not hold (commit_metadata_bytes): a next owner
 	// would run them again.
@@ -135,13 +135,13 @@ func (oc *offsetController) Receive(c actor.Context) {
 	case *markDone:
 		oc.handleDone(c, m)
 	case *publishTick:
-		oc.publish(c, false)
+		oc.publish(c)
 		oc.armTick(c)
 	case *trackPartition:
 		if old := oc.parts[m.tp]; old != nil {
 			oc.unrecorded(m.tp, old, 0)
 		}
-		oc.parts[m.tp] = &partitionWatermark{epoch: m.epoch, tracker: watermark.New(), published: -1, limitFrom: -1}
+		oc.parts[m.tp] = &partitionWatermark{tp: m.tp, epoch: m.epoch, tracker: watermark.New(), published: -1, limitFrom: -1}
 	case *finalizePartition:
 		oc.handleFinalize(c, m)
 	case *actor.Started:
@@ -202,7 +202,6 @@ func (oc *offsetController) handleTrack(m *trackRecords) {
 func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 	var p *partitionWatermark
 	var touched []*partitionWatermark // for checkWindow, once per partition run
-	urgent := false
 	for _, rec := range m.records {
 		if p = oc.current(rec, p); p == nil {
 			continue
@@ -214,54 +213,62 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 			panic(fmt.Errorf("actors: finishing %s@%d: %w", rec.TP(), rec.Offset, err))
 		}
 		p.dirty = true
-		if off, _ := p.tracker.Committable(); p.published >= 0 && off-p.published >= oc.commitEvery {
-			urgent = true
-		}
 	}
+	// Only the partitions this batch touched can have become due: at 4,096
+	// partitions, looking at every one on every batch was the offset
+	// controller's largest cost.
 	var now time.Time
+	due := touched[:0]
 	for _, p := range touched {
 		p.checkWindow()
 		p.showOldest()
-		if p.dirty && p.drained() {
+		if !p.dirty {
+			continue
+		}
+		drainNow := false
+		if p.drained() {
 			if now.IsZero() {
 				now = time.Now()
 			}
-			if p.allowance.drained(now, oc.interval) {
-				p.drainNow = true
-				urgent = true
-			}
+			drainNow = p.allowance.drained(now, oc.interval)
+		}
+		if off, ok := p.tracker.Committable(); ok && (drainNow || (p.published >= 0 && off-p.published >= oc.commitEvery)) {
+			due = append(due, p)
 		}
 	}
-	if urgent {
-		oc.publish(c, true)
+	if len(due) > 0 {
+		oc.send(c, due, time.Time{})
 	}
 }
 
 // publish sends the committable offset and metadata of every partition with
-// news (when urgent, only those whose watermark moved a lot or that drained
-// with allowance left). What a tick publishes is charged to the allowance.
-func (oc *offsetController) publish(c actor.Context, urgent bool) {
+// records finished since its last publish (the commit interval's tick).
+func (oc *offsetController) publish(c actor.Context) {
+	var dirty []*partitionWatermark
+	for _, p := range oc.parts {
+		if p.dirty {
+			dirty = append(dirty, p)
+		}
+	}
+	oc.send(c, dirty, time.Now())
+}
+
+// send publishes the committable offset and metadata of ps, in one
+// message; a tick (at, not zero) also counts as each one's interval commit
+// (commitAllowance).
+func (oc *offsetController) send(c actor.Context, ps []*partitionWatermark, at time.Time) {
 	var out []partitionOffset
-	var now time.Time
-	for tp, p := range oc.parts {
-		if !p.dirty {
-			continue
-		}
+	for _, p := range ps {
 		off, ok := p.tracker.Committable()
-		drainNow := p.drainNow
-		p.drainNow = false
-		if !ok || (urgent && !drainNow && off-p.published < oc.commitEvery) {
+		if !ok || !p.dirty { // not dirty: listed twice, sent already
 			continue
 		}
-		if !urgent {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			p.allowance.ticked(now, oc.interval)
+		if !at.IsZero() {
+			p.allowance.ticked(at, oc.interval)
 		}
 		p.dirty = false
 		p.published = off
-		out = append(out, partitionOffset{tp: tp, epoch: p.epoch, offset: off, meta: oc.metadata(tp, p, off)})
+		out = append(out, partitionOffset{tp: p.tp, epoch: p.epoch, offset: off, meta: oc.metadata(p.tp, p, off)})
 	}
 	if len(out) > 0 {
 		c.Send(c.Parent(), &committable{offsets: out})
