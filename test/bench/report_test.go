@@ -58,6 +58,14 @@ func judge(name string, available, ok bool, measured string, args ...any) {
 	targets = append(targets, t)
 }
 
+// show records a figure beside the targets that is not one itself (what a
+// baseline does), so a target's miss can be read against it.
+func show(name, measured string, args ...any) {
+	reportMu.Lock()
+	defer reportMu.Unlock()
+	targets = append(targets, target{Target: name, Measured: fmt.Sprintf(measured, args...), Met: "shown"})
+}
+
 // row turns an outcome into a table row; ratio and ratioTo are the scenario's
 // comparison (0 when none).
 func row(scenario, peer string, o outcome, ratio float64, ratioTo string) result {

@@ -26,7 +26,9 @@ import (
 //
 //   - partitions: 8, 64, 512, 4,096 (one member owns them all; at least
 //     8 keys a partition, so that every partition has records), on the
-//     sarama side and again on the franz-go side;
+//     sarama side and again on the franz-go side, and each plain client
+//     over the same topics (what the client itself costs as partitions
+//     grow);
 //   - distinct keys: 10, 10,000, 1,000,000 (every record's key its own at
 //     the last point);
 //   - concurrency: 10, 100, 1,000 with a 5 ms handler and 400 records per
@@ -64,6 +66,10 @@ func BenchmarkScaling(b *testing.B) {
 		dims = slices.Concat(dims,
 			dim("partitions", "partitions", turbo(config.OrderingKey), partitionPoints, scaleParts),
 			dim("partitions-franz", "partitions, franz-go side", turboFranz(config.OrderingKey), partitionPoints, scaleParts),
+			// The clients alone over the same topics: how much of turbo's
+			// curve is the client's own.
+			dim("partitions-plain", "partitions, plain sarama", plainSarama(), partitionPoints, scaleParts),
+			dim("partitions-plain-franz", "partitions, plain franz-go", plainFranz(), partitionPoints, scaleParts),
 			dim("keys", "distinct keys", turbo(config.OrderingKey), []float64{10, 10_000, float64(s.scaleRecords)}, func(x float64) (job, string) {
 				j := newTopicWith(b, bro, "scale-keys", topicSpec{records: s.scaleRecords, partitions: partitions, keyOf: uniformKeys(int(x))})
 				j.concurrency = 16
@@ -103,6 +109,19 @@ func judgeScaling(dims []scalingDim) {
 			at4096.cpuUS <= 2*at8.cpuUS, "%.2f µs against %.2f µs (%.2f×)", at4096.cpuUS, at8.cpuUS, at4096.cpuUS/at8.cpuUS)
 		judge(d.label+": peak RSS at 4,096 partitions ≤ 200 MiB", at4096.rssMiB > 0,
 			at4096.rssMiB <= 200, "%.0f MiB", at4096.rssMiB)
+	}
+	// What the client alone does from 8 to 4,096 partitions: the part of
+	// turbo's curve it cannot go below. Shown, not judged.
+	for _, d := range dims {
+		if (d.name != "partitions-plain" && d.name != "partitions-plain-franz") || len(d.points) < 4 {
+			continue
+		}
+		at8, at512, at4096 := d.points[0], d.points[2], d.points[3]
+		if at8.cpuUS > 0 {
+			show(d.label+": CPU per record at 512 and 4,096 partitions against 8, peak RSS at 4,096",
+				"%.2f× and %.2f× (%.2f, %.2f, %.2f µs); %.0f MiB",
+				at512.cpuUS/at8.cpuUS, at4096.cpuUS/at8.cpuUS, at8.cpuUS, at512.cpuUS, at4096.cpuUS, at4096.rssMiB)
+		}
 	}
 	for _, d := range dims {
 		if d.name != "keys" || len(d.points) < 3 || d.points[0].rssMiB == 0 {
