@@ -60,6 +60,12 @@ KAFKA_FULL_LINE := 4
 # newest, whose phase 2 is the lighter. The whole suite is
 # `make test-kafka-cluster`.
 CLUSTER_CI_3.9 := ^(TestLeaderKilledUnderLoad|TestPartitionedFromTheCoordinator)$$
+# test/kafka's tests a line leaves out: on 3.9, the broker restarted mid-run
+# (a broker of its own, two JVM starts beside the crowd), since sarama meets
+# a broker's death and a lost session on the cluster beside that line. It
+# runs on the newest line (franz-go); `make test-kafka KAFKA_LINES=3.9
+# KAFKA_SKIP_3.9=` runs it on sarama too.
+KAFKA_SKIP_3.9  := ^TestBrokerRestartMidRun$$
 KAFKA_SIDES_3.9 := sarama
 KAFKA_SIDE_3.9  := sarama
 KAFKA_SIDES_4   := franz-go
@@ -194,7 +200,8 @@ test-kafka-line: test-bins
 	export CLUSTER_RUN='$(CLUSTER_CI_$(KAFKA_LINE))' CLUSTER_LINE='$(CLUSTER_LINE)'; \
 	export GO='$(GO)' TEST_TIMEOUT='$(TEST_TIMEOUT)' TEST_PAR='$(TEST_PAR)' TEST_FLAGS='$(TEST_FLAGS)' \
 		TIMED='$(TIMED)' TIMED_PKGS='$(TIMED_PKGS)' KAFKA_EMBEDDED_ONLY='$(KAFKA_EMBEDDED_ONLY)' \
-		KAFKA_SUITES='$(KAFKA_SUITES)' TURBO_TEST_SIDES='$(KAFKA_SIDES_$(KAFKA_LINE))' KAFKA_SIDE='$(KAFKA_SIDE_$(KAFKA_LINE))'; \
+		KAFKA_SUITES='$(KAFKA_SUITES)' TURBO_TEST_SIDES='$(KAFKA_SIDES_$(KAFKA_LINE))' KAFKA_SIDE='$(KAFKA_SIDE_$(KAFKA_LINE))' \
+		KAFKA_SKIP='$(KAFKA_SKIP_$(KAFKA_LINE))'; \
 	$(WITH_BINS) TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) with bash test/kafka/line.sh
 
 ## test-kafka-cluster: test/cluster against a three-node Kafka cluster

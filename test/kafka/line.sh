@@ -13,6 +13,7 @@
 #   TURBO_TEST_SIDES                 the sides of the side tests (2)
 #   KAFKA_SIDE                       the side of test/kafka (2, 3) and of
 #                                    the secured runs (3)
+#   KAFKA_SKIP                       (optional) test/kafka's tests to leave out
 #   CLUSTER_RUN, CLUSTER_LINE        (optional) the tests of test/cluster to
 #                                    run in phase 2, on a three-node cluster
 #                                    of that Kafka line of their own
@@ -51,7 +52,9 @@ fi
 
 # shellcheck disable=SC2206 # TEST_FLAGS is a list of flags
 crowd=(-tags kafka $TEST_FLAGS)
-rest() { onside gotest "$state/kafka.log" "$GO" "${crowd[@]}" ./test/kafka/ >"$state/kafka.out" 2>&1; }
+skip=()
+[[ -n ${KAFKA_SKIP:-} ]] && skip=(-skip "$KAFKA_SKIP")
+rest() { onside gotest "$state/kafka.log" "$GO" "${crowd[@]}" "${skip[@]}" ./test/kafka/ >"$state/kafka.out" 2>&1; }
 
 rc=0
 if [[ $SECURED != 1 ]]; then
