@@ -142,6 +142,11 @@ log: {level: info, format: json}
 	if lost != 0 || rep.Duplicates != 0 || rep.Overlaps != 0 || rep.OrderViolations != 0 {
 		t.Errorf("%d sessions lost, %d duplicates, %d overlaps, %d order violations across %d subscription changes; want 0 (%v)",
 			lost, rep.Duplicates, rep.Overlaps, rep.OrderViolations, newTopics, rep.Examples)
+		for line := range strings.Lines(stderr.String()) {
+			if strings.Contains(line, "session lost") || strings.Contains(line, "matching the patterns changed") || strings.Contains(line, `"level":"warn"`) || strings.Contains(line, `"level":"error"`) || strings.Contains(line, "revoked") || strings.Contains(line, "released") {
+				t.Log(strings.TrimSpace(line))
+			}
+		}
 	}
 	run.Signal(t, syscall.SIGTERM)
 	if code := run.Wait(t, time.Minute); code != 0 {
