@@ -607,7 +607,7 @@ func (f *saramaFeed) end() claimEnd {
 		return endRevoked
 	}
 	if f.sess.Context().Err() != nil {
-		cause := context.Cause(f.sess.Context())
+		cause := sessionCause(f.sess.Context())
 		f.w.sessionEnded(cause, f.g.ctx.Err() != nil || errors.Is(cause, errResubscribed))
 	}
 	if f.w.reason() != nil {
@@ -673,7 +673,8 @@ func (g *kafkaGroup) subscribe(client sarama.Client) ([]string, context.Context,
 		g.sleep(g.refresh)
 		return nil, nil, nil
 	}
-	ctx, cancel := context.WithCancelCause(g.ctx)
+	sub, cancel := context.WithCancelCause(g.ctx)
+	ctx := context.WithValue(sub, subscriptionKey{}, sub)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -709,6 +710,23 @@ func (g *kafkaGroup) subscribe(client sarama.Client) ([]string, context.Context,
 // session's partitions are handed over as in a revocation (running records
 // finish, what finished is committed), not dropped as a lost session's.
 var errResubscribed = errors.New("the topics matching the patterns changed")
+
+// subscriptionKey holds, in the context a sarama session runs under, that
+// context's own cancellable parent: the one ended with errResubscribed.
+type subscriptionKey struct{}
+
+// sessionCause is why the sarama session whose context is ctx ended. The
+// cause of the subscription it ran under comes first: cancelling a context
+// closes its Done channel before it reaches its children, so sarama, woken
+// by that, may end the session with a plain cancel (release's) before the
+// subscription's cause arrives — and a resubscription must not read as a
+// lost session.
+func sessionCause(ctx context.Context) error {
+	if sub, ok := ctx.Value(subscriptionKey{}).(context.Context); ok && sub.Err() != nil {
+		return context.Cause(sub)
+	}
+	return context.Cause(ctx)
+}
 
 // matching asks the brokers for every topic and returns those the
 // subscription reads.

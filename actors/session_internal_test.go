@@ -139,3 +139,39 @@ func TestSessionWatchSaysLostAtOnce(t *testing.T) {
 		t.Fatal("readiness OK with the session judged lost")
 	}
 }
+
+// TestSessionCauseSeesTheResubscription: sarama, woken by the Done channel
+// of the context its session runs under, may end the session with a plain
+// cancel before that context's cause reaches the session's own context
+// (cancelling closes Done before it walks the children). The session's end
+// must still read as a resubscription, not a loss.
+func TestSessionCauseSeesTheResubscription(t *testing.T) {
+	t.Parallel()
+	sub, cancelSub := context.WithCancelCause(context.Background())
+	under := context.WithValue(sub, subscriptionKey{}, sub)
+	sess, cancelSess := context.WithCancelCause(under)
+
+	cancelSess(nil) // sarama's release, first
+	if got := sessionCause(sess); !errors.Is(got, context.Canceled) {
+		t.Fatalf("session ended by sarama alone: cause %v; want context.Canceled", got)
+	}
+	cancelSub(errResubscribed) // turbo's, reaching the session too late
+	if got := sessionCause(sess); !errors.Is(got, errResubscribed) {
+		t.Fatalf("session ended by sarama as the subscription ended: cause %v; want errResubscribed", got)
+	}
+
+	// A session ended on its own (a refused heartbeat) keeps its cause.
+	sub2, cancelSub2 := context.WithCancelCause(context.Background())
+	defer cancelSub2(nil)
+	sess2, cancelSess2 := context.WithCancelCause(context.WithValue(sub2, subscriptionKey{}, sub2))
+	cancelSess2(sarama.ErrIllegalGeneration)
+	if got := sessionCause(sess2); !errors.Is(got, sarama.ErrIllegalGeneration) {
+		t.Fatalf("session ended by a refused heartbeat: cause %v; want ErrIllegalGeneration", got)
+	}
+	// Without a subscription (named topics) the session's own cause.
+	sess3, cancelSess3 := context.WithCancelCause(context.Background())
+	cancelSess3(sarama.ErrUnknownMemberId)
+	if got := sessionCause(sess3); !errors.Is(got, sarama.ErrUnknownMemberId) {
+		t.Fatalf("session without a subscription: cause %v; want ErrUnknownMemberId", got)
+	}
+}
