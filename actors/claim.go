@@ -37,6 +37,10 @@ type claimFeed[M any] interface {
 	// ready is how many records next would return now (more may arrive
 	// meanwhile): it sizes the batch's allocation.
 	ready() int
+	// backlog is how many records the feed holds for the claim, read or
+	// not yet returned: what the claim may borrow credits for beyond its
+	// gate's own (creditPool). Never less than ready.
+	backlog() int
 	// unread gives back the record first returned, to be returned first
 	// again: the consumer was paused while the claim waited for it.
 	unread(m M)
@@ -107,8 +111,12 @@ func (l *sideLife) startAll(cs []*claim) {
 // forwards batches to the proxy until the feed, a loss or a kill ends it;
 // it then ends the claim (finish).
 func runClaim[M any](c *claim, feed claimFeed[M]) {
+	defer c.gate.close()
 	for {
-		n, room := c.gate.take(c.maxBatch)
+		// Borrowed credits only for what the feed holds (one, to wait for
+		// the first record): a partition waiting for records must not sit
+		// on what the others could read with.
+		n, room := c.gate.takeBorrowing(c.maxBatch, max(1, feed.backlog()))
 		if n == 0 {
 			if end := feed.idle(c.gate); end != readOn {
 				c.finish(feed, end)

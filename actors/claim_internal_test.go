@@ -50,6 +50,7 @@ func (f *sliceFeed) ready() int {
 	}
 	return len(f.recs)
 }
+func (f *sliceFeed) backlog() int                      { return f.ready() }
 func (f *sliceFeed) unread(m Record)                   { f.recs = append([]Record{m}, f.recs...) }
 func (f *sliceFeed) hwm() int64                        { return 100 }
 func (f *sliceFeed) batched() claimEnd                 { return readOn }

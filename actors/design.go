@@ -82,15 +82,20 @@ package actors
 //
 // The budget is concurrency + the read-ahead records in the pipeline
 // (fetched and not finished), and max_buffered_bytes of their keys, values
-// and headers, both shared evenly among the partitions owned. The
-// read-ahead sizes itself to about a second of work at the rate records
-// finish, between 1,000 and max_buffered (readAhead; the proxy samples the
-// rate and shares the budget out again when it moves by a quarter). A partition whose
-// share of either is used up stops being read and is paused in sarama; the
-// others keep flowing. So a key that cannot progress fills only its own
-// partition's share. Bytes are charged as records are read, so a record is
-// read while any byte credit is left: a partition overshoots its byte share
-// by at most one record, and a record larger than the whole share is read
+// and headers. Each partition owned has a floor of both (half the lowest
+// budget shared evenly), so it always gets credits once its own records
+// finished; the rest is a pool lent to the partitions whose client holds
+// records to read, up to a ceiling each (an eighth of the pool, an even
+// share of it with fewer than eight partitions), and paid
+// back first as their records finish (creditPool). The read-ahead sizes
+// itself to about a second of work at the rate records finish, between
+// 1,000 and max_buffered (readAhead; the proxy samples the rate and resizes
+// the pool when it moves by a quarter). A partition out of both stops being
+// read and is paused in sarama; the others keep flowing. So a key that
+// cannot progress fills its partition's floor and at most the ceiling.
+// Bytes are charged as records are read, so a record is read while any
+// byte credit is left: a partition overshoots by at most one record of its
+// own and one of the pool, and a record larger than the whole share is read
 // alone once the records before it finished — never stuck (gate). A
 // partition out of records is paused after pauseAfter (short waits are the
 // norm under load); one out of bytes at once (what sarama reads ahead costs

@@ -251,6 +251,9 @@ func (f *franzFeed) ready() int {
 	return n
 }
 
+// backlog implements claimFeed: the claim's queue.
+func (f *franzFeed) backlog() int { return f.ready() }
+
 // unread implements claimFeed.
 func (f *franzFeed) unread(m *kgo.Record) {
 	f.mu.Lock()

@@ -31,6 +31,11 @@ import (
 // on a partition with nothing to read. Records an earlier owner finished
 // (inherited) never enter the pipeline, so they are not counted.
 //
+// Beyond its own credits (its floor, which the proxy sizes), a gate may
+// borrow from the consumer's creditPool for records its feed already holds
+// (takeBorrowing): lent credits are held per batch while it is read (pend),
+// then for the records kept (lent), and paid back first as records leave.
+//
 // It is shared between one claim goroutine, the proxy, the coordinator and
 // the offset controller, hence the mutex.
 type gate struct {
@@ -47,6 +52,15 @@ type gate struct {
 	watch      *partWatch    // what observers see of the partition (not guarded by mu)
 	held       *atomic.Bool  // the consumer is paused (Consumer.Pause): no credits; nil: never
 	partHeld   atomic.Bool   // this partition is paused (Consumer.Pause(tp)): no credits
+
+	pool      *creditPool // where it borrows beyond its own credits; nil: never (or closed)
+	lent      int         // records borrowed for records in the pipeline
+	lentBytes int64
+	pend      int // borrowed for the batch being read (takeBorrowing, until settle or give)
+	pendBytes int64
+	closed    bool // its claim ended: it never borrows again
+	starving  bool // the last takeBorrowing got nothing: wake the claim when it can borrow again
+	waiting   bool // in the pool's queue (guarded by the pool's mutex)
 }
 
 func newGate(capacity int, capBytes int64) *gate {
@@ -54,54 +68,114 @@ func newGate(capacity int, capBytes int64) *gate {
 		wake: make(chan struct{}, 1), watch: newPartWatch()}
 }
 
-// take removes up to max record credits and returns how many it took (0 if
-// none, or if no byte credit is left), with the byte credits left: the
-// batch may read another record while the bytes it read are below room.
-// Credits only grow until settle (the proxy may shrink them, as it may the
-// records'), so room is never more than the batch may use.
-func (g *gate) take(max int) (n int, room int64) {
+// take removes up to max record credits of the gate's own and returns how
+// many it took (0 if none, or if no byte credit is left), with the byte
+// credits left: the batch may read another record while the bytes it read
+// are below room. Credits only grow until settle (the proxy may shrink
+// them, as it may the records'), so room is never more than the batch may
+// use.
+func (g *gate) take(max int) (n int, room int64) { return g.takeBorrowing(max, 0) }
+
+// takeBorrowing is take, and beyond the gate's own credits borrows up to
+// borrow more (within max) from its pool, with the bytes they need: a
+// claim borrows for records its feed already holds, not for records it
+// waits for. Borrowed byte credits are reserved for the batch: room counts
+// them.
+func (g *gate) takeBorrowing(maxN, borrow int) (n int, room int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n = min(g.avail, max)
-	if n <= 0 || g.availBytes <= 0 || g.next > g.limit || g.isHeld() {
+	if g.next > g.limit || g.isHeld() {
 		return 0, 0
 	}
-	g.avail -= n
-	return n, g.availBytes
+	own := max(0, min(g.avail, maxN))
+	var lent int
+	var lentBytes int64
+	if g.pool != nil && borrow > 0 {
+		lent, lentBytes = g.pool.lend(g, min(borrow, maxN-own), own, g.lent, g.availBytes, g.lentBytes)
+	}
+	room = max(g.availBytes, 0) + lentBytes
+	if own+lent == 0 || room <= 0 {
+		g.starving = g.pool != nil
+		return 0, 0
+	}
+	g.starving = false
+	g.avail -= own
+	g.pend, g.pendBytes = lent, lentBytes
+	return own + lent, room
 }
 
 // settle ends a batch of taken credits: kept records go on to the
-// pipeline and keep their credits (until release), the others' come back;
-// it charges the bytes of the records kept, and notes next, the offset
-// after the batch's last record.
+// pipeline and keep their credits (until release), the others' come back
+// (borrowed ones to the pool first); it charges the bytes of the records
+// kept, and notes next, the offset after the batch's last record.
 func (g *gate) settle(taken, kept int, bytes int64, next int64) {
 	g.mu.Lock()
-	g.avail += taken - kept
+	unused := taken - kept
+	back := min(g.pend, unused)
+	g.avail += unused - back
+	g.lent += g.pend - back
+	// Bytes: the gate's own first. The rest, the one record that overshoots
+	// included, is lent if the batch borrowed bytes (back may then be
+	// negative: the pool lends the overshoot, and lends nothing more until
+	// it is paid back), else the gate's own (as without a pool).
+	fromOwn := min(bytes, max(g.availBytes, 0))
+	fromLent := int64(0)
+	if g.pendBytes > 0 {
+		fromLent = bytes - fromOwn
+	}
+	g.availBytes -= bytes - fromLent
+	g.lentBytes += fromLent
+	backBytes := g.pendBytes - fromLent
+	g.pend, g.pendBytes = 0, 0
 	g.piped += kept
-	g.availBytes -= bytes
 	g.next = max(g.next, next)
+	g.repayLocked(back, backBytes)
 	g.signalLocked()
 	g.mu.Unlock()
 }
 
 // outOfBytes reports whether reading stops for lack of byte credits (rather
 // than of record credits): the claim then pauses its partition at once,
-// because what sarama reads ahead meanwhile costs a record's size each.
+// because what sarama reads ahead meanwhile costs a record's size each. A
+// gate whose pool can still lend it bytes is not out of them.
 func (g *gate) outOfBytes() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.availBytes <= 0 && g.avail > 0 && g.next <= g.limit
+	if g.availBytes > 0 || g.avail <= 0 || g.next > g.limit {
+		return false
+	}
+	return g.pool == nil || !g.pool.canLendBytes(g.lentBytes)
 }
 
 // release returns the credits of n records that left the pipeline
 // (finished, or lost), and their bytes: the coordinator's side of settle.
+// What the gate borrowed is paid back first.
 func (g *gate) release(n int, bytes int64) {
 	g.mu.Lock()
-	g.avail += n
-	g.availBytes += bytes
+	r, rb := min(g.lent, n), min(g.lentBytes, bytes)
+	g.lent -= r
+	g.lentBytes -= rb
+	g.avail += n - r
+	g.availBytes += bytes - rb
 	g.piped -= n
+	g.repayLocked(r, rb)
 	g.signalLocked()
 	g.mu.Unlock()
+}
+
+// repayLocked pays records and bytes back to the pool, and wakes a starving
+// claim once it is a quarter of the ceilings below them again (its own
+// credits wake it by signalLocked; the pool's queue, when the pool was
+// empty).
+func (g *gate) repayLocked(recs int, bytes int64) {
+	if g.pool == nil || (recs == 0 && bytes == 0) {
+		return
+	}
+	ceil, ceilBytes := g.pool.repay(recs, bytes)
+	if g.starving && g.lent <= ceil-ceil/4 && g.lentBytes <= ceilBytes-ceilBytes/4 {
+		g.starving = false
+		g.wakeUp()
+	}
 }
 
 // discard takes n records dropped unfinished out of the pipeline's count;
@@ -114,12 +188,43 @@ func (g *gate) discard(n int) {
 }
 
 // give returns n record credits and bytes byte credits taken but not used
-// (no record of them entered the pipeline).
+// (no record of them entered the pipeline); those borrowed for the batch
+// go back to the pool.
 func (g *gate) give(n int, bytes int64) {
 	g.mu.Lock()
-	g.avail += n
+	back := min(g.pend, n)
+	g.avail += n - back
+	g.lent += g.pend - back
 	g.availBytes += bytes
+	backBytes := g.pendBytes
+	g.pend, g.pendBytes = 0, 0
+	g.repayLocked(back, backBytes)
 	g.signalLocked()
+	g.mu.Unlock()
+}
+
+// attach lets the gate borrow from pool (the proxy's, once it takes the
+// claim).
+func (g *gate) attach(pool *creditPool) {
+	g.mu.Lock()
+	if g.pool == nil && !g.closed {
+		g.pool = pool
+	}
+	g.mu.Unlock()
+}
+
+// close pays back all the gate borrowed and stops it borrowing: its claim
+// has ended. Records of it still in the pipeline (a revocation that timed
+// out) then hold only the gate's own credits.
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	if p := g.pool; p != nil {
+		g.pool = nil
+		p.repay(g.lent+g.pend, g.lentBytes+g.pendBytes)
+		p.leave(g)
+		g.lent, g.lentBytes, g.pend, g.pendBytes = 0, 0, 0, 0
+	}
 	g.mu.Unlock()
 }
 

@@ -573,6 +573,10 @@ func (f *saramaFeed) ready() int {
 	return f.flow.readAheadLen() + len(f.msgs)
 }
 
+// backlog implements claimFeed: what sarama's channel and the read-ahead
+// hold.
+func (f *saramaFeed) backlog() int { return f.ready() }
+
 // hwm implements claimFeed.
 func (f *saramaFeed) hwm() int64 { return f.claim.HighWaterMarkOffset() }
 

@@ -252,6 +252,10 @@ func (f *memFeed) unread(m memkafka.Record) {
 // ready implements claimFeed: the rest of the last fetch.
 func (f *memFeed) ready() int { return len(f.recs) }
 
+// backlog implements claimFeed: the partition past pos, as of the last
+// fetch.
+func (f *memFeed) backlog() int { return max(len(f.recs), int(f.end-f.pos)) }
+
 // hwm implements claimFeed.
 func (f *memFeed) hwm() int64 { return f.end }
 

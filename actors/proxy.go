@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"math/bits"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -19,6 +20,9 @@ type clientProxy struct {
 	budget          int        // records allowed in the pipeline: concurrency + the read-ahead
 	readAhead       *readAhead // sizes budget to the work, within max_buffered
 	budgetBytes     int64      // their bytes allowed: max_buffered_bytes
+	pool            creditPool // the budgets less the gates' floors: lent to partitions with records
+	floor           int        // each gate's own credits (resizeGates)
+	floorBytes      int64
 	revokeTimeout   time.Duration
 	shutdownTimeout time.Duration
 	refreshEvery    time.Duration // the high watermark refresh (refreshInterval)
@@ -212,6 +216,10 @@ func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWrit
 // among the partitions (resizeGates), once for claims that start together.
 func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
 	p.parts[m.tp] = &ownedPartition{epoch: m.epoch, gate: m.gate, committed: -1, start: -1, initial: m.committed, hwm: -1}
+	m.gate.attach(&p.pool)
+	if p.floor > 0 {
+		m.gate.resize(p.floor, p.floorBytes)
+	}
 	p.stats.trackPartition(m.tp, m.gate)
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
@@ -232,19 +240,43 @@ func (p *clientProxy) reshare(c actor.Context) {
 	}
 }
 
-// resizeGates shares the budgets (records and bytes) evenly among the owned
-// partitions, so that a partition whose records cannot run (one hot key, say)
-// fills only its own share and gets paused, while the others keep flowing.
+// resizeGates gives each owned partition its floor, an even share of half
+// the read-ahead's lowest budget (records) and of half the byte budget, and
+// leaves the rest to the pool, which lends it to the partitions that have
+// records fetched (creditPool). A partition whose records cannot run (one
+// hot key, say) fills its floor and at most the pool's ceiling, and gets
+// paused, while the others keep flowing. The floors are shares of the
+// partition count rounded up to a power of two, so they change (and every
+// gate is resized) only when it crosses one — at a rebalance of 4,096
+// partitions, a dozen times rather than thousands; a new claim gets the
+// floor as it starts, and a new read-ahead resizes the pool alone.
 func (p *clientProxy) resizeGates() {
-	if len(p.parts) == 0 {
-		return
+	if n := len(p.parts); n > 0 {
+		m := 1 << bits.Len(uint(n-1)) // n rounded up to a power of two
+		floor, floorBytes := max(1, p.floorBudget()/(2*m)), max(1, p.budgetBytes/int64(2*m))
+		if floor != p.floor || floorBytes != p.floorBytes {
+			p.floor, p.floorBytes = floor, floorBytes
+			for _, hp := range p.parts {
+				hp.gate.resize(p.floor, p.floorBytes)
+			}
+		}
 	}
+	p.resizePool()
+}
+
+// resizePool gives the pool the budgets less the owned partitions' floors.
+func (p *clientProxy) resizePool() {
 	n := len(p.parts)
-	share := max(1, (p.budget+n-1)/n)
-	shareBytes := max(1, (p.budgetBytes+int64(n)-1)/int64(n))
-	for _, hp := range p.parts {
-		hp.gate.resize(share, shareBytes)
+	p.pool.set(p.budget, p.budgetBytes, n*p.floor, int64(n)*p.floorBytes, n)
+}
+
+// floorBudget is the lowest record budget the read-ahead sets (the budget
+// itself when it is fixed): the floors never depend on the rate.
+func (p *clientProxy) floorBudget() int {
+	if p.readAhead == nil {
+		return p.budget
 	}
+	return p.readAhead.concurrency + p.readAhead.floor
 }
 
 func (p *clientProxy) handleClaimEnding(c actor.Context, m *claimEnding) {
@@ -341,7 +373,7 @@ func (p *clientProxy) handleReadAheadTick(c actor.Context) {
 	}
 	if p.readAhead.sample(time.Now(), p.stats.processed.Load()) {
 		p.budget = p.readAhead.budget()
-		p.resizeGates()
+		p.resizePool()
 	}
 	p.armReadAhead(c)
 }

@@ -139,8 +139,9 @@ type Consumer struct {
 	// MaxBufferedBytes bounds the bytes (keys, values and headers) of the
 	// records fetched and not yet finished, running ones included: the byte
 	// counterpart of Concurrency + MaxBuffered, shared among the partitions
-	// held the same way. A partition whose share is used up is paused; a
-	// single record larger than its share is still read, alone.
+	// held the same way (a floor each, the rest lent to partitions with
+	// records to read). A partition out of both is paused; a single record
+	// larger than what it may hold is still read, alone.
 	MaxBufferedBytes ByteSize `mapstructure:"max_buffered_bytes"`
 	// CommitInterval is how often completed offsets are committed. A
 	// partition whose work has all finished up to its high watermark
