@@ -23,6 +23,7 @@ type clientProxy struct {
 	pool            creditPool // the budgets less the gates' floors: lent to partitions with records
 	floor           int        // each gate's own credits (resizeGates)
 	floorBytes      int64
+	fresh           []*gate // gates of claims started since the last resizeGates: no credits yet
 	revokeTimeout   time.Duration
 	shutdownTimeout time.Duration
 	refreshEvery    time.Duration // the high watermark refresh (refreshInterval)
@@ -216,10 +217,7 @@ func (p *clientProxy) handleDeadLetterWritten(c actor.Context, m *deadLetterWrit
 // among the partitions (resizeGates), once for claims that start together.
 func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
 	p.parts[m.tp] = &ownedPartition{epoch: m.epoch, gate: m.gate, committed: -1, start: -1, initial: m.committed, hwm: -1}
-	m.gate.attach(&p.pool)
-	if p.floor > 0 {
-		m.gate.resize(p.floor, p.floorBytes)
-	}
+	p.fresh = append(p.fresh, m.gate)
 	p.stats.trackPartition(m.tp, m.gate)
 	p.stats.assigned.Store(int64(len(p.parts)))
 	p.stats.moves.Add(1)
@@ -248,8 +246,9 @@ func (p *clientProxy) reshare(c actor.Context) {
 // paused, while the others keep flowing. The floors are shares of the
 // partition count rounded up to a power of two, so they change (and every
 // gate is resized) only when it crosses one — at a rebalance of 4,096
-// partitions, a dozen times rather than thousands; a new claim gets the
-// floor as it starts, and a new read-ahead resizes the pool alone.
+// partitions, a dozen times rather than thousands; otherwise only the new
+// claims' gates get theirs (and start borrowing). A new read-ahead resizes
+// the pool alone.
 func (p *clientProxy) resizeGates() {
 	if n := len(p.parts); n > 0 {
 		m := 1 << bits.Len(uint(n-1)) // n rounded up to a power of two
@@ -259,9 +258,17 @@ func (p *clientProxy) resizeGates() {
 			for _, hp := range p.parts {
 				hp.gate.resize(p.floor, p.floorBytes)
 			}
+		} else {
+			for _, g := range p.fresh {
+				g.resize(p.floor, p.floorBytes)
+			}
 		}
 	}
 	p.resizePool()
+	for _, g := range p.fresh {
+		g.attach(&p.pool)
+	}
+	p.fresh = nil
 }
 
 // resizePool gives the pool the budgets less the owned partitions' floors.
