@@ -116,7 +116,7 @@ func runClaim[M any](c *claim, feed claimFeed[M]) {
 		// Borrowed credits only for what the feed holds (one, to wait for
 		// the first record): a partition waiting for records must not sit
 		// on what the others could read with.
-		n, room := c.gate.takeBorrowing(c.maxBatch, max(1, feed.backlog()))
+		n, room := c.gate.take(c.maxBatch, max(1, feed.backlog()))
 		if n == 0 {
 			if end := feed.idle(c.gate); end != readOn {
 				c.finish(feed, end)
@@ -136,13 +136,13 @@ func runClaim[M any](c *claim, feed claimFeed[M]) {
 			// until Resume. The gate gives no credits now, so the claim
 			// idles, and the side stops fetching the partition.
 			feed.unread(m)
-			c.gate.give(n, 0)
+			c.gate.give(n)
 			continue
 		}
 		batch, inherited, used := assemble(c, feed, m, n, room)
 		select {
 		case <-c.lost: // not one more record of a lost partition
-			c.gate.give(n, 0) // nothing of the batch goes on: every credit taken comes back
+			c.gate.give(n) // nothing of the batch goes on: every credit taken comes back
 			c.finish(feed, endLost)
 			return
 		default:

@@ -180,7 +180,7 @@ func TestClaimLostMidBatch(t *testing.T) {
 	if f.endedWith != endLost {
 		t.Fatalf("claim ended with %d; want endLost", f.endedWith)
 	}
-	if n, room := c.gate.take(10); n != 8 || room != 1<<20 {
+	if n, room := c.gate.take(10, 0); n != 8 || room != 1<<20 {
 		t.Fatalf("gate has %d credits, %d bytes; want all 8 and 1 MiB back", n, room)
 	}
 	if n := c.gate.inPipeline(); n != 0 {

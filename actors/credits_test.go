@@ -161,7 +161,7 @@ func (m *creditModel) read(i int) {
 	if n == 0 {
 		lendable, lendableBytes := m.pool.lendable, m.pool.lendableBytes
 		before, beforeBytes := m.pool.borrowed()
-		n, room = p.g.takeBorrowing(m.maxBatch, max(1, p.backlog))
+		n, room = p.g.take(m.maxBatch, max(1, p.backlog))
 		after, afterBytes := m.pool.borrowed()
 		// Lending never takes the pool past what it may lend.
 		if after > before && after > lendable {
@@ -281,7 +281,7 @@ func runCreditModel(t testing.TB, seed uint64, steps int) {
 			if len(live) > 1 {
 				p := live[rng.IntN(len(live))]
 				if p.held > 0 {
-					p.g.give(p.held, 0) // the claim ends: what it took comes back
+					p.g.give(p.held) // the claim ends: what it took comes back
 					p.held, p.heldRoom = 0, 0
 				}
 				p.g.close()
@@ -299,7 +299,7 @@ func runCreditModel(t testing.TB, seed uint64, steps int) {
 	for _, p := range m.parts {
 		p.stuck = false
 		if p.held > 0 {
-			p.g.give(p.held, 0)
+			p.g.give(p.held)
 			p.held, p.heldRoom = 0, 0
 		}
 	}
@@ -327,7 +327,7 @@ func runCreditModel(t testing.TB, seed uint64, steps int) {
 		}
 		p.backlog = max(p.backlog, 1)
 		p.waiting = false
-		if n, _ := p.g.takeBorrowing(m.maxBatch, 1); n == 0 {
+		if n, _ := p.g.take(m.maxBatch, 1); n == 0 {
 			m.fail("partition %d gets no credits once everything finished", i)
 		}
 	}
@@ -370,7 +370,7 @@ func TestCreditPoolQueueAndCeiling(t *testing.T) {
 	}
 	// Eight stuck partitions take the ceiling each: the whole pool.
 	for i := range 8 {
-		n, _ := gates[i].takeBorrowing(500, 500)
+		n, _ := gates[i].take(500, 500)
 		if n != 101 {
 			t.Fatalf("stuck partition %d took %d, want its floor and the ceiling (101)", i, n)
 		}
@@ -381,11 +381,11 @@ func TestCreditPoolQueueAndCeiling(t *testing.T) {
 	}
 	// Two more wait in turn: their floors go at once, then nothing.
 	for _, i := range []int{8, 9} {
-		if n, _ := gates[i].takeBorrowing(500, 500); n != 1 {
+		if n, _ := gates[i].take(500, 500); n != 1 {
 			t.Fatalf("partition %d took %d, want its floor (1)", i, n)
 		}
 		gates[i].settle(1, 1, 1, 1)
-		if n, _ := gates[i].takeBorrowing(500, 500); n != 0 {
+		if n, _ := gates[i].take(500, 500); n != 0 {
 			t.Fatalf("partition %d took %d from an empty pool", i, n)
 		}
 	}
@@ -400,7 +400,7 @@ func TestCreditPoolQueueAndCeiling(t *testing.T) {
 		t.Fatal("the first waiter was not woken with 100 records free")
 	}
 	// One stuck partition fewer than the share: the pool lends again.
-	if n, _ := gates[8].takeBorrowing(500, 500); n != 100 {
+	if n, _ := gates[8].take(500, 500); n != 100 {
 		t.Fatalf("after a stuck partition's records finished, took %d, want 100", n)
 	}
 	// A closed gate's loans come back, and its stale place in the queue is
@@ -421,12 +421,12 @@ func TestCreditPoolWakesAClaimAtTheCeiling(t *testing.T) {
 	pool.set(8+8000, 1<<30, 8, 8<<10, 8) // ceiling 1,000
 	g := newGate(1, 1<<10)
 	g.attach(&pool)
-	n, _ := g.takeBorrowing(2000, 2000)
+	n, _ := g.take(2000, 2000)
 	if n != 1001 {
 		t.Fatalf("took %d, want 1,001", n)
 	}
 	g.settle(n, n, int64(n), 1)
-	if n, _ := g.takeBorrowing(2000, 2000); n != 0 {
+	if n, _ := g.take(2000, 2000); n != 0 {
 		t.Fatalf("took %d at the ceiling", n)
 	}
 	g.release(200, 200)
@@ -449,7 +449,7 @@ func TestCreditPoolFewPartitionsKeepTheEvenShare(t *testing.T) {
 		pool.set(1000, 1<<30, parts*floor, int64(parts)<<20, parts)
 		g := newGate(floor, 1<<20)
 		g.attach(&pool)
-		if n, _ := g.takeBorrowing(2000, 2000); n != 1000/parts {
+		if n, _ := g.take(2000, 2000); n != 1000/parts {
 			t.Errorf("%d partitions: one took %d, want the even share %d", parts, n, 1000/parts)
 		}
 	}

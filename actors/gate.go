@@ -33,7 +33,7 @@ import (
 //
 // Beyond its own credits (its floor, which the proxy sizes), a gate may
 // borrow from the consumer's creditPool for records its feed already holds
-// (takeBorrowing): lent credits are held per batch while it is read (pend),
+// (take): lent credits are held per batch while it is read (pend),
 // then for the records kept (lent), and paid back first as records leave.
 //
 // It is shared between one claim goroutine, the proxy, the coordinator and
@@ -56,10 +56,10 @@ type gate struct {
 	pool      *creditPool // where it borrows beyond its own credits; nil: never (or closed)
 	lent      int         // records borrowed for records in the pipeline
 	lentBytes int64
-	pend      int // borrowed for the batch being read (takeBorrowing, until settle or give)
+	pend      int // borrowed for the batch being read (take, until settle or give)
 	pendBytes int64
 	closed    bool // its claim ended: it never borrows again
-	starving  bool // the last takeBorrowing got nothing: wake the claim when it can borrow again
+	starving  bool // the last take got nothing: wake the claim when it can borrow again
 	waiting   bool // in the pool's queue (guarded by the pool's mutex)
 }
 
@@ -68,20 +68,15 @@ func newGate(capacity int, capBytes int64) *gate {
 		wake: make(chan struct{}, 1), watch: newPartWatch()}
 }
 
-// take removes up to max record credits of the gate's own and returns how
-// many it took (0 if none, or if no byte credit is left), with the byte
-// credits left: the batch may read another record while the bytes it read
-// are below room. Credits only grow until settle (the proxy may shrink
-// them, as it may the records'), so room is never more than the batch may
-// use.
-func (g *gate) take(max int) (n int, room int64) { return g.takeBorrowing(max, 0) }
-
-// takeBorrowing is take, and beyond the gate's own credits borrows up to
-// borrow more (within max) from its pool, with the bytes they need: a
-// claim borrows for records its feed already holds, not for records it
-// waits for. Borrowed byte credits are reserved for the batch: room counts
-// them.
-func (g *gate) takeBorrowing(maxN, borrow int) (n int, room int64) {
+// take removes up to maxN record credits — the gate's own, and beyond them
+// up to borrow more from its pool, with the bytes they need — and returns
+// how many it took (0 if none, or if no byte credit is left), with the
+// byte room: the batch may read another record while the bytes it read are
+// below room. A claim borrows for records its feed already holds, not for
+// records it waits for. Borrowed byte credits are reserved for the batch;
+// the gate's own only grow until settle (the proxy may shrink them, as it
+// may the records'), so room is never more than the batch may use.
+func (g *gate) take(maxN, borrow int) (n int, room int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.next > g.limit || g.isHeld() {
@@ -187,21 +182,9 @@ func (g *gate) discard(n int) {
 	g.mu.Unlock()
 }
 
-// give returns n record credits and bytes byte credits taken but not used
-// (no record of them entered the pipeline); those borrowed for the batch
-// go back to the pool.
-func (g *gate) give(n int, bytes int64) {
-	g.mu.Lock()
-	back := min(g.pend, n)
-	g.avail += n - back
-	g.lent += g.pend - back
-	g.availBytes += bytes
-	backBytes := g.pendBytes
-	g.pend, g.pendBytes = 0, 0
-	g.repayLocked(back, backBytes)
-	g.signalLocked()
-	g.mu.Unlock()
-}
+// give returns the n record credits of a batch taken but not read (no
+// record of it entered the pipeline): a batch settled with nothing kept.
+func (g *gate) give(n int) { g.settle(n, 0, 0, 0) }
 
 // attach lets the gate borrow from pool (the proxy's, once it takes the
 // claim).

@@ -9,7 +9,7 @@ import (
 // takes up to max record credits, reads while the batch's bytes are below
 // the room it saw, and settles. It returns how many records it read.
 func readBatch(g *gate, max int, sizes []int64) int {
-	n, room := g.take(max)
+	n, room := g.take(max, 0)
 	var used int64
 	read := 0
 	for read < n && read < len(sizes) && used < room {
@@ -88,7 +88,7 @@ func TestGateByteBudget(t *testing.T) {
 func TestGateOutOfBytes(t *testing.T) {
 	t.Parallel()
 	g := newGate(10, 100)
-	g.take(10)
+	g.take(10, 0)
 	if g.outOfBytes() {
 		t.Fatal("out of bytes with 100 byte credits")
 	}
@@ -101,7 +101,7 @@ func TestGateOutOfBytes(t *testing.T) {
 		t.Fatal("a gate past its limit is out of reading, not of bytes")
 	}
 	g = newGate(10, 100)
-	g.take(10)
+	g.take(10, 0)
 	if g.outOfBytes() {
 		t.Fatal("out of records too: the record budget's rule (pause after a while) applies")
 	}
@@ -111,7 +111,7 @@ func TestGateOutOfBytes(t *testing.T) {
 func TestGateWakesOnAQuarterOfBothBudgets(t *testing.T) {
 	t.Parallel()
 	g := newGate(100, 1000)
-	g.take(100)
+	g.take(100, 0)
 	g.settle(100, 100, 1000, 0)
 	g.release(50, 100) // half the records, a tenth of the bytes
 	select {
@@ -177,7 +177,7 @@ func TestGateModel(t *testing.T) {
 						continue // still waiting
 					}
 				}
-				n, room := g.take(1 + rng.IntN(8))
+				n, room := g.take(1+rng.IntN(8), 0)
 				if n == 0 {
 					if len(inFlight) == 0 {
 						t.Fatalf("seed %d step %d: no credits with nothing in flight (share %d, %d bytes)", seed, step, share, shareBytes)
@@ -232,7 +232,7 @@ func TestGateModel(t *testing.T) {
 				t.Fatalf("seed %d: a claim waiting for credits got no wake signal once everything finished", seed)
 			}
 		}
-		if n, _ := g.take(1); n != 1 {
+		if n, _ := g.take(1, 0); n != 1 {
 			t.Fatalf("seed %d: take(1) = %d with nothing in flight", seed, n)
 		}
 	}
@@ -246,16 +246,16 @@ func TestGateLimit(t *testing.T) {
 	g := newGate(100, 1<<20)
 	g.setLimit(50, 20)
 	<-g.wake // a fresh gate is far below its limit
-	n, _ := g.take(10)
+	n, _ := g.take(10, 0)
 	g.settle(n, n, 10, 40) // read 30–39
 	if n != 10 {
 		t.Fatalf("took %d, want 10", n)
 	}
-	if n, _ := g.take(20); n != 20 {
+	if n, _ := g.take(20, 0); n != 20 {
 		t.Fatalf("below the limit: took %d, want 20", n)
 	}
 	g.settle(20, 20, 20, 60) // a batch may end past the limit
-	if n, _ := g.take(10); n != 0 {
+	if n, _ := g.take(10, 0); n != 0 {
 		t.Fatalf("past the limit: took %d, want 0", n)
 	}
 	select { // settle's own wake (credits are free)
@@ -268,7 +268,7 @@ func TestGateLimit(t *testing.T) {
 		t.Fatal("woken with the limit only 10 past what was read")
 	default:
 	}
-	if n, _ := g.take(5); n != 5 {
+	if n, _ := g.take(5, 0); n != 5 {
 		t.Fatalf("below the crept limit: took %d, want 5 (a claim woken by credits reads)", n)
 	}
 	g.settle(5, 5, 5, 65)
@@ -291,7 +291,7 @@ func TestGateLimit(t *testing.T) {
 func TestGateCountsRecordsInThePipeline(t *testing.T) {
 	t.Parallel()
 	g := newGate(20, 1<<20)
-	n, _ := g.take(10)
+	n, _ := g.take(10, 0)
 	if got := g.inPipeline(); got != 0 {
 		t.Fatalf("%d records in the pipeline with credits taken and nothing read, want 0", got)
 	}
@@ -299,8 +299,8 @@ func TestGateCountsRecordsInThePipeline(t *testing.T) {
 	if got, avail := g.inPipeline(), g.available(); got != 7 || avail != 13 {
 		t.Fatalf("after settling 7 of 10: %d in the pipeline, %d credits; want 7, 13", got, avail)
 	}
-	n, _ = g.take(5)
-	g.give(n, 0) // read nothing (the consumer was paused meanwhile)
+	n, _ = g.take(5, 0)
+	g.give(n) // read nothing (the consumer was paused meanwhile)
 	if got, avail := g.inPipeline(), g.available(); got != 7 || avail != 13 {
 		t.Fatalf("after a batch given back: %d in the pipeline, %d credits; want 7, 13", got, avail)
 	}

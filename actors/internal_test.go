@@ -11,22 +11,22 @@ import (
 func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
 	t.Parallel()
 	g := newGate(10, 1<<30)
-	if n, _ := g.take(4); n != 4 {
+	if n, _ := g.take(4, 0); n != 4 {
 		t.Fatalf("take(4) = %d, want 4", n)
 	}
-	if n, _ := g.take(100); n != 6 {
+	if n, _ := g.take(100, 0); n != 6 {
 		t.Fatalf("take(100) with 6 left = %d, want 6", n)
 	}
-	if n, _ := g.take(1); n != 0 {
+	if n, _ := g.take(1, 0); n != 0 {
 		t.Fatalf("take(1) on an empty gate = %d, want 0", n)
 	}
-	g.give(1, 0)
+	g.give(1)
 	select {
 	case <-g.wake:
 		t.Fatal("woke for 1 credit of 10; it should wait for a quarter")
 	default:
 	}
-	g.give(2, 0)
+	g.give(2)
 	select {
 	case <-g.wake:
 	default:
@@ -37,17 +37,17 @@ func TestGateTakesAtMostWhatIsAvailable(t *testing.T) {
 func TestGateShrinksBelowZeroAndRecovers(t *testing.T) {
 	t.Parallel()
 	g := newGate(8, 1<<30)
-	g.take(8)
+	g.take(8, 0)
 	g.resize(2, 1<<30) // two more partitions arrived: 6 records over the new share
 	if a := g.available(); a != -6 {
 		t.Fatalf("available after shrinking = %d, want -6", a)
 	}
-	g.give(6, 0)
-	if n, _ := g.take(5); n != 0 {
+	g.give(6)
+	if n, _ := g.take(5, 0); n != 0 {
 		t.Fatalf("take after returning the excess = %d, want 0", n)
 	}
-	g.give(2, 0)
-	if n, _ := g.take(5); n != 2 {
+	g.give(2)
+	if n, _ := g.take(5, 0); n != 2 {
 		t.Fatalf("take = %d, want the 2 credits of the new share", n)
 	}
 }
@@ -60,7 +60,7 @@ func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 250 {
-				if n, _ := g.take(3); n > 0 {
+				if n, _ := g.take(3, 0); n > 0 {
 					taken <- n
 				}
 			}
@@ -68,7 +68,7 @@ func TestGateConcurrentGiveAndTakeConserveCredits(t *testing.T) {
 	}
 	wg.Go(func() {
 		for range 1000 {
-			g.give(1, 0)
+			g.give(1)
 		}
 	})
 	wg.Wait()
