@@ -131,6 +131,7 @@ func (ms *members) start() *member {
 	m := &member{name: fmt.Sprintf("m%d", ms.seq), done: make(chan struct{}), held: map[string]bool{}}
 	ms.mu.Unlock()
 	m.cmd = testkit.Command(ms.t, "run", "--config", ms.spec.config(ms.t, m.name))
+	m.cmd.Env = append(m.cmd.Env, "GOTRACEBACK=all") // dumpStacks: every goroutine
 	m.cmd.Stdout = &lineWriter{line: func(l string) { ms.t.Logf("%s stdout: %s", m.name, l) }}
 	m.cmd.Stderr = testkit.RaceWatch(ms.t, "member "+m.name, &lineWriter{line: func(l string) { ms.logLine(m, l) }})
 	if err := m.cmd.Start(); err != nil {
@@ -207,7 +208,24 @@ func (ms *members) await(ledger *testkit.Ledger, timeout time.Duration, what str
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := ms.awaitCtx(ctx, ledger, what, cond); err != nil {
+		ms.dumpStacks()
 		ms.t.Fatalf("after %s: %v", timeout, err)
+	}
+}
+
+// dumpStacks has every live member print its goroutines to the test log
+// and exit (SIGABRT): what a wait that timed out waited on is in them.
+func (ms *members) dumpStacks() {
+	for _, m := range ms.live() {
+		ms.t.Logf("member %s: SIGABRT for its goroutines", m.name)
+		_ = m.cmd.Process.Signal(syscall.SIGABRT)
+	}
+	for _, m := range ms.all() {
+		select {
+		case <-m.done:
+		case <-time.After(killWait):
+			ms.t.Logf("member %s did not exit within %s of SIGABRT", m.name, killWait)
+		}
 	}
 }
 
