@@ -46,8 +46,8 @@ WITH_BINS = TURBO_TEST_BINARY=$(CURDIR)/$(TEST_BIN_DIR)/turbo-race TURBO_TEST_PE
 #    kill -9 with commit metadata, the SIGTERM drain, the swarm, rebalances
 #    under load and the key handover (test/kafka/line.sh);
 #  - the newest line, KAFKA_FULL_LINE, instead of KAFKA_CORE: every test of
-#    KAFKA_SUITES but KAFKA_EMBEDDED_ONLY; then the rest of test/kafka and
-#    the secured runs at once.
+#    KAFKA_SUITES but KAFKA_EMBEDDED_ONLY, beside test/kafka; then the
+#    secured runs.
 KAFKA_LINES     ?= 3.9 4
 KAFKA_FULL_LINE := 4
 # The sides of each line (see TEST_SIDES): KAFKA_SIDES_<line> for the side

@@ -183,14 +183,21 @@ cluster_start() {
 	# other ports.
 	for attempt in 1 2 3; do
 		free_ports $((4 * CLUSTER_NODES)) | tr ' ' '\n' | paste -d' ' - - - - >"$work/ports"
+		# The three data dirs are formatted at once: a JVM start each,
+		# which beside a busy test run takes tens of seconds.
+		local -a formats=()
 		for n in $(seq 1 $CLUSTER_NODES); do
 			local dir
 			dir=$(node_dir "$work" "$n")
 			rm -rf "$dir"
 			mkdir -p "$dir/data" "$dir/logs"
 			write_node_config "$work" "$n"
-			if ! "$(java_bin)" -cp "$LIB_DIR/*" "$(log_opts "$dir")" -Xmx256m $JIT_OPTS kafka.tools.StorageTool format \
-				-t "$cid" -c "$dir/server.properties" >"$dir/logs/format.log" 2>&1; then
+			"$(java_bin)" -cp "$LIB_DIR/*" "$(log_opts "$dir")" -Xmx256m $JIT_OPTS kafka.tools.StorageTool format \
+				-t "$cid" -c "$dir/server.properties" >"$dir/logs/format.log" 2>&1 &
+			formats+=($!)
+		done
+		for n in $(seq 1 $CLUSTER_NODES); do
+			if ! wait "${formats[$((n - 1))]}"; then
 				cluster_log_tail "$work"
 				cluster_stop "$state"
 				die "formatting node $n's data dir failed (above)"

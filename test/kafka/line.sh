@@ -9,7 +9,8 @@
 #   KAFKA_EMBEDDED_ONLY              the tests never run on a real broker
 #   KAFKA_SUITES, SUITES_FLAG, SUITES_EXPR
 #                                    the suites of phase 2, and which of their tests
-#   SECURED                          1: the secured runs and the search (3)
+#   SECURED                          1: the timed tests (1), the secured
+#                                    runs and the search (3)
 #   TURBO_TEST_SIDES                 the sides of the side tests (2)
 #   KAFKA_SIDE                       the side of test/kafka (2, 3) and of
 #                                    the secured runs (3)
@@ -20,10 +21,10 @@
 #
 # 1. (SECURED, the newest line) alone: the timed tests (TIMED in TIMED_PKGS,
 #    one package at a time): their bounds are turbo's, one line is enough;
-# 2. the suites, and beside them test/kafka, unless SECURED, and
-#    CLUSTER_RUN on its cluster;
-# 3. (SECURED) test/kafka and the secured runs at once, then a search of
-#    everything printed for the broker's secrets.
+# 2. the suites, and beside them test/kafka and CLUSTER_RUN on its
+#    cluster;
+# 3. (SECURED) the secured runs, still beside test/kafka if it has not
+#    ended, then a search of everything printed for the broker's secrets.
 #
 # Each phase prints what test/kafka/gotest.sh prints once it ends; the line
 # stops at the first phase that fails.
@@ -57,10 +58,10 @@ skip=()
 rest() { onside gotest "$state/kafka.log" "$GO" "${crowd[@]}" "${skip[@]}" ./test/kafka/ >"$state/kafka.out" 2>&1; }
 
 rc=0
-if [[ $SECURED != 1 ]]; then
-	rest &
-	kafka=$!
-fi
+# test/kafka waits on brokers (a restart, refusals retried until turbo
+# gives up) more than it computes: it runs beside the suites.
+rest &
+kafka=$!
 # The cluster's tests judge by ledgers, not by time: the others' load does
 # not change their verdicts.
 cluster=""
@@ -75,11 +76,11 @@ fi
 # shellcheck disable=SC2086 # KAFKA_SUITES is a list of packages
 gotest "$state/plain.log" "$GO" "${crowd[@]}" "$SUITES_FLAG" "$SUITES_EXPR" $KAFKA_SUITES || rc=$?
 if [[ $SECURED == 1 ]]; then
-	((rc == 0)) || exit "$rc"
-	# The full pass keeps two cores busy: the rest comes after it.
-	rest &
-	kafka=$!
-	onside bash "$here/secured-runs.sh" suites "$GO" "$TEST_TIMEOUT" "$TEST_PAR" || rc=$?
+	# The secured runs are suites again: after the first pass, which
+	# keeps two cores busy.
+	if ((rc == 0)); then
+		onside bash "$here/secured-runs.sh" suites "$GO" "$TEST_TIMEOUT" "$TEST_PAR" || rc=$?
+	fi
 fi
 wait "$kafka" || rc=$?
 cat "$state/kafka.out"
