@@ -75,12 +75,12 @@ KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|
 # Tests of what no broker changes: turbo's own output and process handling,
 # its handler protocols (gRPC, HTTP batches and multi-status), the limits it
 # sets itself (the rate limit, adaptive concurrency, the stop bound of a
-# hung handler), the configuration,
+# hung handler), the credit flow's model, the configuration,
 # the docs' examples, memory bounds that turbo's credits set (the byte
 # budget, which real fetch sizes do change, still runs on Kafka), and tests
 # that bring a broker of their own (kfake, a fake that never answers, the
 # harness's in-memory one) whatever TURBO_TEST_BROKERS says.
-KAFKA_EMBEDDED_ONLY := ^(TestGRPCHandler|TestHTTPBatches|TestA207ThatIsNotTheDocumentIsRetried|TestAdaptiveConcurrencyThroughHTTP|TestRateLimit|TestRateLimitPacesAttempts|TestStopIsBoundedWhenAHandlerHangs|TestAConfigurationCutShortIsRefused|TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestRefusalLaterInARunIsRetriedAndShown|TestConsumerRefusedAtStartGivesUp|TestConsumerOverMTLSAndSCRAM|TestEveryExampleRuns|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop|TestAStoppingMemberKeepsItsGenerationWhileAnotherLeaves|TestACommitOvertakenByARebalanceIsSentAgain)$$
+KAFKA_EMBEDDED_ONLY := ^(TestCreditFlowModel|TestGRPCHandler|TestHTTPBatches|TestA207ThatIsNotTheDocumentIsRetried|TestAdaptiveConcurrencyThroughHTTP|TestRateLimit|TestRateLimitPacesAttempts|TestStopIsBoundedWhenAHandlerHangs|TestAConfigurationCutShortIsRefused|TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestRefusalLaterInARunIsRetriedAndShown|TestConsumerRefusedAtStartGivesUp|TestConsumerOverMTLSAndSCRAM|TestEveryExampleRuns|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop|TestAStoppingMemberKeepsItsGenerationWhileAnotherLeaves|TestACommitOvertakenByARebalanceIsSentAgain)$$
 KAFKA_SH    := test/kafka/kafka.sh
 
 # On KAFKA_FULL_LINE, the secured runs (test/kafka/secured-runs.sh, run by
