@@ -196,13 +196,15 @@ cluster_start() {
 				-t "$cid" -c "$dir/server.properties" >"$dir/logs/format.log" 2>&1 &
 			formats+=($!)
 		done
+		local failed=""
 		for n in $(seq 1 $CLUSTER_NODES); do
-			if ! wait "${formats[$((n - 1))]}"; then
-				cluster_log_tail "$work"
-				cluster_stop "$state"
-				die "formatting node $n's data dir failed (above)"
-			fi
+			wait "${formats[$((n - 1))]}" || failed+="${failed:+, }$n"
 		done
+		if [[ -n $failed ]]; then
+			cluster_log_tail "$work"
+			cluster_stop "$state"
+			die "formatting the data dir of node(s) $failed failed (above)"
+		fi
 		for n in $(seq 1 $CLUSTER_NODES); do
 			pid=$(run_node "$work" "$n")
 			printf '%s\n' "$pid" >"$state/pid.$n"
