@@ -40,6 +40,11 @@
 #   TURBO_TEST_STATE            STATE_DIR (for down and up)
 
 readonly CLUSTER_NODES=3
+# Seconds a node has to answer and see the others. Three JVMs electing a
+# quorum beside a busy test run on two cores took longer than the single
+# broker's START_TIMEOUT (60 s): their controllers' 2 s request timeouts
+# expire and elections repeat until the load lets one through.
+readonly CLUSTER_START_TIMEOUT="${TURBO_KAFKA_START_TIMEOUT:-180}"
 
 # node_dir prints the work dir of node $2 of cluster work dir $1.
 node_dir() { printf '%s/node-%s' "$1" "$2"; }
@@ -119,7 +124,7 @@ node_port() { sed -n "${2}p" "$1/ports" | cut -d' ' -f"$3"; }
 # await_node waits until node $3 (pid $4) of work dir $2 answers and sees
 # all the nodes; $1 is what to say when it does not.
 await_node() {
-	local what=$1 work=$2 id=$3 pid=$4 port deadline=$((SECONDS + START_TIMEOUT))
+	local what=$1 work=$2 id=$3 pid=$4 port deadline=$((SECONDS + CLUSTER_START_TIMEOUT))
 	port=$(node_port "$work" "$id" 1)
 	while ! probe "$port" $CLUSTER_NODES; do
 		if ! kill -0 "$pid" 2>/dev/null; then
@@ -127,7 +132,7 @@ await_node() {
 			return 1
 		fi
 		if ((SECONDS >= deadline)); then
-			log "node $id did not see $CLUSTER_NODES nodes within $START_TIMEOUT s $what"
+			log "node $id did not see $CLUSTER_NODES nodes within $CLUSTER_START_TIMEOUT s $what"
 			return 1
 		fi
 		sleep 0.2
