@@ -153,6 +153,12 @@ type Pipeline[T comparable] struct {
 // New returns an empty Pipeline of at most runners runners, whose batches
 // hold at most maxRun records of one unit.
 func New[T comparable](it Item[T], runners, maxRun int) *Pipeline[T] {
+	// A unit's backlog counts for its records times the runners: its
+	// records run one at a time while the others share every runner (see
+	// schedule.Scheduler), so a hot key starts as soon as it is the longest
+	// path rather than behind a budget's worth of younger records.
+	sched := schedule.New[T]()
+	sched.SetBacklogWeight(runners)
 	return &Pipeline[T]{
 		it:       it,
 		max:      runners,
@@ -160,7 +166,7 @@ func New[T comparable](it Item[T], runners, maxRun int) *Pipeline[T] {
 		limit:    runners,
 		batch:    1,
 		quota:    -1,
-		sched:    schedule.New[T](),
+		sched:    sched,
 		parts:    make(map[uint64]*assignment[T]),
 		pinned:   make(map[string]int),
 		revoking: make(map[uint64]struct{}),

@@ -26,6 +26,7 @@ type model struct {
 	// age is the age of the next added item. Items requeued to "" are
 	// older than every added one: requeued counts them down from zero.
 	age, requeued int64
+	w             int64 // the backlog weight
 }
 
 type modelItem struct {
@@ -44,19 +45,38 @@ func (m *model) add(unit string, v int) {
 	m.queued[unit]++
 }
 
+// next takes the runnable item of the highest priority: its age less w for
+// each item waiting behind it in its unit (none for an unordered item), the
+// older of two alike. The candidates are every unordered item and each free
+// unit's oldest item.
 func (m *model) next() (string, int, bool) {
+	best := -1
+	var bestKey int64
+	seen := map[string]bool{}
 	for i, it := range m.items {
-		if it.unit == "" || !m.busy[it.unit] {
-			m.items = slices.Delete(m.items, i, i+1)
-			m.queued[it.unit]--
-			if it.unit != "" {
-				m.busy[it.unit] = true
-			}
-			m.held[it.unit] = []modelItem{it}
-			return it.unit, it.v, true
+		if it.unit != "" && (m.busy[it.unit] || seen[it.unit]) {
+			continue
+		}
+		key := it.age
+		if it.unit != "" {
+			seen[it.unit] = true
+			key -= int64(m.queued[it.unit]-1) * m.w
+		}
+		if best < 0 || key < bestKey { // items are in age order: the first of two alike is the older
+			best, bestKey = i, key
 		}
 	}
-	return "", 0, false
+	if best < 0 {
+		return "", 0, false
+	}
+	it := m.items[best]
+	m.items = slices.Delete(m.items, best, best+1)
+	m.queued[it.unit]--
+	if it.unit != "" {
+		m.busy[it.unit] = true
+	}
+	m.held[it.unit] = []modelItem{it}
+	return it.unit, it.v, true
 }
 
 func (m *model) nextRun(max int) (string, []int, bool) {
@@ -146,12 +166,14 @@ func (m *model) dropIf(drop func(int) bool) []int {
 	return out
 }
 
-// runModel applies the operations chosen by src to a Scheduler and to the
-// model, failing at the first observable difference.
-func runModel(t *testing.T, src modeltest.Source, nUnits int) {
+// runModel applies the operations chosen by src to a Scheduler of backlog
+// weight w and to the model, failing at the first observable difference.
+func runModel(t *testing.T, src modeltest.Source, nUnits, w int) {
 	t.Helper()
 	s := New[int]()
+	s.SetBacklogWeight(w)
 	m := newModel()
+	m.w = int64(max(w, 1))
 	units := make([]string, nUnits+1) // units[0] is the unordered unit ""
 	for i := 1; i <= nUnits; i++ {
 		units[i] = "u" + strconv.Itoa(i)
@@ -298,7 +320,7 @@ func TestModelRandom(t *testing.T) {
 	for seed := range seeds {
 		r := rand.New(rand.NewSource(int64(seed)))
 		nUnits := 1 + seed%12 // few units for contention, more for parallelism
-		runModel(t, modeltest.Rand(r, 2*3000), nUnits)
+		runModel(t, modeltest.Rand(r, 2*3000), nUnits, []int{0, 1, 3, 16}[seed/12%4])
 	}
 }
 
@@ -317,7 +339,8 @@ func FuzzScheduler(f *testing.F) {
 		// without reaching states that short ones cannot.
 		ops = ops[:min(len(ops), 1024)]
 		// The first byte picks the number of units so the fuzzer can explore
-		// both heavy contention and many independent units.
-		runModel(t, modeltest.Bytes(ops[1:]), 1+int(ops[0])%16)
+		// both heavy contention and many independent units, and the backlog
+		// weight.
+		runModel(t, modeltest.Bytes(ops[1:]), 1+int(ops[0])%16, []int{1, 2, 5, 20}[ops[0]/16%4])
 	})
 }

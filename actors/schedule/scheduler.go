@@ -8,8 +8,13 @@
 // concurrency the caller chooses. It is not safe for concurrent use.
 //
 // Work is never pinned to a runner: any free unit can be taken by any idle
-// runner, and among everything runnable the oldest item goes first, so a
-// burst on one key cannot starve older work on other keys.
+// runner. Among everything runnable the oldest item goes first, except that
+// a unit with a backlog counts as older by the items queued behind its head,
+// each worth as many Adds as there are runners: its records can only run one
+// at a time, while everything else shares the runners, so starting them
+// early is what keeps a hot key from finishing last. A unit passes a bounded
+// number of younger items (its backlog times the weight), and takes one
+// runner at a time, so a burst on one key cannot starve other keys.
 package schedule
 
 import (
@@ -68,6 +73,7 @@ type unit[T any] struct {
 	name string
 	q    fifo[item[T]]
 	busy bool
+	idx  int // its position in the ready heap, -1 when not there
 	// out holds the sequences of the items handed out by the Next or NextRun
 	// that made the unit busy and not given back by Requeue, oldest first,
 	// so that Requeue can restore their age. It starts out backed by
@@ -80,9 +86,13 @@ type unit[T any] struct {
 // Scheduler holds waiting items and decides which may run next.
 //
 // Items with the same non-empty unit run one at a time, in Add order. Items
-// with unit "" are unordered: never blocked and never blocking. Next always
-// returns the oldest runnable item, that is the one with the smallest Add
-// sequence among the heads of free units and the unordered items.
+// with unit "" are unordered: never blocked and never blocking. Next returns
+// the runnable item of the highest priority: among the heads of free units
+// and the unordered items, the one with the smallest Add sequence less w
+// for every item queued behind it in its unit (none for an unordered item),
+// and of two alike the older; w is SetBacklogWeight's, 1 by default. With
+// one item per unit that is the oldest runnable item; a unit with n items
+// waiting goes ahead of the items up to (n-1)·w Adds younger than its head.
 //
 // Every operation except DropIf is O(log u) in the number u of free units
 // with waiting items, plus O(k) for the k items NextRun takes or Requeue gives
@@ -98,8 +108,18 @@ type Scheduler[T any] struct {
 	requeued  uint64        // unordered items requeued so far; see Requeue
 	waiting   int
 	busy      int
-	peak      int // largest len(units) since the map was last rebuilt
+	peak      int    // largest len(units) since the map was last rebuilt
+	backlog   uint64 // SetBacklogWeight's; 0 counts as 1
 }
+
+// SetBacklogWeight sets how many Adds each item queued behind a unit's head
+// counts for in its priority (see Scheduler): the runners sharing the work
+// is the weight that starts a unit's serial chain as soon as it is the
+// longest path. It applies to units as they next become ready; set it
+// before the first Add. w < 1 is treated as 1.
+func (s *Scheduler[T]) SetBacklogWeight(w int) { s.backlog = uint64(max(w, 1)) }
+
+func (s *Scheduler[T]) weight() uint64 { return max(s.backlog, 1) }
 
 // New returns an empty Scheduler.
 func New[T any]() *Scheduler[T] { return &Scheduler[T]{} }
@@ -119,11 +139,21 @@ func (s *Scheduler[T]) Add(unit string, v T) {
 		u = s.newUnit(unit)
 	}
 	u.q.push(it)
-	// A free unit enters the heap when it gets its first waiting item; later
-	// items queue behind the head and do not change its key.
-	if !u.busy && u.q.len() == 1 {
-		s.ready.push(readyEntry[T]{seq: it.seq, u: u})
+	// A free unit enters the heap when it gets its first waiting item; each
+	// later item raises its priority by one.
+	switch {
+	case u.busy:
+	case u.q.len() == 1:
+		s.ready.push(readyEntry[T]{key: it.seq, seq: it.seq, u: u})
+	default:
+		s.ready.raise(u.idx, s.weight())
 	}
+}
+
+// entry is the ready heap's entry for u, a free unit with waiting items.
+func (s *Scheduler[T]) entry(u *unit[T]) readyEntry[T] {
+	head := u.q.peek().seq
+	return readyEntry[T]{key: head - uint64(u.q.len()-1)*s.weight(), seq: head, u: u}
 }
 
 // Next removes and returns the oldest runnable item and marks its unit busy
@@ -141,8 +171,9 @@ func (s *Scheduler[T]) Next() (unit string, v T, ok bool) {
 // item.
 func (s *Scheduler[T]) take() (u *unit[T], v T, ok bool) {
 	fromUnit := len(s.ready) > 0
-	if fromUnit && s.unordered.len() > 0 && s.unordered.peek().seq < s.ready[0].seq {
-		fromUnit = false
+	if fromUnit && s.unordered.len() > 0 {
+		seq := s.unordered.peek().seq
+		fromUnit = s.ready[0].before(readyEntry[T]{key: seq, seq: seq})
 	}
 	switch {
 	case fromUnit:
@@ -177,7 +208,7 @@ func (s *Scheduler[T]) Done(unit string) error {
 	u.out = u.out[:0]
 	s.busy--
 	if u.q.len() > 0 {
-		s.ready.push(readyEntry[T]{seq: u.q.peek().seq, u: u})
+		s.ready.push(s.entry(u))
 		return nil
 	}
 	s.removeUnit(u)
@@ -306,7 +337,7 @@ func (s *Scheduler[T]) DropIf(drop func(T) bool) []T {
 		switch {
 		case u.busy:
 		case u.q.len() > 0:
-			s.ready = append(s.ready, readyEntry[T]{seq: u.q.peek().seq, u: u})
+			s.ready = append(s.ready, s.entry(u))
 		default:
 			s.forget(u) // deleting during range is allowed and skips nothing else
 		}
@@ -333,7 +364,7 @@ func (s *Scheduler[T]) newUnit(name string) *unit[T] {
 		s.spare[n-1] = nil
 		s.spare = s.spare[:n-1]
 	} else {
-		u = new(unit[T])
+		u = &unit[T]{idx: -1}
 		u.out = u.outInline[:0]
 	}
 	u.name = name

@@ -650,3 +650,36 @@ func TestRequeueUnordered(t *testing.T) {
 		t.Fatalf("Waiting = %d, want 0", s.Waiting())
 	}
 }
+
+// A unit with a backlog goes ahead of younger items by its backlog times the
+// weight, and no further: with weight 4, a unit of three items added after
+// ten others counts as added 2×4 Adds earlier, so it runs after the two
+// items older than that and ahead of the rest.
+func TestABacklogGoesAheadByItsWeight(t *testing.T) {
+	s := New[int]()
+	s.SetBacklogWeight(4)
+	for i := range 10 {
+		s.Add(string(rune('a'+i)), i)
+	}
+	for i := 10; i < 13; i++ {
+		s.Add("hot", i)
+	}
+	var order []string
+	for {
+		u, _, ok := s.Next()
+		if !ok {
+			break
+		}
+		order = append(order, u)
+	}
+	// hot's head has sequence 10 and two items behind it: key 10-8 = 2, a tie
+	// with c's, which is older.
+	want := []string{"a", "b", "c", "hot", "d", "e", "f", "g", "h", "i", "j"}
+	if !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	mustDone(t, s, "hot")
+	if u, v := mustNext(t, s); u != "hot" || v != 11 {
+		t.Fatalf("after hot's first: Next = (%q, %d), want (hot, 11)", u, v)
+	}
+}
