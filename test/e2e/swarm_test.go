@@ -168,7 +168,11 @@ func swarmSharesPartitionsAndStopsCleanly(t *testing.T, _ testkit.Side) {
 	// once, which this test does not measure).
 	sw, live := testkit.StartHTTP(t, nil, nil, "swarm", "--config", swarmConfigStopping(t, addr, topic, ledger.Endpoint(t), "", "15s"))
 
-	testkit.Eventually(t, 90*time.Second, "every record handled", func() bool { return ledger.Report().Distinct == records })
+	// What is waited for is that every record is handled, not how fast: on
+	// a real-broker line sharing the machine with a starting three-node
+	// cluster the ledger's 10 ms calls ran at 45 a second per node, and
+	// the 6,000 records took more than 90 s.
+	testkit.Eventually(t, 3*time.Minute, "every record handled", func() bool { return ledger.Report().Distinct == records })
 	st := readStatus(t, live)
 	// Into the test's output as served, which the secured runs of
 	// `make test-kafka` grep for the broker's passwords.
