@@ -113,10 +113,10 @@ type Scheduler[T any] struct {
 }
 
 // SetBacklogWeight sets how many Adds each item queued behind a unit's head
-// counts for in its priority (see Scheduler): the runners sharing the work
-// is the weight that starts a unit's serial chain as soon as it is the
-// longest path. It applies to units as they next become ready; set it
-// before the first Add. w < 1 is treated as 1.
+// counts for in its priority (see Scheduler). With the number of runners as
+// the weight, a unit's chain of records starts as soon as it is the longest
+// path through the waiting work. Set it before the first Add; w < 1 is
+// treated as 1.
 func (s *Scheduler[T]) SetBacklogWeight(w int) { s.backlog = uint64(max(w, 1)) }
 
 func (s *Scheduler[T]) weight() uint64 { return max(s.backlog, 1) }
@@ -140,7 +140,7 @@ func (s *Scheduler[T]) Add(unit string, v T) {
 	}
 	u.q.push(it)
 	// A free unit enters the heap when it gets its first waiting item; each
-	// later item raises its priority by one.
+	// later item raises its priority by the backlog weight.
 	switch {
 	case u.busy:
 	case u.q.len() == 1:
