@@ -35,12 +35,12 @@ func marksFor(fetch int32) queueMarks {
 // and pauseAfter: a partition starved of credits, or out of bytes, is
 // paused too, and resumed once its queue is empty, as on the sarama side).
 type franzFeed struct {
-	g     *franzGroup
-	cl    *kgo.Client
-	tp    TopicPartition
-	id    topicID // the topic's id when the claim started, for releasedAt
-	epoch uint64
-	gt    *gate
+	g      *franzGroup
+	pauses *fetchPauses // the client's
+	tp     TopicPartition
+	id     topicID // the topic's id when the claim started, for releasedAt
+	epoch  uint64
+	gt     *gate
 
 	wake       chan struct{} // capacity 1: records were delivered
 	revoked    chan struct{}
@@ -107,12 +107,12 @@ func (f *franzFeed) deliver(recs []*kgo.Record, hwm int64) {
 }
 
 func (f *franzFeed) pauseInClient() {
-	f.cl.PauseFetchPartitions(map[string][]int32{f.tp.Topic: {f.tp.Partition}})
+	f.pauses.set(f.tp, true)
 	f.g.stats.setPaused(f.gt, true)
 }
 
 func (f *franzFeed) resumeInClient() {
-	f.cl.ResumeFetchPartitions(map[string][]int32{f.tp.Topic: {f.tp.Partition}})
+	f.pauses.set(f.tp, false)
 	f.g.stats.setPaused(f.gt, false)
 }
 

@@ -77,7 +77,8 @@ type franzGroup struct {
 	warned  sync.Once // unreadable commit metadata
 
 	mu        sync.Mutex
-	cl        *kgo.Client // nil until connected
+	cl        *kgo.Client  // nil until connected
+	pauses    *fetchPauses // cl's, set with it
 	sess      *franzSession
 	feeds     map[TopicPartition]*franzFeed
 	assigned  map[TopicPartition]bool // assigned, their offsets not yet fetched
@@ -150,7 +151,9 @@ func (g *franzGroup) run() {
 		return
 	}
 	g.mu.Lock()
-	g.cl = cl
+	g.cl, g.pauses = cl, newFetchPauses(
+		func(m map[string][]int32) { cl.PauseFetchPartitions(m) },
+		func(m map[string][]int32) { cl.ResumeFetchPartitions(m) })
 	g.mu.Unlock()
 
 	var wg sync.WaitGroup
@@ -609,7 +612,7 @@ func (g *franzGroup) newFranzClaim(cl *kgo.Client, sess *franzSession, tp TopicP
 	finished := g.released.finished(tp, id, committed, fromMeta)
 	g.log.Debug().Str("partition", tp.String()).Int64("committed", committed).
 		Int("finished_ranges", len(finished)).Msg("claim starts")
-	f := &franzFeed{g: g, cl: cl, tp: tp, id: id, wake: make(chan struct{}, 1), revoked: make(chan struct{}), lost: make(chan struct{}),
+	f := &franzFeed{g: g, tp: tp, id: id, wake: make(chan struct{}, 1), revoked: make(chan struct{}), lost: make(chan struct{}),
 		hw: -1, returned: make(chan struct{}), marks: marksFor(g.fetch)}
 	c := g.newClaim(claimSpec{tp: tp, committed: max(committed, -1), finished: finished, maxBatch: g.maxBatch,
 		revokeWait: g.revokeWait, lost: f.lostCh(), sess: sess, log: g.log})
@@ -624,10 +627,11 @@ func (g *franzGroup) newFranzClaim(cl *kgo.Client, sess *franzSession, tp TopicP
 		g.mu.Lock()
 	}
 	g.feeds[tp] = f
+	f.pauses = g.pauses
 	g.mu.Unlock()
 	// A partition paused when an earlier claim of it ended would never be
 	// fetched again.
-	cl.ResumeFetchPartitions(map[string][]int32{tp.Topic: {tp.Partition}})
+	f.pauses.set(tp, false)
 	return c, f
 }
 
