@@ -21,8 +21,9 @@ import (
 const BrokersEnv = "TURBO_TEST_BROKERS"
 
 const (
-	// topicReadyTimeout bounds the wait for a created topic's metadata.
-	topicReadyTimeout = 30 * time.Second
+	// topicReadyTimeout bounds the wait for a created topic's partitions to
+	// answer on their leaders.
+	topicReadyTimeout = 2 * time.Minute
 	// maxTopicLen is Kafka's limit on a topic name's length.
 	maxTopicLen = 249
 )
@@ -104,16 +105,64 @@ func createTopics(t testing.TB, brokers []string, partitions int, topics []strin
 			if err == nil {
 				ready, err = client.WritablePartitions(topic)
 			}
+			serving := 0
 			if err == nil && len(ready) == partitions {
-				break
+				serving, err = partitionsServing(client, topic)
+				if err == nil && serving == partitions {
+					break
+				}
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("topic %q on %v: %d of %d partitions have a leader %s after it was created (last error: %v)",
-					topic, brokers, len(ready), partitions, topicReadyTimeout, err)
+				t.Fatalf("topic %q on %v: %d of %d partitions have a leader in the metadata and %d answer as leaders %s after it was created (last error: %v)",
+					topic, brokers, len(ready), partitions, serving, topicReadyTimeout, err)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// partitionsServing counts the partitions of topic whose leader, as the
+// metadata names it, answers a ListOffsets request as their leader. A
+// broker of a real cluster is named leader in the metadata before it has
+// created the partition's log: at thousands of partitions, for seconds,
+// during which a producer's retries run out on "not the leader".
+func partitionsServing(client sarama.Client, topic string) (int, error) {
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		return 0, err
+	}
+	reqs := make(map[*sarama.Broker]*sarama.OffsetRequest)
+	for _, p := range parts {
+		leader, err := client.Leader(topic, p)
+		if err != nil {
+			return 0, err
+		}
+		req := reqs[leader]
+		if req == nil {
+			req = &sarama.OffsetRequest{Version: 1}
+			reqs[leader] = req
+		}
+		req.AddBlock(topic, p, sarama.OffsetNewest, 1)
+	}
+	serving := 0
+	var last error
+	for leader, req := range reqs {
+		resp, err := leader.GetAvailableOffsets(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		for _, p := range parts {
+			if b := resp.GetBlock(topic, p); b != nil {
+				if b.Err == sarama.ErrNoError {
+					serving++
+				} else {
+					last = b.Err
+				}
+			}
+		}
+	}
+	return serving, last
 }
 
 // deleteTopic deletes topic from the shared brokers; a failure is only
