@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -42,6 +43,10 @@ func (b *broker) script(cmd string, args ...string) string {
 	defer cancel()
 	var out, errs bytes.Buffer
 	c := exec.CommandContext(ctx, "bash", append([]string{"kafka.sh", cmd, b.state}, args...)...)
+	// A JVM started while the shared brokers start beside it, on two
+	// cores, took over a minute to answer (kafka.sh waits 60 s by default);
+	// within the 3 minutes above.
+	c.Env = append(os.Environ(), "TURBO_KAFKA_START_TIMEOUT=150")
 	c.Stdout, c.Stderr = &out, &errs
 	if err := c.Run(); err != nil {
 		b.t.Fatalf("kafka.sh %s: %v\n%s", cmd, err, errs.String())
