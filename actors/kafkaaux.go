@@ -118,20 +118,40 @@ func (a *kafkaAux) waitFeed() { <-a.fed }
 // returns the offsets above it that an earlier owner already finished.
 // Metadata turbo did not write, or cannot read, is ignored with one warning.
 func (a *kafkaAux) finishedAbove(tp TopicPartition) []offsetmeta.Range {
-	var resp *sarama.OffsetFetchResponse
-	err := a.reconnecting(func() (err error) {
-		resp, err = a.admin.ListConsumerGroupOffsets(a.groupID, map[string][]int32{tp.Topic: {tp.Partition}})
-		return err
-	}, func() (*sarama.Broker, error) { return a.admin.Coordinator(a.groupID) })
+	got, err := a.finishedAboveAll(map[string][]int32{tp.Topic: {tp.Partition}})
 	if err != nil {
 		a.log.Warn().Err(err).Str("partition", tp.String()).Msg("reading the committed offset metadata; not skipping finished records")
 		return nil
 	}
-	b := resp.GetBlock(tp.Topic, tp.Partition)
-	if b == nil || b.Err != sarama.ErrNoError {
-		return nil
+	return got[tp]
+}
+
+// finishedAboveAll is finishedAbove for many partitions in one request (a
+// session's new claims: one request each, at 4,096 partitions, queued on
+// the coordinator's connection and held the claims' start for seconds). A
+// partition with no committed offset, or one the broker answered with an
+// error, has no entry.
+func (a *kafkaAux) finishedAboveAll(parts map[string][]int32) (map[TopicPartition][]offsetmeta.Range, error) {
+	var resp *sarama.OffsetFetchResponse
+	err := a.reconnecting(func() (err error) {
+		resp, err = a.admin.ListConsumerGroupOffsets(a.groupID, parts)
+		return err
+	}, func() (*sarama.Broker, error) { return a.admin.Coordinator(a.groupID) })
+	if err != nil {
+		return nil, err
 	}
-	return finishedIn(tp, b.Offset, b.Metadata, &a.warnOnce, a.log)
+	got := make(map[TopicPartition][]offsetmeta.Range)
+	for topic, ps := range parts {
+		for _, p := range ps {
+			b := resp.GetBlock(topic, p)
+			if b == nil || b.Err != sarama.ErrNoError {
+				continue
+			}
+			tp := TopicPartition{Topic: topic, Partition: p}
+			got[tp] = finishedIn(tp, b.Offset, b.Metadata, &a.warnOnce, a.log)
+		}
+	}
+	return got, nil
 }
 
 // auxAttempts bounds reconnecting's tries, auxRetryWait the wait before each
