@@ -214,12 +214,20 @@ func (r *runner) invoke(parent context.Context, call []*envelope, recs []*Record
 			r.waitTime.Observe(float64(start.UnixNano()-rec.arrived) / 1e9)
 		}
 	}
+	var emits *emitCall
+	if r.outputs != nil {
+		emits = newEmitCall(r.outputs, call)
+		parent = context.WithValue(parent, emitKey{}, emits)
+	}
 	ctx, cancel := parent, context.CancelFunc(func() {})
 	if r.maxTime > 0 {
 		ctx, cancel = context.WithTimeoutCause(parent, r.maxTime, ErrHandlerTimeout)
 	}
 	res := safeHandleBatch(ctx, r.batch, recs)
 	cancel()
+	if emits != nil {
+		emits.close()
+	}
 	timedOut := r.maxTime > 0 && context.Cause(ctx) == ErrHandlerTimeout && parent.Err() == nil
 	end := time.Now()
 	r.since.Store(0)
@@ -232,6 +240,7 @@ func (r *runner) invoke(parent context.Context, call []*envelope, recs []*Record
 			rec.gate.watch.running.Add(-1)
 		}
 		if r.errs[i] != nil {
+			rec.outputs = nil
 			continue // not sent
 		}
 		err := res.outcome(k)
@@ -239,7 +248,7 @@ func (r *runner) invoke(parent context.Context, call []*envelope, recs []*Record
 		if err != nil && timedOut {
 			err = fmt.Errorf("%w (%s): %w", ErrHandlerTimeout, r.maxTime, err)
 		}
-		r.errs[i] = err
+		r.errs[i] = settle(rec, err)
 	}
 	return end
 }

@@ -30,6 +30,7 @@ type coordinator struct {
 	props      func(actor.Actor, ...actor.PropsOption) *actor.Props
 	log        zerolog.Logger
 	maxTime    time.Duration // max_handler_time
+	outputs    *outputRules  // the runners' output rules; nil: no outputs
 	runners    int           // concurrency
 	metaOn     bool          // commits record what finished above the watermark (commit_metadata_bytes > 0)
 	limit      *rate.Limiter // rate.limit; nil: none
@@ -72,6 +73,7 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 		runners:    spec.consumer.Concurrency,
 		ctx:        ctx,
 		maxTime:    spec.consumer.MaxHandlerTime,
+		outputs:    newOutputRules(spec.consumer.Output),
 		limit:      spec.limit,
 		handler:    spec.handler,
 		batch:      spec.batch,
@@ -373,7 +375,7 @@ const minRateTurn = time.Millisecond
 // at start: concurrency is a maximum, and 10,000,000 runners made up front
 // took 2.8 GB before the first record.
 func (co *coordinator) spawn(c actor.Context, id int) {
-	r := &runner{id: id, ctx: co.ctx, handler: co.handler, maxTime: co.maxTime, since: co.stats.handlerClock(id),
+	r := &runner{id: id, ctx: co.ctx, handler: co.handler, maxTime: co.maxTime, outputs: co.outputs, since: co.stats.handlerClock(id),
 		held: &co.stats.suspended, batch: co.batch, maxRecords: co.fill, maxBytes: co.maxBytes}
 	if co.stats.handlerTime != nil {
 		r.handlerTime, r.waitTime = co.stats.handlerTime.shard(id), co.stats.waitTime.shard(id)
@@ -587,17 +589,28 @@ func forgetDropped(recs []*envelope) {
 
 // returnCredits gives the fetch credits of finished records (one each, and
 // their bytes) back to their partitions' gates, one call per run of records
-// sharing a gate.
-func returnCredits(recs []*envelope) {
+// sharing a gate. A record with outputs keeps its credit until they are
+// written (the orchestrator's releaseCredits): outputs in flight count
+// against max_buffered like the records they belong to.
+func returnCredits(recs []*envelope) { releaseCredits(recs, true) }
+
+// releaseCredits is returnCredits, for every record unless keepOutputs
+// (then those with outputs keep their credits).
+func releaseCredits(recs []*envelope, keepOutputs bool) {
 	for i := 0; i < len(recs); {
-		bytes := recs[i].size
-		j := i + 1
-		for j < len(recs) && recs[j].gate == recs[i].gate {
+		g := recs[i].gate
+		var n int
+		var bytes int64
+		j := i
+		for ; j < len(recs) && recs[j].gate == g; j++ {
+			if keepOutputs && len(recs[j].outputs) > 0 {
+				continue
+			}
+			n++
 			bytes += recs[j].size
-			j++
 		}
-		if g := recs[i].gate; g != nil {
-			g.release(j-i, bytes)
+		if g != nil && n > 0 {
+			g.release(n, bytes)
 		}
 		i = j
 	}

@@ -111,7 +111,7 @@ func franzOpts(k config.Kafka, brokers []string, c config.Consumer, shutdownTime
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Dead letters: every one the pipeline can hold may wait here, so
 		// producing never blocks the proxy.
-		kgo.MaxBufferedRecords(max(c.Concurrency+c.MaxBuffered, 10_000)),
+		kgo.MaxBufferedRecords(franzBufferedRecords(c)),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		// As sarama: a dead-letter topic that does not exist yet is created
 		// by the brokers that allow it.
@@ -735,6 +735,47 @@ func (g *franzGroup) deadLetter(fs []recordFailure) {
 		})
 		cl.Produce(context.Background(), &kgo.Record{Topic: g.dlqTopic, Key: rec.Key, Value: rec.Value, Headers: headers},
 			func(_ *kgo.Record, err error) { g.deadLettered(rec, err) })
+	}
+}
+
+// franzBufferedRecords is what the client's producer may hold: the whole
+// pipeline's dead letters, and its outputs (a record with outputs keeps its
+// fetch credit until they are written), so that producing never blocks.
+func franzBufferedRecords(c config.Consumer) int {
+	n := c.Concurrency + c.MaxBuffered
+	if c.Output.Enabled() {
+		n *= 1 + c.Output.MaxPerRecord
+	}
+	return max(n, 10_000)
+}
+
+// produceOutputs implements kafkaSide: the client's producer writes them
+// (idempotent, acks from all in-sync replicas, in order per partition); the
+// last acknowledgement of a record's outputs sends it back.
+func (g *franzGroup) produceOutputs(recs []*envelope) {
+	cl := g.client()
+	if cl == nil {
+		g.send(&outputsWritten{failed: recs[0], err: errNoOutputProducer})
+		return
+	}
+	for _, rec := range recs {
+		rec.outLeft.Store(int32(len(rec.outputs)))
+		for _, o := range rec.outputs {
+			r := &kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value}
+			for _, h := range o.Headers {
+				r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+			}
+			cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+				switch {
+				case err != nil:
+					if rec.outLeft.Swap(-1) > 0 { // its first failure
+						g.send(&outputsWritten{failed: rec, err: err})
+					}
+				case rec.outLeft.Add(-1) == 0:
+					g.send(&outputsWritten{written: []*envelope{rec}})
+				}
+			})
+		}
 	}
 }
 

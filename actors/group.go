@@ -49,6 +49,7 @@ type kafkaGroup struct {
 	topicIDs    topicIDs       // shared among the claims that start together
 	readMeta    bool           // skip what the commit metadata says finished
 	auxQueue    int            // dead letters that may wait for the producer
+	outputBytes int            // output.max_bytes; 0 without outputs
 	stats       *consumerStats // sessions, for health reports
 
 	sideLife // run is its session goroutine
@@ -163,7 +164,7 @@ func (g *kafkaGroup) run() {
 // retrying like connect.
 func (g *kafkaGroup) connectAux() (*kafkaAux, error) {
 	for failures := 1; ; failures++ {
-		aux, err := newKafkaAux(g.brokers, g.cfg, g.groupID, g.dlqTopic, g.auxQueue, g.send, g.log)
+		aux, err := newKafkaAux(g.brokers, g.cfg, g.groupID, g.dlqTopic, g.outputBytes, g.auxQueue, g.send, g.log)
 		if err == nil {
 			return aux, nil
 		}
@@ -187,6 +188,19 @@ func (g *kafkaGroup) deadLetter(fs []recordFailure) {
 		return
 	}
 	aux.deadLetter(fs)
+}
+
+// produceOutputs implements kafkaSide: the aux connection's producer writes
+// them.
+func (g *kafkaGroup) produceOutputs(recs []*envelope) {
+	g.mu.Lock()
+	aux := g.aux
+	g.mu.Unlock()
+	if aux == nil || aux.producer == nil || aux.outputBytes == 0 {
+		g.send(&outputsWritten{failed: recs[0], err: errNoOutputProducer})
+		return
+	}
+	aux.produceOutputs(recs)
 }
 
 // refreshWatermarks implements kafkaSide: the aux connection asks the

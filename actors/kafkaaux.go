@@ -16,21 +16,26 @@ import (
 // metadata of newly assigned partitions, and the dead-letter producer. It is
 // owned by kafkaGroup, which closes it after the group.
 type kafkaAux struct {
-	groupID  string
-	dlqTopic string
-	send     func(msg any)
-	log      zerolog.Logger
+	groupID     string
+	dlqTopic    string
+	outputBytes int // output.max_bytes; 0 without outputs
+	send        func(msg any)
+	log         zerolog.Logger
 
 	client   sarama.Client
 	admin    sarama.ClusterAdmin
-	producer sarama.AsyncProducer // nil without a dead-letter topic
+	producer sarama.AsyncProducer // nil without a dead-letter topic or outputs
 	// The dead letters waiting for the producer: a slice that grows with
 	// them up to limit, not a channel of that capacity, which allocated the
 	// whole pipeline's worth up front (max_buffered 9223372036854775807
 	// panicked with "makechan: size out of range").
-	mu       sync.Mutex
-	queue    []recordFailure
-	limit    int
+	mu    sync.Mutex
+	queue []recordFailure
+	limit int
+	// The records whose outputs wait for the producer, in the order they
+	// finished. Unbounded here: a record with outputs keeps its fetch
+	// credit until they are written, so max_buffered bounds them.
+	outQueue []*envelope
 	wake     chan struct{} // capacity 1: something was queued
 	quit     chan struct{}
 	fed      chan struct{} // closed when feed has returned
@@ -45,7 +50,7 @@ type kafkaAux struct {
 	isolation sarama.IsolationLevel
 }
 
-func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string, queue int, send func(any), log zerolog.Logger) (*kafkaAux, error) {
+func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string, outputBytes, queue int, send func(any), log zerolog.Logger) (*kafkaAux, error) {
 	cfg := *base
 	cfg.ClientID = base.ClientID + "-aux"
 	cfg.Producer.Return.Successes = true
@@ -53,6 +58,8 @@ func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Retry.Max = 5
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	// An output may be as large as output.max_bytes, plus its framing.
+	cfg.Producer.MaxMessageBytes = max(cfg.Producer.MaxMessageBytes, outputBytes+4096)
 	// Idempotent, as franz-go's producer is: a write whose answer was lost
 	// with a leader that died is retried, and without a producer id the
 	// new leader stored it a second time (1 of 2,400 dead letters written
@@ -71,10 +78,10 @@ func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string
 		client.Close()
 		return nil, err
 	}
-	a := &kafkaAux{groupID: groupID, dlqTopic: dlqTopic, send: send, log: log, client: client, admin: admin,
+	a := &kafkaAux{groupID: groupID, dlqTopic: dlqTopic, outputBytes: outputBytes, send: send, log: log, client: client, admin: admin,
 		limit: queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), fed: make(chan struct{}),
 		hwmReq: make(chan []partitionHWM), hwmDone: make(chan struct{}), version: cfg.Version, isolation: cfg.Consumer.IsolationLevel}
-	if dlqTopic != "" {
+	if dlqTopic != "" || outputBytes > 0 {
 		if a.producer, err = sarama.NewAsyncProducerFromClient(client); err != nil {
 			admin.Close()
 			return nil, err
@@ -226,12 +233,29 @@ func (a *kafkaAux) deadLetter(fs []recordFailure) {
 	}
 }
 
+// produceOutputs queues records whose outputs to write; each comes back
+// to the proxy in an outputsWritten.
+func (a *kafkaAux) produceOutputs(recs []*envelope) {
+	a.mu.Lock()
+	a.outQueue = append(a.outQueue, recs...)
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default: // feed has a wake-up pending already
+	}
+}
+
+// feed hands what was queued to the producer: dead letters, and outputs in
+// the order their records finished (the producer keeps that order per
+// partition: it is idempotent, one request in flight per broker).
 func (a *kafkaAux) feed() {
 	defer close(a.fed)
 	var batch []recordFailure
+	var outs []*envelope
 	for {
 		a.mu.Lock()
 		batch, a.queue = a.queue, batch[:0]
+		outs, a.outQueue = a.outQueue, outs[:0]
 		a.mu.Unlock()
 		for i, f := range batch {
 			select {
@@ -241,7 +265,18 @@ func (a *kafkaAux) feed() {
 				return
 			}
 		}
-		if len(batch) > 0 {
+		for i, rec := range outs {
+			rec.outLeft.Store(int32(len(rec.outputs)))
+			for j := range rec.outputs {
+				select {
+				case a.producer.Input() <- outputMessage(rec, j):
+				case <-a.quit:
+					return
+				}
+			}
+			outs[i] = nil
+		}
+		if len(batch) > 0 || len(outs) > 0 {
 			continue // more may have come while these were fed
 		}
 		select {
@@ -252,24 +287,70 @@ func (a *kafkaAux) feed() {
 	}
 }
 
+// acks passes the producer's outcomes on: one deadLetterWritten per dead
+// letter, and outputsWritten batches of the records whose outputs are all
+// acknowledged, sent whenever no other outcome is ready.
 func (a *kafkaAux) acks() {
 	succ, errs := a.producer.Successes(), a.producer.Errors()
+	var written []*envelope
 	for succ != nil || errs != nil {
 		select {
 		case m, ok := <-succ:
 			if !ok {
 				succ = nil
-				continue
+				break
+			}
+			if out, isOut := m.Metadata.(*outputOf); isOut {
+				if rec := (*envelope)(out); rec.outLeft.Add(-1) == 0 {
+					written = append(written, rec)
+				}
+				break
 			}
 			a.send(&deadLetterWritten{rec: m.Metadata.(*envelope)})
 		case e, ok := <-errs:
 			if !ok {
 				errs = nil
-				continue
+				break
+			}
+			if out, isOut := e.Msg.Metadata.(*outputOf); isOut {
+				if rec := (*envelope)(out); rec.outLeft.Swap(-1) > 0 { // its first failure
+					a.send(&outputsWritten{failed: rec, err: e.Err})
+				}
+				break
 			}
 			a.send(&deadLetterWritten{rec: e.Msg.Metadata.(*envelope), err: e.Err})
 		}
+		if len(written) > 0 && (len(written) >= maxOutputsBatch || len(succ) == 0 && len(errs) == 0) {
+			a.send(&outputsWritten{written: written})
+			written = nil
+		}
 	}
+	if len(written) > 0 {
+		a.send(&outputsWritten{written: written})
+	}
+}
+
+// maxOutputsBatch bounds the records of one outputsWritten.
+const maxOutputsBatch = 512
+
+// outputOf marks a producer message's Metadata as an output of the record
+// (an *envelope, converted), not a dead letter.
+type outputOf envelope
+
+// outputMessage is the i-th output of rec as the producer takes it.
+func outputMessage(rec *envelope, i int) *sarama.ProducerMessage {
+	o := &rec.outputs[i]
+	m := &sarama.ProducerMessage{Topic: o.Topic, Value: sarama.ByteEncoder(o.Value), Metadata: (*outputOf)(rec)}
+	if o.Key != nil {
+		m.Key = sarama.ByteEncoder(o.Key)
+	}
+	if len(o.Headers) > 0 {
+		m.Headers = make([]sarama.RecordHeader, len(o.Headers))
+		for k, h := range o.Headers {
+			m.Headers[k] = sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value}
+		}
+	}
+	return m
 }
 
 // deadLetterMessage is the record as written to the dead-letter topic: its

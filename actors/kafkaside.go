@@ -49,6 +49,10 @@ type kafkaSide interface {
 	// deadLetter writes records to the dead-letter topic; every outcome
 	// comes back as a deadLetterWritten.
 	deadLetter(fs []recordFailure)
+	// produceOutputs writes the records' outputs, in order; every record
+	// comes back in an outputsWritten once all its outputs are acknowledged,
+	// or with the error of one that could not be written.
+	produceOutputs(recs []*envelope)
 	// rememberLost takes the final watermark of a claim that was lost
 	// (claimLost), known only once its cancelled records returned: what it
 	// finished, never committed, to skip if the partition comes back.
@@ -265,6 +269,10 @@ func (l *sideLife) deadLettered(rec *envelope, err error) {
 // errNoDeadLetterProducer is a dead letter's outcome when the consumer has
 // no dead-letter topic, or its producer is not connected.
 var errNoDeadLetterProducer = errors.New("actors: no dead-letter producer")
+
+// errNoOutputProducer is an output's outcome when the Kafka side has no
+// producer for it (not connected).
+var errNoOutputProducer = errors.New("actors: no output producer")
 
 // finishedIn returns the offsets above committed that an earlier owner of tp
 // finished, per the committed metadata. Metadata turbo did not write, or

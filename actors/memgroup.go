@@ -95,6 +95,27 @@ func (g *memGroup) deadLetter(fs []recordFailure) {
 	}
 }
 
+// produceOutputs implements kafkaSide: the in-memory cluster takes the
+// outputs at once, or fails them with FailOutputs' error.
+func (g *memGroup) produceOutputs(recs []*envelope) {
+	for i, rec := range recs {
+		for _, o := range rec.outputs {
+			out := memkafka.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Timestamp: time.Now()}
+			for _, h := range o.Headers {
+				out.Headers = append(out.Headers, memkafka.Header{Key: h.Key, Value: h.Value})
+			}
+			if err := g.member.Output(out); err != nil {
+				if i > 0 {
+					g.send(&outputsWritten{written: recs[:i]})
+				}
+				g.send(&outputsWritten{failed: rec, err: err})
+				return
+			}
+		}
+	}
+	g.send(&outputsWritten{written: recs})
+}
+
 // deadLetterRecord is the record as written to the dead-letter topic, with
 // the same headers as the sarama producer's deadLetterMessage.
 func deadLetterRecord(topic string, f recordFailure) memkafka.Record {

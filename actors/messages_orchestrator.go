@@ -27,6 +27,15 @@ type deadLetterDone struct {
 	err     error
 }
 
+// outputsWritten (Kafka side → client proxy → orchestrator): records whose
+// outputs the brokers acknowledged, all of them; or, with err, one record
+// (failed) of which one could not be written.
+type outputsWritten struct {
+	written []*envelope
+	failed  *envelope
+	err     error
+}
+
 // partitionAssigned (client proxy → orchestrator).
 type partitionAssigned struct {
 	tp    TopicPartition

@@ -106,6 +106,12 @@ type partitionReleased struct {
 	fc    finalCommit
 }
 
+// produceOutputs (orchestrator → proxy): records whose outputs to write, in
+// the order they finished; each comes back in an outputsWritten.
+type produceOutputs struct {
+	records []*envelope
+}
+
 // produceDeadLetters (orchestrator → proxy): records to write to the
 // dead-letter topic.
 type produceDeadLetters struct {

@@ -117,6 +117,8 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 			counter("turbo_retries_total", "Failed attempts scheduled again.", func(s *Snapshot) int64 { return s.Retries }),
 			counter("turbo_records_skipped_total", "Records given up on and skipped (on_failure: skip).", func(s *Snapshot) int64 { return s.Skipped }),
 			counter("turbo_records_dead_lettered_total", "Records written to the dead-letter topic.", func(s *Snapshot) int64 { return s.Dead }),
+			counter("turbo_outputs_written_total", "Output records the brokers acknowledged.", func(s *Snapshot) int64 { return s.Outputs }),
+			counter("turbo_output_errors_total", "Output writes that failed (each restarts the consumer).", func(s *Snapshot) int64 { return s.OutputErrors }),
 			counter("turbo_records_inherited_total", "Records not run again: an earlier owner of the partition had finished them.", func(s *Snapshot) int64 { return s.Inherited }),
 			counter("turbo_committed_records_total", "Records covered by committed offsets.", func(s *Snapshot) int64 { return s.Committed }),
 			counter("turbo_commits_total", "Offset commits sent.", func(s *Snapshot) int64 { return s.Commits }),

@@ -26,6 +26,12 @@ type orchestrator struct {
 	proxy, offsets, coord *actor.PID
 	failed                bool
 	leaving               bool // the tree is stopping (startDrain): revocations are not a rebalance's
+
+	// Outputs being written, per partition assignment (epoch): a drained
+	// partition is finalized only once they are acknowledged (held), so
+	// that its final commit passes the records whose outputs are safe.
+	writing map[uint64]int
+	held    map[uint64]TopicPartition
 }
 
 // escalate makes a parent pass any failure of its children up, so that every
@@ -53,7 +59,13 @@ func (o *orchestrator) Receive(c actor.Context) {
 	case *partitionLost:
 		c.Send(o.coord, &dropPartition{tp: m.tp, epoch: m.epoch})
 	case *partitionDrained:
+		if o.writing[m.epoch] > 0 {
+			o.held[m.epoch] = m.tp
+			break
+		}
 		c.Send(o.offsets, &finalizePartition{tp: m.tp, epoch: m.epoch})
+	case *outputsWritten:
+		o.handleOutputsWritten(c, m)
 	case *partitionFinal:
 		c.Send(o.proxy, &partitionReleased{tp: m.tp, epoch: m.epoch, fc: finalCommit{offset: m.offset, meta: m.meta, ok: m.ok}})
 	case *deadLetterDone:
@@ -109,8 +121,12 @@ func (o *orchestrator) handleFetched(c actor.Context, m *recordsFetched) {
 }
 
 func (o *orchestrator) handleFinished(c actor.Context, m *recordsFinished) {
-	if len(m.done) > 0 {
-		c.Send(o.offsets, &markDone{records: m.done})
+	done := m.done
+	if o.spec.consumer.Output.Enabled() {
+		done = o.writeOutputs(c, done)
+	}
+	if len(done) > 0 {
+		c.Send(o.offsets, &markDone{records: done})
 	}
 	if len(m.dead) > 0 {
 		c.Send(o.proxy, &produceDeadLetters{records: m.dead})
@@ -121,6 +137,68 @@ func (o *orchestrator) handleFinished(c actor.Context, m *recordsFinished) {
 			return // cancelled by a teardown already under way
 		}
 		o.fail(c, fmt.Errorf("%w: %s@%d after %d attempt(s): %w", ErrHandlerFailed, f.rec.TP(), f.rec.Offset, f.rec.attempts, f.err))
+	}
+}
+
+// writeOutputs sends the records that have outputs to be written (in the
+// order they finished, which keeps a key's outputs in its records' order)
+// and returns the others, which are done.
+func (o *orchestrator) writeOutputs(c actor.Context, done []*envelope) []*envelope {
+	var out []*envelope
+	rest := done[:0:0]
+	for _, rec := range done {
+		if len(rec.outputs) == 0 {
+			rest = append(rest, rec)
+			continue
+		}
+		out = append(out, rec)
+		if o.writing == nil {
+			o.writing, o.held = make(map[uint64]int), make(map[uint64]TopicPartition)
+		}
+		o.writing[rec.epoch]++
+	}
+	if len(out) == 0 {
+		return done
+	}
+	c.Send(o.proxy, &produceOutputs{records: out})
+	return rest
+}
+
+// handleOutputsWritten completes the records whose outputs were all
+// acknowledged: done, their credit back (the coordinator kept it while they
+// were written, so outputs in flight count against max_buffered), and a
+// drained partition waiting for them finalized. A write that failed (after
+// the producer's own retries) fails the tree: the record runs again.
+func (o *orchestrator) handleOutputsWritten(c actor.Context, m *outputsWritten) {
+	if len(m.written) > 0 {
+		var n int
+		for _, rec := range m.written {
+			n += len(rec.outputs)
+		}
+		o.spec.stats.outputs.Add(int64(n))
+		c.Send(o.offsets, &markDone{records: m.written})
+		releaseCredits(m.written, false)
+	}
+	for _, rec := range m.written {
+		o.wrote(c, rec.epoch)
+	}
+	if m.failed != nil {
+		o.spec.stats.outErrs.Add(1)
+		o.wrote(c, m.failed.epoch)
+		o.fail(c, fmt.Errorf("%w: for %s@%d: %w", ErrOutput, m.failed.TP(), m.failed.Offset, m.err))
+	}
+}
+
+// wrote counts one record's outputs of epoch out of writing, and finalizes
+// the partition if its drain waited for them.
+func (o *orchestrator) wrote(c actor.Context, epoch uint64) {
+	if o.writing[epoch]--; o.writing[epoch] > 0 {
+		return
+	}
+	delete(o.writing, epoch)
+	if tp, ok := o.held[epoch]; ok {
+		delete(o.held, epoch)
+		c.Send(o.offsets, &finalizePartition{tp: tp, epoch: epoch})
 	}
 }
 

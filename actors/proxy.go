@@ -64,6 +64,10 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.handleFetched(c, m)
 	case *commitOffsets:
 		p.handleCommit(m)
+	case *produceOutputs:
+		p.group.produceOutputs(m.records)
+	case *outputsWritten:
+		c.Send(c.Parent(), m)
 	case *produceDeadLetters:
 		p.group.deadLetter(m.records)
 	case *deadLetterWritten:

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,6 +56,13 @@ type envelope struct {
 	// arrived is when the record reached the tree (unix ns), for the
 	// buffer-wait histogram.
 	arrived int64
+	// outputs are what the handler emitted for it (Emit) in the attempt
+	// that succeeded; outputErr is why Emit rejected one, which fails the
+	// attempt. outLeft counts the outputs not yet acknowledged while the
+	// Kafka side writes them (its producer's goroutines count it down).
+	outputs   []Output
+	outputErr error
+	outLeft   atomic.Int32
 	// inherited marks a record that an earlier owner of the partition
 	// already finished (read from the commit metadata): it is tracked for
 	// the watermark but never run again.

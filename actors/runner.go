@@ -21,6 +21,7 @@ type runner struct {
 	ctx     context.Context
 	handler Handler       // the user's, traced (tracer)
 	maxTime time.Duration // max_handler_time; 0 = unlimited
+	outputs *outputRules  // nil: the consumer has no outputs (Emit fails)
 	since   *atomic.Int64 // when the current handler call began (unix ns), 0 when idle: see Stats
 	held    *atomic.Bool  // the consumer is paused: claim nothing more (the coordinator takes the rest back)
 	// Batch mode (batch): handler calls of up to maxRecords records and
@@ -116,6 +117,14 @@ func (r *runner) handle(parent context.Context, rec *envelope, start time.Time) 
 	}
 	if rec.attempts > 0 { // a retry: its span says which attempt it is
 		parent = withAttempt(parent, rec.attempts+1)
+	}
+	if r.outputs != nil {
+		call := newEmitCall(r.outputs, []*envelope{rec})
+		parent = context.WithValue(parent, emitKey{}, call)
+		defer func() { // before the end is taken: the outputs are the call's
+			call.close()
+			err = settle(rec, err)
+		}()
 	}
 	if r.maxTime <= 0 {
 		return end, safeHandle(parent, r.handler, &rec.Record)

@@ -26,6 +26,8 @@ type consumerStats struct {
 	retries   atomic.Int64
 	skipped   atomic.Int64
 	dead      atomic.Int64
+	outputs   atomic.Int64 // output records acknowledged
+	outErrs   atomic.Int64 // output writes that failed
 	inherited atomic.Int64
 	noFiles   atomic.Int64 // failed attempts: the process ran out of file descriptors
 	rateWait  atomic.Int64 // nanoseconds dispatching waited for the rate limit
@@ -191,12 +193,16 @@ type Snapshot struct {
 	Retries   int64 // attempts scheduled again after a failure
 	Skipped   int64 // records given up on and skipped (on_failure: skip)
 	Dead      int64 // records written to the dead-letter topic
-	Inherited int64 // records not run again: an earlier owner had finished them
-	FileLimit int64 // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
-	Commits   int64 // offset commits sent
-	Committed int64 // records covered by committed offsets
-	Restarts  int64 // actor tree restarts after a failure
-	InFlight  int64 // records running in a handler now
+	// Outputs is the output records the brokers acknowledged (Emit);
+	// OutputErrors the writes of one that failed, each a tree restart.
+	Outputs      int64
+	OutputErrors int64
+	Inherited    int64 // records not run again: an earlier owner had finished them
+	FileLimit    int64 // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
+	Commits      int64 // offset commits sent
+	Committed    int64 // records covered by committed offsets
+	Restarts     int64 // actor tree restarts after a failure
+	InFlight     int64 // records running in a handler now
 	// Buffered is the records fetched from the partitions held and not
 	// finished that are not in a handler: waiting for a runner, a retry or
 	// their key. It is the sum of the partitions' Buffered (Partitions).
@@ -266,6 +272,8 @@ func (s *consumerStats) snapshot(buffered int64) Snapshot {
 		Pushbacks:      s.pushbacks.Load(),
 		Skipped:        s.skipped.Load(),
 		Dead:           s.dead.Load(),
+		Outputs:        s.outputs.Load(),
+		OutputErrors:   s.outErrs.Load(),
 		Inherited:      s.inherited.Load(),
 		FileLimit:      s.noFiles.Load(),
 		Commits:        s.commits.Load(),
@@ -314,27 +322,29 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		poll = b.LastPoll
 	}
 	return Snapshot{
-		Fetched:   a.Fetched + b.Fetched,
-		Processed: a.Processed + b.Processed,
-		Failed:    a.Failed + b.Failed,
-		Retries:   a.Retries + b.Retries,
-		Skipped:   a.Skipped + b.Skipped,
-		Dead:      a.Dead + b.Dead,
-		Inherited: a.Inherited + b.Inherited,
-		FileLimit: a.FileLimit + b.FileLimit,
-		Commits:   a.Commits + b.Commits,
-		Committed: a.Committed + b.Committed,
-		Restarts:  a.Restarts + b.Restarts,
-		InFlight:  a.InFlight + b.InFlight,
-		Buffered:  a.Buffered + b.Buffered,
-		ReadAhead: a.ReadAhead + b.ReadAhead,
-		Paused:    a.Paused + b.Paused,
-		Lag:       a.Lag + b.Lag,
-		Assigned:  a.Assigned + b.Assigned,
-		LastFetch: last,
-		Moves:     a.Moves + b.Moves,
-		LastPoll:  poll,
-		Oldest:    oldest,
+		Fetched:      a.Fetched + b.Fetched,
+		Processed:    a.Processed + b.Processed,
+		Failed:       a.Failed + b.Failed,
+		Retries:      a.Retries + b.Retries,
+		Skipped:      a.Skipped + b.Skipped,
+		Dead:         a.Dead + b.Dead,
+		Outputs:      a.Outputs + b.Outputs,
+		OutputErrors: a.OutputErrors + b.OutputErrors,
+		Inherited:    a.Inherited + b.Inherited,
+		FileLimit:    a.FileLimit + b.FileLimit,
+		Commits:      a.Commits + b.Commits,
+		Committed:    a.Committed + b.Committed,
+		Restarts:     a.Restarts + b.Restarts,
+		InFlight:     a.InFlight + b.InFlight,
+		Buffered:     a.Buffered + b.Buffered,
+		ReadAhead:    a.ReadAhead + b.ReadAhead,
+		Paused:       a.Paused + b.Paused,
+		Lag:          a.Lag + b.Lag,
+		Assigned:     a.Assigned + b.Assigned,
+		LastFetch:    last,
+		Moves:        a.Moves + b.Moves,
+		LastPoll:     poll,
+		Oldest:       oldest,
 		// Consumers share the kafka section: one cause says it for all.
 		KafkaError:     cmp.Or(a.KafkaError, b.KafkaError),
 		Rebalances:     a.Rebalances + b.Rebalances,

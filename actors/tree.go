@@ -132,8 +132,17 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 		dlqTopic:    dlqTopic(s.consumer),
 		readMeta:    s.consumer.CommitMetadataBytes > 0,
 		auxQueue:    budget + s.consumer.Concurrency,
+		outputBytes: outputBytes(s.consumer),
 		stats:       s.stats,
 	}
+}
+
+// outputBytes is the consumer's output.max_bytes, 0 without outputs.
+func outputBytes(c config.Consumer) int {
+	if !c.Output.Enabled() {
+		return 0
+	}
+	return int(c.Output.MaxBytes)
 }
 
 func dlqTopic(c config.Consumer) string {

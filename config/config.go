@@ -185,6 +185,40 @@ type Consumer struct {
 	Rate Rate `mapstructure:"rate"`
 	// Batch is how many records one handler call takes.
 	Batch Batch `mapstructure:"batch"`
+	// Output is what the handlers may write back to Kafka for the records
+	// they handle; off unless a topic is named.
+	Output Output `mapstructure:"output"`
+}
+
+// Output is where, and how much, a consumer's handlers may write for the
+// records they handle (a Go handler through actors.Emit). An input record
+// counts as finished only once every record written for it is acknowledged
+// by the brokers (an idempotent producer, acks from all in-sync replicas),
+// so the committed offset never passes an input whose outputs could still
+// be lost; a crash in between writes them again (at least once).
+type Output struct {
+	// Topic is where an output that names no topic goes. Empty: every
+	// output must name one of Topics.
+	Topic string `mapstructure:"topic"`
+	// Topics are the other topics an output may name; Topic is always
+	// allowed. An output naming a topic in neither fails its input record
+	// at once (a permanent failure: on_failure decides what follows).
+	Topics []string `mapstructure:"topics"`
+	// MaxPerRecord bounds the outputs of one input record; one more fails
+	// the record at once (a permanent failure).
+	MaxPerRecord int `mapstructure:"max_per_record"`
+	// MaxBytes bounds one output's key, value and headers; a larger output
+	// fails its input record at once (a permanent failure). Keep it within
+	// the output topics' max.message.bytes (1 MiB by default in Kafka).
+	MaxBytes ByteSize `mapstructure:"max_bytes"`
+}
+
+// Enabled reports whether the handlers may write outputs: a topic is named.
+func (o Output) Enabled() bool { return o.Topic != "" || len(o.Topics) > 0 }
+
+// Allows reports whether an output may be written to topic.
+func (o Output) Allows(topic string) bool {
+	return topic != "" && (topic == o.Topic || slices.Contains(o.Topics, topic))
 }
 
 // Batch is how records are grouped into one handler call (a Go
@@ -488,6 +522,7 @@ func DefaultConsumer(name string) Consumer {
 		OnFailure:           OnFailureFail,
 		CommitMetadataBytes: 4000,
 		Batch:               Batch{MaxRecords: 1},
+		Output:              Output{MaxPerRecord: DefaultOutputsPerRecord, MaxBytes: DefaultOutputBytes},
 	}
 }
 

@@ -123,6 +123,7 @@ func fullWant() *Config {
 				MaxHandlerTime:      30 * time.Second,
 				CommitMetadataBytes: 64,
 				Batch:               Batch{MaxRecords: 1},
+				Output:              Output{MaxPerRecord: DefaultOutputsPerRecord, MaxBytes: DefaultOutputBytes},
 			},
 			audit,
 		},

@@ -57,6 +57,17 @@ const (
 	// MaxBatchWait bounds Batch.MaxWait: records wait that long before
 	// they start, and a revoked partition's drain with them.
 	MaxBatchWait = 10 * time.Second
+	// MaxOutputsPerRecord bounds Output.MaxPerRecord: a fan-out wider than
+	// this belongs in a topic of its own, consumed again.
+	MaxOutputsPerRecord = 10_000
+	// DefaultOutputsPerRecord is Output.MaxPerRecord's default.
+	DefaultOutputsPerRecord = 100
+	// MaxOutputBytes bounds Output.MaxBytes: what a broker takes with its
+	// message.max.bytes raised far above Kafka's 1 MiB default.
+	MaxOutputBytes = 64 * MiB
+	// DefaultOutputBytes is Output.MaxBytes's default: a record that fits
+	// Kafka's default message.max.bytes with room for its framing.
+	DefaultOutputBytes = MiB - 4*KiB
 	// MaxHTTPHeaders bounds Handler.Headers.
 	MaxHTTPHeaders = 64
 	// MaxRestarts bounds Swarm.MaxRestarts (the supervisor remembers each

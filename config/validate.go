@@ -243,7 +243,36 @@ func (c *Consumer) validate(key string) error {
 	if err := c.Batch.validate(key+".batch", c.Concurrency+c.MaxBuffered); err != nil {
 		return err
 	}
+	if err := c.Output.validate(key+".output", c.DLQTopic); err != nil {
+		return err
+	}
 	return c.Rate.validate(key + ".rate")
+}
+
+// validate checks the output block; dlq is the consumer's dead-letter
+// topic, which is no output topic (its records say why an input failed).
+func (o *Output) validate(key, dlq string) error {
+	if o.Topic != "" && !validTopic(o.Topic) {
+		return topicErr(key+".topic", o.Topic)
+	}
+	if len(o.Topics) > MaxTopics {
+		return fieldErr(key+".topics", fmt.Sprintf("at most %d topics (got %d)", MaxTopics, len(o.Topics)))
+	}
+	for i, t := range o.Topics {
+		if !validTopic(t) {
+			return topicErr(fmt.Sprintf("%s.topics[%d]", key, i), t)
+		}
+	}
+	if dlq != "" && o.Allows(dlq) {
+		return fieldErr(key, fmt.Sprintf("names the dead-letter topic %s as an output topic: write outputs elsewhere", quoteValue(dlq)))
+	}
+	if err := intRange(key+".max_per_record", o.MaxPerRecord, 1, MaxOutputsPerRecord); err != nil {
+		return err
+	}
+	if b := o.MaxBytes; b < 1 || b > MaxOutputBytes {
+		return fieldErr(key+".max_bytes", fmt.Sprintf("must be between 1 B and %s (got %s)", MaxOutputBytes, b))
+	}
+	return nil
 }
 
 // validate checks the batch block; room is what the consumer may hold at

@@ -32,6 +32,18 @@ func TestValidateInCode(t *testing.T) {
 			c.Kafka.Client, c.Kafka.GroupProtocol = ClientFranz, GroupConsumer
 		}, ""},
 		{"client misspelt", func(c *Config) { c.Kafka.Client = "franz" }, "kafka.client"},
+		{"output topic", func(c *Config) { c.Consumers[0].Output.Topic = "out" }, ""},
+		{"output topics only", func(c *Config) { c.Consumers[0].Output.Topics = []string{"o1", "o2"} }, ""},
+		{"output topic invalid", func(c *Config) { c.Consumers[0].Output.Topic = "a b" }, "consumers[0].output.topic"},
+		{"output topics invalid", func(c *Config) { c.Consumers[0].Output.Topics = []string{"ok", ".."} }, "consumers[0].output.topics[1]"},
+		{"output to the dead-letter topic", func(c *Config) {
+			c.Consumers[0].OnFailure, c.Consumers[0].DLQTopic = OnFailureDLQ, "dead"
+			c.Consumers[0].Output.Topics = []string{"dead"}
+		}, "consumers[0].output"},
+		{"outputs per record 0", func(c *Config) { c.Consumers[0].Output.MaxPerRecord = 0 }, "consumers[0].output.max_per_record"},
+		{"outputs per record above the bound", func(c *Config) { c.Consumers[0].Output.MaxPerRecord = MaxOutputsPerRecord + 1 }, "consumers[0].output.max_per_record"},
+		{"output bytes 0", func(c *Config) { c.Consumers[0].Output.MaxBytes = 0 }, "consumers[0].output.max_bytes"},
+		{"output bytes above the bound", func(c *Config) { c.Consumers[0].Output.MaxBytes = MaxOutputBytes + 1 }, "consumers[0].output.max_bytes"},
 		{"client in capitals", func(c *Config) { c.Kafka.Client = "SARAMA" }, "kafka.client"},
 		{"no client", func(c *Config) { c.Kafka.Client = "" }, "kafka.client"},
 		{"protocol misspelt", func(c *Config) { c.Kafka.GroupProtocol = "kip848" }, "kafka.group_protocol"},

@@ -197,3 +197,24 @@ func (h *Harness) AwaitDeadLetters(n int) []Record {
 // FailDeadLetters makes every later write to the dead-letter topic fail
 // with err (nil: succeed again), as a producer whose retries ran out.
 func (h *Harness) FailDeadLetters(err error) { h.cluster.FailDeadLetters(err) }
+
+// Outputs returns the records the handlers wrote (actors.Emit), in the
+// order they were written; each topic's are numbered from offset 0.
+func (h *Harness) Outputs() []Record { return h.cluster.Outputs() }
+
+// AwaitOutputs waits until at least n outputs were written, and returns
+// them all.
+func (h *Harness) AwaitOutputs(n int) []Record {
+	h.t.Helper()
+	var outs []Record
+	h.Await(fmt.Sprintf("%d outputs", n), func() bool {
+		outs = h.cluster.Outputs()
+		return len(outs) >= n
+	})
+	return outs
+}
+
+// FailOutputs makes every later output write fail with err (nil: succeed
+// again), as a producer whose retries ran out: the consumer restarts, and
+// the records whose outputs failed run again.
+func (h *Harness) FailOutputs(err error) { h.cluster.FailOutputs(err) }

@@ -74,6 +74,9 @@ type Cluster struct {
 	parts   map[TopicPartition]*partition
 	dead    []Record
 	deadErr error
+	outs    []Record         // written by handlers (Output), in order
+	outN    map[string]int64 // outputs per topic
+	outErr  error
 	members int
 	changed chan struct{} // closed (and replaced) on every change
 }
@@ -237,6 +240,22 @@ func (c *Cluster) DeadLetters() []Record {
 	return slices.Clone(c.dead)
 }
 
+// Outputs returns the records handlers wrote (Member.Output), in the order
+// they were written; each topic's have offsets 0, 1, 2, … (one partition).
+func (c *Cluster) Outputs() []Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.outs)
+}
+
+// FailOutputs makes every later output write fail with err (nil: succeed
+// again), as a producer whose retries ran out would.
+func (c *Cluster) FailOutputs(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.outErr = err
+}
+
 // FailDeadLetters makes every later dead-letter write fail with err (nil:
 // succeed again), as a producer whose retries ran out would.
 func (c *Cluster) FailDeadLetters(err error) {
@@ -396,6 +415,25 @@ func (m *Member) Leave() {
 		}
 	}
 	c.notifyLocked()
+}
+
+// Output writes a record a handler produced (one partition per topic), or
+// returns the error set by FailOutputs.
+func (m *Member) Output(r Record) error {
+	c := m.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.outErr != nil {
+		return c.outErr
+	}
+	if c.outN == nil {
+		c.outN = make(map[string]int64)
+	}
+	r.Partition, r.Offset = 0, c.outN[r.Topic]
+	c.outN[r.Topic]++
+	c.outs = append(c.outs, clone(r))
+	c.notifyLocked()
+	return nil
 }
 
 // DeadLetter writes a record to the dead-letter topic, or returns the error
