@@ -57,7 +57,7 @@ func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string
 	cfg.Producer.Return.Errors = true
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Retry.Max = 5
-	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	cfg.Producer.Partitioner = newKafkaPartitioner
 	// An output may be as large as output.max_bytes, plus its framing.
 	cfg.Producer.MaxMessageBytes = max(cfg.Producer.MaxMessageBytes, outputBytes+4096)
 	// Idempotent, as franz-go's producer is: a write whose answer was lost
@@ -340,9 +340,12 @@ type outputOf envelope
 // outputMessage is the i-th output of rec as the producer takes it.
 func outputMessage(rec *envelope, i int) *sarama.ProducerMessage {
 	o := &rec.outputs[i]
-	m := &sarama.ProducerMessage{Topic: o.Topic, Value: sarama.ByteEncoder(o.Value), Metadata: (*outputOf)(rec)}
+	m := &sarama.ProducerMessage{Topic: o.Topic, Metadata: (*outputOf)(rec)}
 	if o.Key != nil {
 		m.Key = sarama.ByteEncoder(o.Key)
+	}
+	if o.Value != nil { // nil: a tombstone
+		m.Value = sarama.ByteEncoder(o.Value)
 	}
 	if len(o.Headers) > 0 {
 		m.Headers = make([]sarama.RecordHeader, len(o.Headers))

@@ -180,6 +180,7 @@ func (o *orchestrator) handleOutputsWritten(c actor.Context, m *outputsWritten) 
 		releaseCredits(m.written, false)
 	}
 	for _, rec := range m.written {
+		rec.outputs = nil // written: its bytes may go
 		o.wrote(c, rec.epoch)
 	}
 	if m.failed != nil {

@@ -17,7 +17,7 @@ type Output struct {
 	// Topic is where it goes; "" is the consumer's output.topic.
 	Topic   string
 	Key     []byte // nil: no key (the producer spreads keyless records)
-	Value   []byte
+	Value   []byte // nil: a tombstone
 	Headers []Header
 }
 
