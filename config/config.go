@@ -328,6 +328,11 @@ type Handler struct {
 	// or utf8 (as JSON strings when they are valid UTF-8, else in base64
 	// under key_base64 and value_base64).
 	Encoding Encoding `mapstructure:"encoding"`
+	// Response is what turbo does with a successful answer (HandlerHTTP and
+	// HandlerGRPC): ignore, the default (empty too), or outputs: the answer
+	// lists the records to write for the record (the consumer's output
+	// block says where they may go).
+	Response Response `mapstructure:"response"`
 	// TLS is how the handler's server is checked and how turbo proves
 	// itself to it (HandlerHTTP and HandlerGRPC): ca_file, cert_file and
 	// key_file (mTLS), server_name, insecure_skip_verify. For HandlerHTTP
@@ -336,6 +341,14 @@ type Handler struct {
 	// system's roots).
 	TLS TLS `mapstructure:"tls"`
 }
+
+// Response is what turbo reads from a handler's successful answer.
+type Response string
+
+const (
+	ResponseIgnore  Response = "ignore"
+	ResponseOutputs Response = "outputs"
+)
 
 // Encoding is how the http handler writes bytes into a JSON batch body.
 type Encoding string

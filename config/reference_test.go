@@ -139,6 +139,7 @@ func referenceBounds() map[string]string {
 		"consumers[].batch.max_records":            fmt.Sprintf("0 (means 1) to %s, and at most `concurrency` + `max_buffered`", n(MaxBatchRecords)),
 		"consumers[].batch.max_wait":               fmt.Sprintf("0 (no wait) or %s to %s; needs `max_records` above 1", d(MinTimeout), d(MaxBatchWait)),
 		"consumers[].batch.max_bytes":              fmt.Sprintf("0 (no bound) to %s", MaxMaxBufferedBytes),
+		"consumers[].handler.response":             "`ignore` or `outputs` (handler types `http` and `grpc`); `outputs` needs the `output` block",
 		"consumers[].output.topic":                 "a Kafka topic name, not `dlq_topic`",
 		"consumers[].output.topics":                fmt.Sprintf("at most %s Kafka topic names, not `dlq_topic`", n(MaxTopics)),
 		"consumers[].output.max_per_record":        fmt.Sprintf("1 to %s", n(MaxOutputsPerRecord)),

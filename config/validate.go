@@ -246,6 +246,16 @@ func (c *Consumer) validate(key string) error {
 	if err := c.Output.validate(key+".output", c.DLQTopic); err != nil {
 		return err
 	}
+	// An endpoint's answers are read for outputs only when asked to: an
+	// output block with answers ignored would write nothing, and outputs
+	// read with nowhere to go would fail every record.
+	remote := c.Handler.Type == HandlerHTTP || c.Handler.Type == HandlerGRPC
+	switch {
+	case c.Handler.Response == ResponseOutputs && !c.Output.Enabled():
+		return fieldErr(key+".handler.response", fmt.Sprintf("is outputs, but %s.output names no topic (output.topic or output.topics)", key))
+	case remote && c.Output.Enabled() && c.Handler.Response != ResponseOutputs:
+		return fieldErr(key+".output", fmt.Sprintf("is set, but the %s handler's answers are ignored: set %s.handler.response: outputs", c.Handler.Type, key))
+	}
 	return c.Rate.validate(key + ".rate")
 }
 
@@ -340,6 +350,14 @@ func (h *Handler) validate(key string) error {
 	}
 	if h.Target != "" && h.Type != HandlerGRPC {
 		return fieldErr(key+".target", fmt.Sprintf("is for handler type grpc only (the handler is %s)", h.Type))
+	}
+	if h.Response != "" {
+		if h.Type != HandlerHTTP && h.Type != HandlerGRPC {
+			return fieldErr(key+".response", fmt.Sprintf("is for handler types http and grpc only (the handler is %s)", h.Type))
+		}
+		if err := oneOf(key+".response", h.Response, ResponseIgnore, ResponseOutputs); err != nil {
+			return err
+		}
 	}
 	if h.Encoding != "" && h.Type != HandlerHTTP && h.Type != HandlerGRPC {
 		return fieldErr(key+".encoding", fmt.Sprintf("is for handler type http only (the handler is %s)", h.Type))

@@ -33,6 +33,28 @@ func TestValidateInCode(t *testing.T) {
 		}, ""},
 		{"client misspelt", func(c *Config) { c.Kafka.Client = "franz" }, "kafka.client"},
 		{"output topic", func(c *Config) { c.Consumers[0].Output.Topic = "out" }, ""},
+		{"http answers read for outputs", func(c *Config) {
+			c.Consumers[0].Handler = Handler{Type: HandlerHTTP, URL: "http://h/x", Timeout: time.Second, Response: ResponseOutputs}
+			c.Consumers[0].Output.Topic = "out"
+		}, ""},
+		{"grpc answers read for outputs", func(c *Config) {
+			c.Consumers[0].Handler = Handler{Type: HandlerGRPC, Target: "h:1", Timeout: time.Second, Response: ResponseOutputs}
+			c.Consumers[0].Output.Topics = []string{"out"}
+		}, ""},
+		{"http answers ignored explicitly", func(c *Config) {
+			c.Consumers[0].Handler = Handler{Type: HandlerHTTP, URL: "http://h/x", Timeout: time.Second, Response: ResponseIgnore}
+		}, ""},
+		{"response on a noop handler", func(c *Config) { c.Consumers[0].Handler.Response = ResponseIgnore }, "consumers[0].handler.response"},
+		{"response misspelt", func(c *Config) {
+			c.Consumers[0].Handler = Handler{Type: HandlerHTTP, URL: "http://h/x", Timeout: time.Second, Response: "output"}
+		}, "consumers[0].handler.response"},
+		{"answers read for outputs with no output topic", func(c *Config) {
+			c.Consumers[0].Handler = Handler{Type: HandlerHTTP, URL: "http://h/x", Timeout: time.Second, Response: ResponseOutputs}
+		}, "consumers[0].handler.response"},
+		{"output topic with the answers ignored", func(c *Config) {
+			c.Consumers[0].Handler = Handler{Type: HandlerHTTP, URL: "http://h/x", Timeout: time.Second}
+			c.Consumers[0].Output.Topic = "out"
+		}, "consumers[0].output"},
 		{"output topics only", func(c *Config) { c.Consumers[0].Output.Topics = []string{"o1", "o2"} }, ""},
 		{"output topic invalid", func(c *Config) { c.Consumers[0].Output.Topic = "a b" }, "consumers[0].output.topic"},
 		{"output topics invalid", func(c *Config) { c.Consumers[0].Output.Topics = []string{"ok", ".."} }, "consumers[0].output.topics[1]"},

@@ -38,6 +38,7 @@ type GRPC struct {
 	conn    *grpc.ClientConn
 	client  handlerpb.RecordHandlerClient
 	headers []*staticHeader
+	outputs bool // handler.response: outputs
 }
 
 // NewGRPC connects lazily to h.Target (gRPC dials on the first call and
@@ -59,7 +60,8 @@ func NewGRPC(h config.Handler) (*GRPC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: handler.target: %w", config.ErrInvalid, err)
 	}
-	return &GRPC{target: h.Target, timeout: h.Timeout, conn: conn, client: handlerpb.NewRecordHandlerClient(conn), headers: hs}, nil
+	return &GRPC{target: h.Target, timeout: h.Timeout, conn: conn, client: handlerpb.NewRecordHandlerClient(conn), headers: hs,
+		outputs: h.Response == config.ResponseOutputs}, nil
 }
 
 // Close closes the connection.
@@ -73,8 +75,24 @@ func (g *GRPC) Handle(ctx context.Context, rec *actors.Record) error {
 	}
 	defer cancel()
 	var trailer metadata.MD
-	_, err = g.client.Handle(ctx, toProto(rec), grpc.Trailer(&trailer))
-	return g.failure(err, trailer)
+	res, err := g.client.Handle(ctx, toProto(rec), grpc.Trailer(&trailer))
+	if err != nil || !g.outputs || len(res.GetOutputs()) == 0 {
+		return g.failure(err, trailer)
+	}
+	outs := make([]actors.Output, len(res.GetOutputs()))
+	for i, o := range res.GetOutputs() {
+		outs[i] = fromProtoOutput(o)
+	}
+	return actors.Emit(ctx, rec, outs...)
+}
+
+// fromProtoOutput is an output as the service sent it.
+func fromProtoOutput(o *handlerpb.Output) actors.Output {
+	out := actors.Output{Topic: o.GetTopic(), Key: o.Key, Value: o.Value}
+	for _, h := range o.GetHeaders() {
+		out.Headers = append(out.Headers, actors.Header{Key: h.GetKey(), Value: h.GetValue()})
+	}
+	return out
 }
 
 // HandleBatch implements actors.BatchHandler.
@@ -107,6 +125,35 @@ func (g *GRPC) HandleBatch(ctx context.Context, recs []*actors.Record) actors.Ba
 			err = errors.Join(err, actors.ErrPermanent)
 		}
 		out.Failed[i] = err
+	}
+	if g.outputs && len(res.GetOutputs()) > 0 {
+		return g.emitBatch(ctx, recs, res.GetOutputs(), out)
+	}
+	return out
+}
+
+// emitBatch emits a batch's outputs, each for the record its index names;
+// an index outside the batch fails the whole batch for good (the service
+// handled the records, and where that output belongs is unknown).
+func (g *GRPC) emitBatch(ctx context.Context, recs []*actors.Record, outputs []*handlerpb.Output, out actors.BatchResult) actors.BatchResult {
+	byRec := make(map[int][]actors.Output)
+	for n, o := range outputs {
+		i := int(o.GetIndex())
+		if i < 0 || i >= len(recs) {
+			return actors.BatchFailed(fmt.Errorf("%w (grpc %s): output %d: index %d is outside the batch of %d: %w", ErrBadOutputs, g.target, n, i, len(recs), actors.ErrPermanent))
+		}
+		byRec[i] = append(byRec[i], fromProtoOutput(o))
+	}
+	for i, outs := range byRec {
+		if out.Failed[i] != nil {
+			continue // its outputs are dropped
+		}
+		if err := actors.Emit(ctx, recs[i], outs...); err != nil {
+			if out.Failed == nil {
+				out.Failed = make(map[int]error)
+			}
+			out.Failed[i] = err
+		}
 	}
 	return out
 }

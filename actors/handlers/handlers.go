@@ -33,6 +33,7 @@ func New(h config.Handler, concurrency int, out io.Writer) (actors.Handler, erro
 			return nil, err // not a nil *HTTP in a non-nil Handler
 		}
 		hh.encoding = h.Encoding
+		hh.outputs = h.Response == config.ResponseOutputs
 		if h.TLS.IsSet() {
 			tc, err := h.TLS.ClientConfig("handler.tls")
 			if err != nil {
@@ -52,6 +53,21 @@ func New(h config.Handler, concurrency int, out io.Writer) (actors.Handler, erro
 	default:
 		return nil, fmt.Errorf("%w: handler.type: unknown %q", config.ErrInvalid, h.Type)
 	}
+}
+
+// CheckOutputs refuses a configuration in which a consumer has an output
+// block that its handler, built from the configuration by New, would never
+// use: only http and grpc handlers with response: outputs write outputs (a
+// Go handler does with actors.Emit, but a configuration cannot name one).
+// The error wraps config.ErrInvalid and names the key.
+func CheckOutputs(cfg *config.Config) error {
+	for i, c := range cfg.Consumers {
+		if c.Output.Enabled() && c.Handler.Type != config.HandlerHTTP && c.Handler.Type != config.HandlerGRPC {
+			return fmt.Errorf("%w: consumers[%d].output: the %s handler writes no outputs (an http or grpc handler with handler.response: outputs does)",
+				config.ErrInvalid, i, c.Handler.Type)
+		}
+	}
+	return nil
 }
 
 // Noop does nothing: it measures the pipeline's own ceiling.

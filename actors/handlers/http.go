@@ -32,7 +32,14 @@ import (
 // headers are not also sent as Kafka-Header-*.
 //
 // A 2xx answer whose body arrives whole (or is longer than maxDrain) is
-// success; 408, 429, 5xx, timeouts, connection errors and answers that break
+// success. With handler.response: outputs, its body lists the record's
+// outputs, which the handler emits (actors.Emit): nothing, or JSON objects
+// one after the other (application/x-ndjson) or in a list, each
+// {"topic","key","value","headers":[{"key","value"}]} with the bytes
+// encoded as in a batch request (handler.encoding; key_base64,
+// value_base64), topic optional (output.topic), key and value null or left
+// out for none; at most 64 MiB. A body that cannot be read so fails the
+// record for good (ErrBadOutputs: the endpoint handled it); 408, 429, 5xx, timeouts, connection errors and answers that break
 // off are retryable failures — with the answer's Retry-After, if any, as an
 // actors.RetryAfterError; any other status is permanent (wraps
 // actors.ErrPermanent).
@@ -42,8 +49,12 @@ type HTTP struct {
 	timeout time.Duration
 	client  *http.Client
 	headers []*staticHeader // handler.headers
-	// encoding is handler.encoding, for batch bodies (HandleBatch).
+	// encoding is handler.encoding, for batch bodies (HandleBatch) and the
+	// outputs an answer lists.
 	encoding config.Encoding
+	// outputs: a 2xx answer's body lists the record's outputs
+	// (handler.response: outputs), which the handler emits.
+	outputs bool
 }
 
 // StatusError is the failure of a non-2xx answer.
@@ -149,6 +160,9 @@ func (h *HTTP) Handle(ctx context.Context, rec *actors.Record) error {
 	// Closing a body before its end drops the connection instead of
 	// reading on: that is what bounds the reads below.
 	defer resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 && h.outputs {
+		return h.emitOne(ctx, rec, resp.Body)
+	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		// Read the answer to its end, so the connection goes back to the
 		// pool, and to know it arrived: a body that breaks off (the

@@ -41,6 +41,13 @@ import (
 //     after it, over 1 MiB) fails the whole batch, retryably, wrapping
 //     ErrBadMultiStatus.
 //   - any other 2xx: every record is done.
+//
+// With handler.response: outputs, a 2xx answer's body lists the batch's
+// outputs as Handle's does, each with "input":{"topic","partition",
+// "offset"} naming its record, and a 207's document may list them under
+// "outputs" beside "failed" (up to 64 MiB then). An output whose input is
+// missing or not in the batch fails the whole batch for good
+// (ErrBadOutputs); one the output rules refuse fails its record.
 //   - anything else fails the whole batch as Handle fails one record: 408,
 //     429 and 5xx retryably (with Retry-After), others for good.
 func (h *HTTP) HandleBatch(ctx context.Context, recs []*actors.Record) actors.BatchResult {
@@ -75,7 +82,17 @@ func (h *HTTP) HandleBatch(ctx context.Context, recs []*actors.Record) actors.Ba
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusMultiStatus:
-		return h.partial(resp, recs)
+		return h.partial(ctx, resp, recs)
+	case resp.StatusCode >= 200 && resp.StatusCode < 300 && h.outputs:
+		lines, err := h.readOutputs(resp.Body)
+		if err != nil {
+			return actors.BatchFailed(err)
+		}
+		failed, err := h.emitBatch(ctx, recs, lines)
+		if err != nil {
+			return actors.BatchFailed(err)
+		}
+		return actors.BatchResult{Failed: failed}
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain)); err != nil {
 			return actors.BatchFailed(fmt.Errorf("handlers: http post %s: status %d, but the answer broke off: %w", h.shown, resp.StatusCode, err))
@@ -102,9 +119,13 @@ func statusFailure(resp *http.Response) error {
 // partial reads a 207 answer: which records failed, and how (see
 // parseMultiStatus). An answer that is not the document fails the whole
 // batch, retryably.
-func (h *HTTP) partial(resp *http.Response, recs []*actors.Record) actors.BatchResult {
+func (h *HTTP) partial(ctx context.Context, resp *http.Response, recs []*actors.Record) actors.BatchResult {
 	// One byte more than the limit, so a body over it is told from one at it.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDrain+1))
+	limit := int64(maxDrain)
+	if h.outputs {
+		limit = maxOutputsBody
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return actors.BatchFailed(fmt.Errorf("handlers: http post %s: status 207, but the answer broke off: %w", h.shown, err))
 	}
@@ -112,11 +133,24 @@ func (h *HTTP) partial(resp *http.Response, recs []*actors.Record) actors.BatchR
 	for i, rec := range recs {
 		batch[i] = recordID{rec.Topic, rec.Partition, rec.Offset}
 	}
-	failed, err := parseMultiStatus(body, batch)
+	failed, outputs, err := parseMultiStatus(body, batch, h.outputs)
 	if err != nil {
 		return actors.BatchFailed(fmt.Errorf("handlers: http post %s: %w: %s", h.shown, ErrBadMultiStatus, truncated(err.Error(), 512)))
 	}
 	res := actors.BatchResult{Failed: make(map[int]error, len(failed))}
+	if outputs != nil {
+		lines, err := h.readOutputs(bytes.NewReader(outputs))
+		if err != nil {
+			return actors.BatchFailed(err)
+		}
+		emitted, err := h.emitBatch(ctx, recs, lines)
+		if err != nil {
+			return actors.BatchFailed(err)
+		}
+		for i, err := range emitted {
+			res.Failed[i] = err
+		}
+	}
 	for i, f := range failed {
 		rec := recs[i]
 		err := fmt.Errorf("handlers: http post %s: %s/%d@%d failed: %s", h.shown, rec.Topic, rec.Partition, rec.Offset, truncated(f.reason, 512))

@@ -48,19 +48,36 @@ type msFailure struct {
 //
 // Its errors say what was wrong with the body without quoting it beyond a
 // key name (clipped): the body may echo the records.
-func parseMultiStatus(body []byte, batch []recordID) (map[int]msFailure, error) {
-	if len(body) > maxDrain {
-		return nil, fmt.Errorf("the body is over %s", config.ByteSize(maxDrain))
+func parseMultiStatus(body []byte, batch []recordID, withOutputs bool) (map[int]msFailure, json.RawMessage, error) {
+	limit := maxDrain
+	if withOutputs {
+		limit = maxOutputsBody
+	}
+	if len(body) > limit {
+		return nil, nil, fmt.Errorf("the body is over %s", config.ByteSize(limit))
 	}
 	top, keys, err := jsonObject(body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, k := range keys {
-		if k != "failed" {
-			return nil, fmt.Errorf("unknown key %s", quoteKey(k))
+		if k != "failed" && (k != "outputs" || !withOutputs) {
+			return nil, nil, fmt.Errorf("unknown key %s", quoteKey(k))
 		}
 	}
+	outputs := top["outputs"]
+	if outputs != nil && isNull(outputs) {
+		outputs = nil
+	}
+	if outputs != nil && outputs[0] != '[' {
+		return nil, nil, errors.New(`"outputs" must be a list of outputs`)
+	}
+	failed, err := parseFailed(top, batch)
+	return failed, outputs, err
+}
+
+// parseFailed reads the "failed" list of a 207 answer (parseMultiStatus).
+func parseFailed(top map[string]json.RawMessage, batch []recordID) (map[int]msFailure, error) {
 	raw, ok := top["failed"]
 	if !ok {
 		return nil, errors.New(`"failed" is missing`)

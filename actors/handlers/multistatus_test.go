@@ -129,7 +129,7 @@ func batchIDs() []recordID {
 func TestParseMultiStatus(t *testing.T) {
 	for _, tt := range badMultiStatus {
 		t.Run("refused/"+tt.name, func(t *testing.T) {
-			got, err := parseMultiStatus([]byte(tt.body), batchIDs())
+			got, _, err := parseMultiStatus([]byte(tt.body), batchIDs(), false)
 			if err == nil || got != nil {
 				t.Fatalf("accepted as %v, want refused saying %q", got, tt.says)
 			}
@@ -155,7 +155,7 @@ func TestParseMultiStatus(t *testing.T) {
 		{"exactly 1 MiB", `{"failed":[` + msA + `]}` + strings.Repeat(" ", maxDrain-len(`{"failed":[`+msA+`]}`)), map[int]msFailure{0: {reason: "busy"}}},
 	} {
 		t.Run("accepted/"+tt.name, func(t *testing.T) {
-			got, err := parseMultiStatus([]byte(tt.body), batchIDs())
+			got, _, err := parseMultiStatus([]byte(tt.body), batchIDs(), false)
 			if err != nil {
 				t.Fatalf("refused: %v", err)
 			}
@@ -187,7 +187,7 @@ func FuzzMultiStatus(f *testing.F) {
 	}
 	batch := batchIDs()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, err := parseMultiStatus(body, batch)
+		got, _, err := parseMultiStatus(body, batch, false)
 		if err != nil {
 			if got != nil {
 				t.Fatalf("refused (%v) but returned %v", err, got)

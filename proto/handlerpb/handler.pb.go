@@ -172,15 +172,99 @@ func (x *Record) GetHeaders() []*Header {
 	return nil
 }
 
+// Output is a record to write to Kafka for the record handled
+// (handler.response: outputs; the consumer's output block says where it may
+// go and how large it may be).
+type Output struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty: the consumer's output.topic.
+	Topic string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// Absent for a record without a key.
+	Key []byte `protobuf:"bytes,2,opt,name=key,proto3,oneof" json:"key,omitempty"`
+	// Absent for a tombstone.
+	Value   []byte    `protobuf:"bytes,3,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	Headers []*Header `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty"`
+	// In a BatchResult: the index in Batch.records of the record it is for.
+	Index         int32 `protobuf:"varint,5,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Output) Reset() {
+	*x = Output{}
+	mi := &file_handler_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Output) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Output) ProtoMessage() {}
+
+func (x *Output) ProtoReflect() protoreflect.Message {
+	mi := &file_handler_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Output.ProtoReflect.Descriptor instead.
+func (*Output) Descriptor() ([]byte, []int) {
+	return file_handler_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Output) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *Output) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Output) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *Output) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *Output) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 type Result struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	Outputs       []*Output              `protobuf:"bytes,1,rep,name=outputs,proto3" json:"outputs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_handler_proto_msgTypes[2]
+	mi := &file_handler_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -192,7 +276,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[2]
+	mi := &file_handler_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -205,7 +289,14 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{2}
+	return file_handler_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Result) GetOutputs() []*Output {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
 }
 
 type Batch struct {
@@ -219,7 +310,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_handler_proto_msgTypes[3]
+	mi := &file_handler_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -231,7 +322,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[3]
+	mi := &file_handler_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -244,7 +335,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{3}
+	return file_handler_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Batch) GetRecords() []*Record {
@@ -268,7 +359,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_handler_proto_msgTypes[4]
+	mi := &file_handler_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -280,7 +371,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[4]
+	mi := &file_handler_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -293,7 +384,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{4}
+	return file_handler_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Failure) GetIndex() int32 {
@@ -318,15 +409,18 @@ func (x *Failure) GetError() string {
 }
 
 type BatchResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Failed        []*Failure             `protobuf:"bytes,1,rep,name=failed,proto3" json:"failed,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Failed []*Failure             `protobuf:"bytes,1,rep,name=failed,proto3" json:"failed,omitempty"`
+	// Each names its record by index; outputs of a record that failed are
+	// dropped.
+	Outputs       []*Output `protobuf:"bytes,2,rep,name=outputs,proto3" json:"outputs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchResult) Reset() {
 	*x = BatchResult{}
-	mi := &file_handler_proto_msgTypes[5]
+	mi := &file_handler_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +432,7 @@ func (x *BatchResult) String() string {
 func (*BatchResult) ProtoMessage() {}
 
 func (x *BatchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_handler_proto_msgTypes[5]
+	mi := &file_handler_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -351,12 +445,19 @@ func (x *BatchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResult.ProtoReflect.Descriptor instead.
 func (*BatchResult) Descriptor() ([]byte, []int) {
-	return file_handler_proto_rawDescGZIP(), []int{5}
+	return file_handler_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BatchResult) GetFailed() []*Failure {
 	if x != nil {
 		return x.Failed
+	}
+	return nil
+}
+
+func (x *BatchResult) GetOutputs() []*Output {
+	if x != nil {
+		return x.Outputs
 	}
 	return nil
 }
@@ -378,16 +479,26 @@ const file_handler_proto_rawDesc = "" +
 	"\x05value\x18\x06 \x01(\fH\x01R\x05value\x88\x01\x01\x122\n" +
 	"\aheaders\x18\a \x03(\v2\x18.turbo.handler.v1.HeaderR\aheadersB\x06\n" +
 	"\x04_keyB\b\n" +
-	"\x06_value\"\b\n" +
-	"\x06Result\";\n" +
+	"\x06_value\"\xac\x01\n" +
+	"\x06Output\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x15\n" +
+	"\x03key\x18\x02 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x19\n" +
+	"\x05value\x18\x03 \x01(\fH\x01R\x05value\x88\x01\x01\x122\n" +
+	"\aheaders\x18\x04 \x03(\v2\x18.turbo.handler.v1.HeaderR\aheaders\x12\x14\n" +
+	"\x05index\x18\x05 \x01(\x05R\x05indexB\x06\n" +
+	"\x04_keyB\b\n" +
+	"\x06_value\"<\n" +
+	"\x06Result\x122\n" +
+	"\aoutputs\x18\x01 \x03(\v2\x18.turbo.handler.v1.OutputR\aoutputs\";\n" +
 	"\x05Batch\x122\n" +
 	"\arecords\x18\x01 \x03(\v2\x18.turbo.handler.v1.RecordR\arecords\"S\n" +
 	"\aFailure\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\bR\tretryable\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"@\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"t\n" +
 	"\vBatchResult\x121\n" +
-	"\x06failed\x18\x01 \x03(\v2\x19.turbo.handler.v1.FailureR\x06failed2\x94\x01\n" +
+	"\x06failed\x18\x01 \x03(\v2\x19.turbo.handler.v1.FailureR\x06failed\x122\n" +
+	"\aoutputs\x18\x02 \x03(\v2\x18.turbo.handler.v1.OutputR\aoutputs2\x94\x01\n" +
 	"\rRecordHandler\x12<\n" +
 	"\x06Handle\x12\x18.turbo.handler.v1.Record\x1a\x18.turbo.handler.v1.Result\x12E\n" +
 	"\vHandleBatch\x12\x17.turbo.handler.v1.Batch\x1a\x1d.turbo.handler.v1.BatchResultB-Z+github.com/turbokafka/turbo/proto/handlerpbb\x06proto3"
@@ -404,28 +515,32 @@ func file_handler_proto_rawDescGZIP() []byte {
 	return file_handler_proto_rawDescData
 }
 
-var file_handler_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_handler_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_handler_proto_goTypes = []any{
 	(*Header)(nil),      // 0: turbo.handler.v1.Header
 	(*Record)(nil),      // 1: turbo.handler.v1.Record
-	(*Result)(nil),      // 2: turbo.handler.v1.Result
-	(*Batch)(nil),       // 3: turbo.handler.v1.Batch
-	(*Failure)(nil),     // 4: turbo.handler.v1.Failure
-	(*BatchResult)(nil), // 5: turbo.handler.v1.BatchResult
+	(*Output)(nil),      // 2: turbo.handler.v1.Output
+	(*Result)(nil),      // 3: turbo.handler.v1.Result
+	(*Batch)(nil),       // 4: turbo.handler.v1.Batch
+	(*Failure)(nil),     // 5: turbo.handler.v1.Failure
+	(*BatchResult)(nil), // 6: turbo.handler.v1.BatchResult
 }
 var file_handler_proto_depIdxs = []int32{
 	0, // 0: turbo.handler.v1.Record.headers:type_name -> turbo.handler.v1.Header
-	1, // 1: turbo.handler.v1.Batch.records:type_name -> turbo.handler.v1.Record
-	4, // 2: turbo.handler.v1.BatchResult.failed:type_name -> turbo.handler.v1.Failure
-	1, // 3: turbo.handler.v1.RecordHandler.Handle:input_type -> turbo.handler.v1.Record
-	3, // 4: turbo.handler.v1.RecordHandler.HandleBatch:input_type -> turbo.handler.v1.Batch
-	2, // 5: turbo.handler.v1.RecordHandler.Handle:output_type -> turbo.handler.v1.Result
-	5, // 6: turbo.handler.v1.RecordHandler.HandleBatch:output_type -> turbo.handler.v1.BatchResult
-	5, // [5:7] is the sub-list for method output_type
-	3, // [3:5] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	0, // 1: turbo.handler.v1.Output.headers:type_name -> turbo.handler.v1.Header
+	2, // 2: turbo.handler.v1.Result.outputs:type_name -> turbo.handler.v1.Output
+	1, // 3: turbo.handler.v1.Batch.records:type_name -> turbo.handler.v1.Record
+	5, // 4: turbo.handler.v1.BatchResult.failed:type_name -> turbo.handler.v1.Failure
+	2, // 5: turbo.handler.v1.BatchResult.outputs:type_name -> turbo.handler.v1.Output
+	1, // 6: turbo.handler.v1.RecordHandler.Handle:input_type -> turbo.handler.v1.Record
+	4, // 7: turbo.handler.v1.RecordHandler.HandleBatch:input_type -> turbo.handler.v1.Batch
+	3, // 8: turbo.handler.v1.RecordHandler.Handle:output_type -> turbo.handler.v1.Result
+	6, // 9: turbo.handler.v1.RecordHandler.HandleBatch:output_type -> turbo.handler.v1.BatchResult
+	8, // [8:10] is the sub-list for method output_type
+	6, // [6:8] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_handler_proto_init() }
@@ -434,13 +549,14 @@ func file_handler_proto_init() {
 		return
 	}
 	file_handler_proto_msgTypes[1].OneofWrappers = []any{}
+	file_handler_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_handler_proto_rawDesc), len(file_handler_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

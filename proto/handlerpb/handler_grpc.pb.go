@@ -35,10 +35,13 @@ const (
 // (batch.max_records 1); HandleBatch a batch (batch.max_records above 1).
 type RecordHandlerClient interface {
 	// Handle answers OK when the record is done; any other status fails it
-	// (retryable or permanent by its code).
+	// (retryable or permanent by its code). With handler.response: outputs,
+	// the Result lists the records to write for it.
 	Handle(ctx context.Context, in *Record, opts ...grpc.CallOption) (*Result, error)
 	// HandleBatch answers OK with the records that failed, if any (every
-	// other record is done), or a status that fails the whole batch.
+	// other record is done), or a status that fails the whole batch. With
+	// handler.response: outputs, the BatchResult lists the records to write
+	// for the batch's records.
 	HandleBatch(ctx context.Context, in *Batch, opts ...grpc.CallOption) (*BatchResult, error)
 }
 
@@ -78,10 +81,13 @@ func (c *recordHandlerClient) HandleBatch(ctx context.Context, in *Batch, opts .
 // (batch.max_records 1); HandleBatch a batch (batch.max_records above 1).
 type RecordHandlerServer interface {
 	// Handle answers OK when the record is done; any other status fails it
-	// (retryable or permanent by its code).
+	// (retryable or permanent by its code). With handler.response: outputs,
+	// the Result lists the records to write for it.
 	Handle(context.Context, *Record) (*Result, error)
 	// HandleBatch answers OK with the records that failed, if any (every
-	// other record is done), or a status that fails the whole batch.
+	// other record is done), or a status that fails the whole batch. With
+	// handler.response: outputs, the BatchResult lists the records to write
+	// for the batch's records.
 	HandleBatch(context.Context, *Batch) (*BatchResult, error)
 	mustEmbedUnimplementedRecordHandlerServer()
 }
