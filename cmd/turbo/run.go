@@ -590,6 +590,11 @@ func loadSelected(path string, sel *selection) (*config.Config, error) {
 	if err := sel.apply(cfg); err != nil {
 		return nil, err
 	}
+	// The handlers are the configuration's: an output block only they
+	// could use, and do not, is refused.
+	if err := handlers.CheckOutputs(cfg); err != nil {
+		return nil, err
+	}
 	// What sarama would refuse is a configuration error too, reported now
 	// rather than retried as "cannot reach Kafka".
 	if err := actors.CheckKafka(cfg); err != nil {
