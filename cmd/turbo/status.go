@@ -80,7 +80,7 @@ func (s *status) retire(consumers []*actors.Consumer) {
 func counts(s actors.Snapshot) actors.Snapshot {
 	return actors.Snapshot{
 		Fetched: s.Fetched, Processed: s.Processed, Failed: s.Failed, Retries: s.Retries, Skipped: s.Skipped, Dead: s.Dead,
-		Inherited: s.Inherited, FileLimit: s.FileLimit, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
+		Outputs: s.Outputs, OutputErrors: s.OutputErrors, Inherited: s.Inherited, FileLimit: s.FileLimit, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
 		Rebalances: s.Rebalances, Gained: s.Gained, Released: s.Released, CommitErrs: s.CommitErrs,
 	}
 }
@@ -146,10 +146,15 @@ func (s *status) summary(elapsed time.Duration) {
 		dropped = ls.Dropped()
 	}
 	rate := float64(t.Processed) / elapsed.Seconds()
+	outputs := t.Outputs > 0 || t.OutputErrors > 0
 	if _, json := ownJSON(s.out); json {
 		// Log, not Info: the summary is written whatever log.level says,
 		// like its plain form.
-		s.log.Log().Str(zerolog.LevelFieldName, zerolog.InfoLevel.String()).
+		ev := s.log.Log()
+		if outputs {
+			ev = ev.Int64("outputs", t.Outputs).Int64("output_errors", t.OutputErrors)
+		}
+		ev.Str(zerolog.LevelFieldName, zerolog.InfoLevel.String()).
 			Int64("processed", t.Processed).Stringer("elapsed", elapsed.Round(time.Millisecond)).
 			Float64("records_per_s", rate).Int64("committed", t.Committed).Int64("failed_attempts", t.Failed).
 			Int64("retries", t.Retries).Int64("skipped", t.Skipped).Int64("dead_lettered", t.Dead).
@@ -157,8 +162,11 @@ func (s *status) summary(elapsed time.Duration) {
 		return
 	}
 	note := ""
+	if outputs {
+		note = fmt.Sprintf("; outputs %d, output errors %d", t.Outputs, t.OutputErrors)
+	}
 	if dropped > 0 {
-		note = fmt.Sprintf("; %d lines of standard error dropped (not read fast enough)", dropped)
+		note += fmt.Sprintf("; %d lines of standard error dropped (not read fast enough)", dropped)
 	}
 	fmt.Fprintf(s.out, "turbo: processed %d records in %s (%.0f rec/s); committed %d; failed attempts %d, retries %d, skipped %d, dead-lettered %d, restarts %d%s\n",
 		t.Processed, elapsed.Round(time.Millisecond), rate, t.Committed, t.Failed, t.Retries, t.Skipped, t.Dead, t.Restarts, note)

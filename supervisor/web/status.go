@@ -71,6 +71,8 @@ type Consumer struct {
 	Retries      int64 `json:"retries"`
 	Skipped      int64 `json:"skipped"`
 	DeadLettered int64 `json:"dead_lettered"`
+	Outputs      int64 `json:"outputs"`       // output records the brokers acknowledged
+	OutputErrors int64 `json:"output_errors"` // output writes that failed
 	Inherited    int64 `json:"inherited"`
 	Commits      int64 `json:"commits"`
 	Committed    int64 `json:"committed"`
