@@ -27,6 +27,7 @@ package bench
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -385,6 +386,7 @@ func BenchmarkRateLimit(b *testing.B) {
 type downstream struct {
 	work                time.Duration
 	noteAnswers         bool
+	output              bool // answer each record with one output (handler.response: outputs)
 	requests, records   atomic.Int64
 	mu                  sync.Mutex
 	firstSeen, lastSeen time.Time
@@ -412,6 +414,13 @@ func (d *downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.answered = append(d.answered, d.lastSeen)
 	}
 	d.mu.Unlock()
+	if d.output {
+		// The record's key (base64 already, as the request carries it) and
+		// a value of the same size as the record's.
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprintf(w, "{\"key\":%q,\"value\":%q}\n", r.Header.Get("Kafka-Key"), base64.StdEncoding.EncodeToString(body))
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -458,6 +467,59 @@ func BenchmarkBatches(b *testing.B) {
 					judge(fmt.Sprintf("batches: %s, batch.max_records 100 ≥ 10× one record per request", p.name), r > 0, r >= 10, "%.1f×", r)
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkOutputs: the cost of writing results back to Kafka, at least
+// once. The large I/O-bound case (20,000 records, 2,000 keys, 20 ms each,
+// concurrency 200, key ordering) through the http handler toward an
+// endpoint that takes 20 ms a request: once with its answers ignored (the
+// baseline), once with each answer listing one output record
+// (handler.response: outputs), which is written to a topic of its own
+// before its input record is committed. Target: the run with outputs
+// within 1.10× the baseline's wall time, on each side; the output topic
+// must hold one record per input.
+func BenchmarkOutputs(b *testing.B) {
+	const work = 20 * time.Millisecond
+	s := sizes()
+	c := s.ioCases[len(s.ioCases)-1]
+	bro := brokers(b)
+	j := newTopic(b, bro, "outputs", c.records, uniformKeys(c.keys))
+	j.concurrency = c.concurrency
+	scenario := fmt.Sprintf("outputs, at least once: %s records, %s keys, http handler to an endpoint taking 20 ms a request, concurrency %d, key ordering",
+		thousands(float64(c.records)), thousands(float64(c.keys)), c.concurrency)
+	for range b.N {
+		for i, p := range []peer{turbo(config.OrderingKey), turboFranz(config.OrderingKey)} {
+			d := &downstream{work: work}
+			srv := httptest.NewServer(d)
+			j.url, j.output = srv.URL, ""
+			base := runPeer(b, p, j, limits{cap: runCap})
+			srv.Close()
+			record(row(scenario, p.name+": answers ignored (no outputs)", base, ratio(base, base), "no outputs (throughput)"))
+
+			out := newTopicWith(b, bro, fmt.Sprintf("outputs-out-%d", i), topicSpec{partitions: partitions})
+			d = &downstream{work: work, output: true}
+			srv = httptest.NewServer(d)
+			j.url, j.output = srv.URL, out.topic
+			o := runPeer(b, p, j, limits{cap: runCap})
+			srv.Close()
+			j.output = ""
+			var written int64
+			for _, end := range testkit.EndOffsets(b, bro, out.topic) {
+				written += end
+			}
+			r := ratio(o, base)
+			record(row(scenario, fmt.Sprintf("%s: one output per record (%s written)", p.name, thousands(float64(written))), o, r, "no outputs (throughput)"))
+			wall := 0.0
+			if r > 0 {
+				wall = 1 / r
+			}
+			if i == 0 {
+				b.ReportMetric(wall, "x-no-outputs")
+			}
+			judge(fmt.Sprintf("outputs, at least once: %s, one output per record ≤ 1.10× the run without outputs", p.name),
+				r > 0, wall <= 1.10 && written >= int64(c.records), "%.3f× (%s of %s outputs written)", wall, thousands(float64(written)), thousands(float64(c.records)))
 		}
 	}
 }

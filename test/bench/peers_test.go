@@ -49,6 +49,7 @@ type job struct {
 	url         string          // turbo's http handler posts here; "": the built-in handlers
 	batch       int             // turbo's batch.max_records; 0: one record per call
 	maxBuffered int             // turbo's max_buffered; 0: its default
+	output      string          // the output topic of turbo's http handler's answers (handler.response: outputs); "": answers ignored
 }
 
 // peer is one consumer implementation.
@@ -174,6 +175,8 @@ func turboConfigWith(b *testing.B, j job, group string, o config.Ordering, concu
 	switch {
 	case j.hashBytes > 0:
 		handler = fmt.Sprintf("{type: hash, bytes: %d}", j.hashBytes)
+	case j.url != "" && j.output != "":
+		handler = fmt.Sprintf("{type: http, url: %q, timeout: 30s, response: outputs}\n    output: {topic: %s}", j.url, j.output)
 	case j.url != "":
 		handler = fmt.Sprintf("{type: http, url: %q, timeout: 30s}", j.url)
 	case j.work > 0:
