@@ -71,7 +71,7 @@ KAFKA_SIDE_3.9  := sarama
 KAFKA_SIDES_4   := franz-go
 KAFKA_SIDE_4    := franz-go-consumer
 KAFKA_SUITES    := ./test/e2e/ ./test/chaos/ ./actors/
-KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|TestSigtermThenRestartRedeliversNothingFinished|TestSwarmSharesPartitionsAndStopsCleanly|TestSwarmExitOnIdleAfterANodeIsKilled|TestSwarmOfFourLosesNothingToAKillAndAHang|TestRebalancesUnderLoad|TestRebalanceHandoverKeepsKeysApart)$$
+KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|TestSigtermThenRestartRedeliversNothingFinished|TestSwarmSharesPartitionsAndStopsCleanly|TestSwarmExitOnIdleAfterANodeIsKilled|TestSwarmOfFourLosesNothingToAKillAndAHang|TestRebalancesUnderLoad|TestRebalanceHandoverKeepsKeysApart|TestOutputsOnKafka)$$
 # Tests of what no broker changes: turbo's own output and process handling,
 # its handler protocols (gRPC, HTTP batches and multi-status), the limits it
 # sets itself (the rate limit, adaptive concurrency, the stop bound of a
@@ -80,7 +80,7 @@ KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|
 # budget, which real fetch sizes do change, still runs on Kafka), and tests
 # that bring a broker of their own (kfake, a fake that never answers, the
 # harness's in-memory one) whatever TURBO_TEST_BROKERS says.
-KAFKA_EMBEDDED_ONLY := ^(TestCreditFlowModel|TestGRPCHandler|TestHTTPBatches|TestA207ThatIsNotTheDocumentIsRetried|TestAdaptiveConcurrencyThroughHTTP|TestRateLimit|TestRateLimitPacesAttempts|TestStopIsBoundedWhenAHandlerHangs|TestAConfigurationCutShortIsRefused|TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestRefusalLaterInARunIsRetriedAndShown|TestConsumerRefusedAtStartGivesUp|TestConsumerOverMTLSAndSCRAM|TestEveryExampleRuns|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop|TestAStoppingMemberKeepsItsGenerationWhileAnotherLeaves|TestACommitOvertakenByARebalanceIsSentAgain)$$
+KAFKA_EMBEDDED_ONLY := ^(TestCreditFlowModel|TestGRPCHandler|TestHTTPBatches|TestA207ThatIsNotTheDocumentIsRetried|TestAdaptiveConcurrencyThroughHTTP|TestRateLimit|TestRateLimitPacesAttempts|TestStopIsBoundedWhenAHandlerHangs|TestAConfigurationCutShortIsRefused|TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestRefusalLaterInARunIsRetriedAndShown|TestConsumerRefusedAtStartGivesUp|TestConsumerOverMTLSAndSCRAM|TestEveryExampleRuns|TestEnrichExample|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop|TestAStoppingMemberKeepsItsGenerationWhileAnotherLeaves|TestACommitOvertakenByARebalanceIsSentAgain)$$
 KAFKA_SH    := test/kafka/kafka.sh
 
 # On KAFKA_FULL_LINE, the secured runs (test/kafka/secured-runs.sh, run by
