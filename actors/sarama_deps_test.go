@@ -17,7 +17,7 @@ import (
 // Kafka through kafkaSide, so a second Kafka side replaces these files and
 // nothing else.
 var saramaSide = []string{
-	"caughtup.go", "group.go", "hwmrefresh.go", "kafkaaux.go", "kafkaside.go",
+	"caughtup.go", "group.go", "hwmrefresh.go", "kafkaaux.go", "kafkaside.go", "partitioner.go",
 	"session.go", "sessionwatch.go", "tree.go",
 }
 
