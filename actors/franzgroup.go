@@ -749,6 +749,14 @@ func franzBufferedRecords(c config.Consumer) int {
 	return max(n, 10_000)
 }
 
+// transact implements kafkaSide: the franz-go side writes outputs at least
+// once, and the configuration refuses output.exactly_once with it; a tree
+// built around that check fails rather than pretend.
+func (g *franzGroup) transact(_ groupSession, _ []partitionOffset, recs []*envelope) {
+	dropOutputs(recs)
+	g.send(&transactionFailed{err: errors.New("output.exactly_once needs kafka.client: sarama")})
+}
+
 // produceOutputs implements kafkaSide: the client's producer writes them
 // (idempotent, acks from all in-sync replicas, in order per partition); the
 // last acknowledgement of a record's outputs sends it back.

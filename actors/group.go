@@ -50,6 +50,7 @@ type kafkaGroup struct {
 	readMeta    bool           // skip what the commit metadata says finished
 	auxQueue    int            // dead letters that may wait for the producer
 	outputBytes int            // output.max_bytes; 0 without outputs
+	txnID       string         // output.exactly_once: the transactional id; "" writes outputs at least once
 	stats       *consumerStats // sessions, for health reports
 
 	sideLife // run is its session goroutine
@@ -62,9 +63,10 @@ type kafkaGroup struct {
 	claims     atomic.Int64  // ConsumeClaim calls running
 	claimEnded chan struct{} // signalled when one returns
 
-	client sarama.Client                // the group's, for the session watch
-	watch  atomic.Pointer[sessionWatch] // the current session's, nil between sessions
-	probes sync.WaitGroup               // the watches and their probes
+	txnSess atomic.Pointer[txnSession]   // exactly once: the current session, as the proxy and the claims see it
+	client  sarama.Client                // the group's, for the session watch
+	watch   atomic.Pointer[sessionWatch] // the current session's, nil between sessions
+	probes  sync.WaitGroup               // the watches and their probes
 
 	mu    sync.Mutex
 	group sarama.ConsumerGroup
@@ -164,7 +166,8 @@ func (g *kafkaGroup) run() {
 // retrying like connect.
 func (g *kafkaGroup) connectAux() (*kafkaAux, error) {
 	for failures := 1; ; failures++ {
-		aux, err := newKafkaAux(g.brokers, g.cfg, g.groupID, g.dlqTopic, g.outputBytes, g.auxQueue, g.send, g.log)
+		aux, err := newKafkaAux(g.brokers, g.cfg, auxOptions{groupID: g.groupID, dlqTopic: g.dlqTopic, outputBytes: g.outputBytes,
+			txnID: g.txnID, queue: g.auxQueue, stats: g.stats}, g.send, g.log)
 		if err == nil {
 			return aux, nil
 		}
@@ -188,6 +191,36 @@ func (g *kafkaGroup) deadLetter(fs []recordFailure) {
 		return
 	}
 	aux.deadLetter(fs)
+}
+
+// session is how the proxy and the claims see sess: itself, or with
+// output.exactly_once the txnSession around it (one per session, made by
+// Setup), whose commits are transactions.
+func (g *kafkaGroup) session(sess sarama.ConsumerGroupSession) groupSession {
+	if g.txnID == "" {
+		return sess
+	}
+	if ts := g.txnSess.Load(); ts != nil && ts.sess == sess {
+		return ts
+	}
+	g.mu.Lock()
+	aux := g.aux
+	g.mu.Unlock()
+	ts := &txnSession{aux: aux, sess: sess}
+	g.txnSess.Store(ts)
+	return ts
+}
+
+// transact implements kafkaSide: the aux producer's next transaction holds
+// the marks and the records' outputs.
+func (g *kafkaGroup) transact(sess groupSession, offsets []partitionOffset, recs []*envelope) {
+	ts, ok := sess.(*txnSession)
+	if !ok || ts.aux == nil || ts.aux.txnID == "" {
+		dropOutputs(recs)
+		g.send(&transactionFailed{err: errNoOutputProducer})
+		return
+	}
+	ts.aux.transact(ts, offsets, recs)
 }
 
 // produceOutputs implements kafkaSide: the aux connection's producer writes
@@ -402,7 +435,7 @@ func (g *kafkaGroup) Setup(sess sarama.ConsumerGroupSession) error {
 	g.probes.Go(w.run)
 	g.stats.sessionStarted()
 	g.stats.setKafkaError("")
-	g.sessionStarted(sess)
+	g.sessionStarted(g.session(sess))
 	g.readMetaAhead(sess)
 	return nil
 }
@@ -452,7 +485,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	// InitialOffset is the committed offset, or sarama's OffsetOldest or
 	// OffsetNewest (negative) when there is none.
 	c := g.newClaim(claimSpec{tp: tp, committed: claim.InitialOffset(), finished: finished, maxBatch: g.maxBatch,
-		revokeWait: g.revokeWait, lost: lost, sess: sess, log: g.log})
+		revokeWait: g.revokeWait, lost: lost, sess: g.session(sess), log: g.log})
 	// Before the claim can be lost: a lost claim's final watermark may come
 	// after it has gone (rememberLost).
 	g.lost.expect(c.epoch, tp, id)

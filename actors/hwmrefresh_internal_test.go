@@ -168,7 +168,7 @@ func TestLatestOffsetsOneRequestPerLeader(t *testing.T) {
 	cfg.Kafka.Brokers = brokers
 	cc := config.DefaultConsumer("hwm")
 	scfg := saramaConfig(cfg.Kafka, cc, time.Second)
-	aux, err := newKafkaAux(brokers, scfg, "g", "", 0, 10, func(any) {}, zerolog.Nop())
+	aux, err := newKafkaAux(brokers, scfg, auxOptions{groupID: "g", queue: 10, stats: &consumerStats{}}, func(any) {}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

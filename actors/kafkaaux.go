@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -18,8 +19,11 @@ import (
 type kafkaAux struct {
 	groupID     string
 	dlqTopic    string
-	outputBytes int // output.max_bytes; 0 without outputs
+	outputBytes int    // output.max_bytes; 0 without outputs
+	txnID       string // output.exactly_once: the producer's transactional id ("" otherwise)
+	instanceID  string // kafka.group_instance_id, which fences transactional commits too
 	send        func(msg any)
+	stats       *consumerStats
 	log         zerolog.Logger
 
 	client   sarama.Client
@@ -36,11 +40,17 @@ type kafkaAux struct {
 	// finished. Unbounded here: a record with outputs keeps its fetch
 	// credit until they are written, so max_buffered bounds them.
 	outQueue []*envelope
-	wake     chan struct{} // capacity 1: something was queued
-	quit     chan struct{}
-	fed      chan struct{} // closed when feed has returned
-	wg       sync.WaitGroup
-	warnOnce sync.Once
+	// Exactly once (txn.go): the marks of the next transaction per
+	// session, the commits waiting for it, and whether the feed has
+	// stopped taking any.
+	txnMarks   map[*txnSession]map[TopicPartition]txnMark
+	txnWaiters []chan error
+	txnClosed  bool
+	wake       chan struct{} // capacity 1: something was queued
+	quit       chan struct{}
+	fed        chan struct{} // closed when feed has returned
+	wg         sync.WaitGroup
+	warnOnce   sync.Once
 
 	// The high watermark refresh (hwmrefresh.go): requests reach its
 	// goroutine only while it waits for one, so one runs at a time.
@@ -50,7 +60,18 @@ type kafkaAux struct {
 	isolation sarama.IsolationLevel
 }
 
-func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string, outputBytes, queue int, send func(any), log zerolog.Logger) (*kafkaAux, error) {
+// auxOptions are what the aux connection's producer is for.
+type auxOptions struct {
+	groupID     string
+	dlqTopic    string // "" without a dead-letter topic
+	outputBytes int    // output.max_bytes; 0 without outputs
+	txnID       string // output.exactly_once's transactional id; "" writes at least once
+	queue       int    // dead letters that may wait for the producer
+	stats       *consumerStats
+}
+
+func newKafkaAux(brokers []string, base *sarama.Config, o auxOptions, send func(any), log zerolog.Logger) (*kafkaAux, error) {
+	groupID, dlqTopic, outputBytes, queue := o.groupID, o.dlqTopic, o.outputBytes, o.queue
 	cfg := *base
 	cfg.ClientID = base.ClientID + "-aux"
 	cfg.Producer.Return.Successes = true
@@ -69,6 +90,11 @@ func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string
 		cfg.Producer.Idempotent = true
 		cfg.Net.MaxOpenRequests = 1
 	}
+	if o.txnID != "" {
+		// Creating the producer fences every earlier one with this id and
+		// aborts what it left open (a crashed predecessor's transaction).
+		cfg.Producer.Transaction.ID = o.txnID
+	}
 	client, err := sarama.NewClient(brokers, &cfg)
 	if err != nil {
 		return nil, err
@@ -78,7 +104,8 @@ func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string
 		client.Close()
 		return nil, err
 	}
-	a := &kafkaAux{groupID: groupID, dlqTopic: dlqTopic, outputBytes: outputBytes, send: send, log: log, client: client, admin: admin,
+	a := &kafkaAux{groupID: groupID, dlqTopic: dlqTopic, outputBytes: outputBytes, txnID: o.txnID, instanceID: cfg.Consumer.Group.InstanceId,
+		send: send, stats: o.stats, log: log, client: client, admin: admin,
 		limit: queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), fed: make(chan struct{}),
 		hwmReq: make(chan []partitionHWM), hwmDone: make(chan struct{}), version: cfg.Version, isolation: cfg.Consumer.IsolationLevel}
 	if dlqTopic != "" || outputBytes > 0 {
@@ -86,7 +113,16 @@ func newKafkaAux(brokers []string, base *sarama.Config, groupID, dlqTopic string
 			admin.Close()
 			return nil, err
 		}
-		a.wg.Go(a.feed)
+		if a.txnID != "" {
+			if err = a.producer.BeginTxn(); err != nil {
+				_ = a.producer.Close()
+				admin.Close()
+				return nil, fmt.Errorf("opening the first transaction: %w", err)
+			}
+			a.wg.Go(a.feedTxn)
+		} else {
+			a.wg.Go(a.feed)
+		}
 		a.wg.Go(a.acks)
 	}
 	go func() {
@@ -141,7 +177,11 @@ func (a *kafkaAux) finishedAbove(tp TopicPartition) []offsetmeta.Range {
 func (a *kafkaAux) finishedAboveAll(parts map[string][]int32) (map[TopicPartition][]offsetmeta.Range, error) {
 	var resp *sarama.OffsetFetchResponse
 	err := a.reconnecting(func() (err error) {
-		resp, err = a.admin.ListConsumerGroupOffsets(a.groupID, parts)
+		if a.txnID != "" {
+			resp, err = a.stableOffsets(parts)
+		} else {
+			resp, err = a.admin.ListConsumerGroupOffsets(a.groupID, parts)
+		}
 		return err
 	}, func() (*sarama.Broker, error) { return a.admin.Coordinator(a.groupID) })
 	if err != nil {
@@ -159,6 +199,64 @@ func (a *kafkaAux) finishedAboveAll(parts map[string][]int32) (map[TopicPartitio
 		}
 	}
 	return got, nil
+}
+
+// stableOffsets reads the group's committed offsets and metadata once no
+// transaction holds any of them (require_stable, KIP-447): exactly once, a
+// claim must skip what the last committed transaction says finished, not
+// what was committed before it, or those records' outputs would be written
+// twice. A transaction still open is waited for, up to stableWait (the
+// broker aborts one whose producer died after its transaction timeout).
+func (a *kafkaAux) stableOffsets(parts map[string][]int32) (*sarama.OffsetFetchResponse, error) {
+	deadline := time.Now().Add(stableWait)
+	for attempt := 1; ; attempt++ {
+		coordinator, err := a.admin.Coordinator(a.groupID)
+		if err != nil {
+			return nil, err
+		}
+		req := sarama.NewOffsetFetchRequest(a.version, a.groupID, parts)
+		req.RequireStable = true
+		resp, err := coordinator.FetchOffset(req)
+		if err != nil {
+			return nil, err
+		}
+		if gerr := resp.GroupError(); !errors.Is(gerr, sarama.ErrNoError) && !errors.Is(gerr, sarama.ErrUnstableOffsetCommit) {
+			return nil, gerr
+		}
+		if !unstable(resp, parts) {
+			return resp, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the committed offsets stayed held by an open transaction for %s: %w", stableWait, sarama.ErrUnstableOffsetCommit)
+		}
+		t := time.NewTimer(min(time.Duration(attempt)*auxRetryWait, time.Second))
+		select {
+		case <-t.C:
+		case <-a.quit:
+			t.Stop()
+			return nil, sarama.ErrUnstableOffsetCommit
+		}
+	}
+}
+
+// stableWait bounds stableOffsets' wait: sarama's default transaction
+// timeout, and a few seconds more.
+const stableWait = 65 * time.Second
+
+// unstable reports whether the answer says an open transaction holds an
+// offset of parts.
+func unstable(resp *sarama.OffsetFetchResponse, parts map[string][]int32) bool {
+	if errors.Is(resp.GroupError(), sarama.ErrUnstableOffsetCommit) {
+		return true
+	}
+	for topic, ps := range parts {
+		for _, p := range ps {
+			if b := resp.GetBlock(topic, p); b != nil && errors.Is(b.Err, sarama.ErrUnstableOffsetCommit) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // auxAttempts bounds reconnecting's tries, auxRetryWait the wait before each
@@ -239,10 +337,7 @@ func (a *kafkaAux) produceOutputs(recs []*envelope) {
 	a.mu.Lock()
 	a.outQueue = append(a.outQueue, recs...)
 	a.mu.Unlock()
-	select {
-	case a.wake <- struct{}{}:
-	default: // feed has a wake-up pending already
-	}
+	a.wakeFeed()
 }
 
 // feed hands what was queued to the producer: dead letters, and outputs in

@@ -53,6 +53,12 @@ type kafkaSide interface {
 	// comes back in an outputsWritten once all its outputs are acknowledged,
 	// or with the error of one that could not be written.
 	produceOutputs(recs []*envelope)
+	// transact (output.exactly_once) records, as one step, offsets to
+	// commit on sess and the records whose outputs (or dead letters) the
+	// commit passes: the next commit of sess is a transaction that holds
+	// them all, or none if it fails (transactionFailed). Each record comes
+	// back in an outputsWritten once its outputs are acknowledged.
+	transact(sess groupSession, offsets []partitionOffset, recs []*envelope)
 	// rememberLost takes the final watermark of a claim that was lost
 	// (claimLost), known only once its cancelled records returned: what it
 	// finished, never committed, to skip if the partition comes back.

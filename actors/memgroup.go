@@ -95,10 +95,36 @@ func (g *memGroup) deadLetter(fs []recordFailure) {
 	}
 }
 
+// transact implements kafkaSide: the in-memory cluster takes the marks and
+// the outputs at once (it cannot fail between the two).
+func (g *memGroup) transact(sess groupSession, offsets []partitionOffset, recs []*envelope) {
+	for _, o := range offsets {
+		sess.MarkOffset(o.tp.Topic, o.tp.Partition, o.offset, o.meta)
+		sess.ResetOffset(o.tp.Topic, o.tp.Partition, o.offset, o.meta)
+	}
+	if len(recs) > 0 {
+		g.produceOutputs(recs)
+	}
+}
+
 // produceOutputs implements kafkaSide: the in-memory cluster takes the
-// outputs at once, or fails them with FailOutputs' error.
+// outputs (and, exactly once, the dead letters) at once, or fails them with
+// FailOutputs' error.
 func (g *memGroup) produceOutputs(recs []*envelope) {
 	for i, rec := range recs {
+		if rec.deadErr != nil {
+			err := errNoDeadLetterProducer
+			if g.dlqTopic != "" {
+				err = g.member.DeadLetter(deadLetterRecord(g.dlqTopic, recordFailure{rec: rec, err: rec.deadErr}))
+			}
+			if err != nil {
+				if i > 0 {
+					g.send(&outputsWritten{written: recs[:i]})
+				}
+				g.send(&outputsWritten{failed: rec, err: err})
+				return
+			}
+		}
 		for _, o := range rec.outputs {
 			out := memkafka.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Timestamp: time.Now()}
 			for _, h := range o.Headers {

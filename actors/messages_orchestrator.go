@@ -90,8 +90,12 @@ type partitionDrained struct {
 }
 
 // committable (offset controller → orchestrator): watermarks that moved.
+// With output.exactly_once, outputs are the records (with outputs or a dead
+// letter) that these watermarks and their metadata pass for the first
+// time: they go into the transaction that commits them.
 type committable struct {
 	offsets []partitionOffset
+	outputs []*envelope
 }
 
 type partitionOffset struct {
@@ -104,9 +108,17 @@ type partitionOffset struct {
 // partitionFinal (offset controller → orchestrator): the last watermark of a
 // released partition; ok is false when no record of it was ever tracked.
 type partitionFinal struct {
-	tp     TopicPartition
-	epoch  uint64
-	offset int64
-	meta   string
-	ok     bool
+	tp      TopicPartition
+	epoch   uint64
+	offset  int64
+	meta    string
+	ok      bool
+	outputs []*envelope // exactly once: what the final watermark passes (committable)
+}
+
+// transactionFailed (Kafka side → proxy → orchestrator): a transaction of
+// output.exactly_once could not be committed; it was aborted, with the
+// offsets it held, so the tree restarts from the last one committed.
+type transactionFailed struct {
+	err error
 }

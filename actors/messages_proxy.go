@@ -97,13 +97,15 @@ type stopIntake struct{}
 // commitOffsets (orchestrator → proxy): watermarks to commit.
 type commitOffsets struct {
 	offsets []partitionOffset
+	outputs []*envelope // exactly once: written in the transaction that commits offsets
 }
 
 // partitionReleased (orchestrator → proxy): the answer to a revocation.
 type partitionReleased struct {
-	tp    TopicPartition
-	epoch uint64
-	fc    finalCommit
+	tp      TopicPartition
+	epoch   uint64
+	fc      finalCommit
+	outputs []*envelope // exactly once: written in the transaction of fc
 }
 
 // produceOutputs (orchestrator → proxy): records whose outputs to write, in

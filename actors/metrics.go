@@ -58,6 +58,17 @@ func (s *consumerStats) enableHistograms(consumer string) {
 		"Time a record waited between its arrival from Kafka and the start of its first attempt.", handlerBuckets, labels)
 	s.commitTime = newHistogram("turbo_commit_duration_seconds",
 		"Time an offset commit took (a round trip to the group coordinator).", commitBuckets, labels)
+	s.txnTime = newHistogram("turbo_transaction_commit_duration_seconds",
+		"Time committing a transaction took (output.exactly_once): its offsets, the flush of its outputs, and its end.", commitBuckets, labels)
+}
+
+// observeTransaction counts a committed transaction, and records how long
+// committing it took when histograms are on.
+func (s *consumerStats) observeTransaction(start time.Time) {
+	s.txns.Add(1)
+	if s.txnTime != nil {
+		s.txnTime.shard(0).Observe(time.Since(start).Seconds()) // one feed goroutine
+	}
 }
 
 // observeCommit records a commit's duration when histograms are on.
@@ -119,6 +130,8 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 			counter("turbo_records_dead_lettered_total", "Records written to the dead-letter topic.", func(s *Snapshot) int64 { return s.Dead }),
 			counter("turbo_outputs_written_total", "Output records the brokers acknowledged.", func(s *Snapshot) int64 { return s.Outputs }),
 			counter("turbo_output_errors_total", "Output writes that failed (each restarts the consumer).", func(s *Snapshot) int64 { return s.OutputErrors }),
+			counter("turbo_transactions_committed_total", "Transactions committed (output.exactly_once): outputs with the input offsets they answer.", func(s *Snapshot) int64 { return s.Transactions }),
+			counter("turbo_transactions_aborted_total", "Transactions aborted (each restarts the consumer).", func(s *Snapshot) int64 { return s.TransactionsAborted }),
 			counter("turbo_records_inherited_total", "Records not run again: an earlier owner of the partition had finished them.", func(s *Snapshot) int64 { return s.Inherited }),
 			counter("turbo_committed_records_total", "Records covered by committed offsets.", func(s *Snapshot) int64 { return s.Committed }),
 			counter("turbo_commits_total", "Offset commits sent.", func(s *Snapshot) int64 { return s.Commits }),
@@ -187,7 +200,7 @@ func (cc *consumerCollector) histograms() []*histogram {
 	if cc.stats.handlerTime == nil {
 		return nil
 	}
-	return []*histogram{cc.stats.handlerTime, cc.stats.waitTime, cc.stats.commitTime}
+	return []*histogram{cc.stats.handlerTime, cc.stats.waitTime, cc.stats.commitTime, cc.stats.txnTime}
 }
 
 // Describe implements prometheus.Collector.

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -26,6 +27,7 @@ type offsetController struct {
 	interval    time.Duration
 	commitEvery int64 // publish a partition at once when its watermark moved this much
 	metaBudget  int   // commit_metadata_bytes; 0 = off
+	exactlyOnce bool  // output.exactly_once: outputs travel with the commits that pass them
 	log         zerolog.Logger
 	stats       *consumerStats
 
@@ -50,6 +52,50 @@ type partitionWatermark struct {
 	// last metadata could not hold (commit_metadata_bytes): a next owner
 	// would run them again.
 	unrecorded int64
+	// pending (exactly once) are the finished records with outputs or a
+	// dead letter that no published watermark or metadata passes yet, in
+	// the order they finished; fresh says some came since the last publish.
+	pending []*envelope
+	fresh   bool
+}
+
+// takePassed moves to out, in the order they finished, the pending records
+// that a commit of offset with metadata recording the ranges passes: a
+// next owner starts at offset and skips the ranges, so their outputs are
+// written once, in the transaction that commits that. The others wait for
+// a later commit.
+func (p *partitionWatermark) takePassed(offset int64, recorded []offsetmeta.Range, out []*envelope) []*envelope {
+	keep := p.pending[:0]
+	for _, rec := range p.pending {
+		if rec.Offset < offset || inRanges(recorded, rec.Offset) {
+			out = append(out, rec)
+		} else {
+			keep = append(keep, rec)
+		}
+	}
+	clear(p.pending[len(keep):])
+	p.pending = keep
+	return out
+}
+
+// inRanges reports whether offset is in one of rs (sorted, disjoint).
+func inRanges(rs []offsetmeta.Range, offset int64) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].To >= offset })
+	return i < len(rs) && rs[i].From <= offset
+}
+
+// dropPending gives back the fetch credits of the pending records of a
+// partition that goes away: they were never written, and whoever reads the
+// partition next runs them again.
+func (p *partitionWatermark) dropPending() {
+	var withOutputs []*envelope
+	for _, rec := range p.pending {
+		if len(rec.outputs) > 0 { // a dead letter's credit came back already
+			withOutputs = append(withOutputs, rec)
+		}
+	}
+	releaseCredits(withOutputs, false)
+	p.pending = nil
 }
 
 // drained reports whether every record of the partition up to its high
@@ -122,6 +168,7 @@ func newOffsetController(spec *treeSpec) *offsetController {
 		interval:    spec.consumer.CommitInterval,
 		commitEvery: int64(max(1000, spec.consumer.Concurrency+spec.consumer.MaxBuffered)),
 		metaBudget:  spec.consumer.CommitMetadataBytes,
+		exactlyOnce: spec.consumer.Output.ExactlyOnce,
 		log:         spec.log,
 		stats:       spec.stats,
 		parts:       make(map[TopicPartition]*partitionWatermark),
@@ -140,6 +187,7 @@ func (oc *offsetController) Receive(c actor.Context) {
 	case *trackPartition:
 		if old := oc.parts[m.tp]; old != nil {
 			oc.unrecorded(m.tp, old, 0)
+			old.dropPending()
 		}
 		oc.parts[m.tp] = &partitionWatermark{tp: m.tp, epoch: m.epoch, tracker: watermark.New(), published: -1, limitFrom: -1}
 	case *finalizePartition:
@@ -213,6 +261,10 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 			panic(fmt.Errorf("actors: finishing %s@%d: %w", rec.TP(), rec.Offset, err))
 		}
 		p.dirty = true
+		if oc.exactlyOnce && (len(rec.outputs) > 0 || rec.deadErr != nil) {
+			p.pending = append(p.pending, rec)
+			p.fresh = true
+		}
 	}
 	// Only the partitions this batch touched can have become due: at 4,096
 	// partitions, looking at every one on every batch was the offset
@@ -232,7 +284,11 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 			}
 			drainNow = p.allowance.drained(now, oc.interval)
 		}
-		if off, ok := p.tracker.Committable(); ok && (drainNow || (p.published >= 0 && off-p.published >= oc.commitEvery)) {
+		// Exactly once, a commit that passes new outputs goes at once: the
+		// outputs are written when it is published, and their records'
+		// credits come back when they are acknowledged (the transaction
+		// itself commits at most every few milliseconds: kafkaAux.feedTxn).
+		if off, ok := p.tracker.Committable(); ok && (drainNow || p.fresh || (p.published >= 0 && off-p.published >= oc.commitEvery)) {
 			due = append(due, p)
 		}
 	}
@@ -258,6 +314,7 @@ func (oc *offsetController) publish(c actor.Context) {
 // (commitAllowance).
 func (oc *offsetController) send(c actor.Context, ps []*partitionWatermark, at time.Time) {
 	var out []partitionOffset
+	var outputs []*envelope
 	for _, p := range ps {
 		off, ok := p.tracker.Committable()
 		if !ok || !p.dirty { // not dirty: listed twice, sent already
@@ -266,39 +323,44 @@ func (oc *offsetController) send(c actor.Context, ps []*partitionWatermark, at t
 		if !at.IsZero() {
 			p.allowance.ticked(at, oc.interval)
 		}
-		p.dirty = false
+		p.dirty, p.fresh = false, false
 		p.published = off
-		out = append(out, partitionOffset{tp: p.tp, epoch: p.epoch, offset: off, meta: oc.metadata(p.tp, p, off)})
+		meta, recorded := oc.metadata(p.tp, p, off)
+		if len(p.pending) > 0 {
+			outputs = p.takePassed(off, recorded, outputs)
+		}
+		out = append(out, partitionOffset{tp: p.tp, epoch: p.epoch, offset: off, meta: meta})
 	}
 	if len(out) > 0 {
-		c.Send(c.Parent(), &committable{offsets: out})
+		c.Send(c.Parent(), &committable{offsets: out, outputs: outputs})
 	}
 }
 
 // metadata encodes the offsets above the watermark that already finished,
 // within the byte budget (a prefix of them when they do not all fit: still
-// true, and the lowest are the next owner's first records).
-func (oc *offsetController) metadata(tp TopicPartition, p *partitionWatermark, committed int64) string {
+// true, and the lowest are the next owner's first records). It returns the
+// ranges it recorded too.
+func (oc *offsetController) metadata(tp TopicPartition, p *partitionWatermark, committed int64) (string, []offsetmeta.Range) {
 	if oc.metaBudget <= 0 {
-		return ""
+		return "", nil
 	}
 	var ranges []offsetmeta.Range
 	p.tracker.FinishedAbove(func(from, to int64) { ranges = append(ranges, offsetmeta.Range{From: from, To: to}) })
 	if len(ranges) == 0 {
 		oc.unrecorded(tp, p, 0)
-		return ""
+		return "", nil
 	}
 	meta, n, err := offsetmeta.Encode(committed, ranges, oc.metaBudget)
 	if err != nil {
 		oc.log.Error().Err(err).Str("partition", tp.String()).Msg("encoding commit metadata; committing without it")
-		return ""
+		return "", nil
 	}
 	var left int64
 	for _, r := range ranges[n:] {
 		left += r.To - r.From + 1
 	}
 	oc.unrecorded(tp, p, left)
-	return meta
+	return meta, ranges[:n]
 }
 
 // unrecorded sets how many finished offsets of the partition the commit
@@ -331,8 +393,13 @@ func (oc *offsetController) handleFinalize(c actor.Context, m *finalizePartition
 	off, ok := p.tracker.Committable()
 	final := &partitionFinal{tp: m.tp, epoch: m.epoch, offset: off, ok: ok}
 	if ok {
-		final.meta = oc.metadata(m.tp, p, off)
+		var recorded []offsetmeta.Range
+		final.meta, recorded = oc.metadata(m.tp, p, off)
+		if len(p.pending) > 0 {
+			final.outputs = p.takePassed(off, recorded, nil)
+		}
 	}
+	p.dropPending()           // what the final commit does not pass runs again elsewhere
 	oc.unrecorded(m.tp, p, 0) // the partition is no longer this consumer's
 	c.Send(c.Parent(), final)
 }

@@ -49,7 +49,7 @@ func (o *orchestrator) Receive(c actor.Context) {
 	case *recordsFinished:
 		o.handleFinished(c, m)
 	case *committable:
-		c.Send(o.proxy, &commitOffsets{offsets: m.offsets})
+		c.Send(o.proxy, &commitOffsets{offsets: m.offsets, outputs: m.outputs})
 	case *partitionAssigned:
 		c.Send(o.offsets, &trackPartition{tp: m.tp, epoch: m.epoch})
 	case *partitionRevoked:
@@ -67,7 +67,10 @@ func (o *orchestrator) Receive(c actor.Context) {
 	case *outputsWritten:
 		o.handleOutputsWritten(c, m)
 	case *partitionFinal:
-		c.Send(o.proxy, &partitionReleased{tp: m.tp, epoch: m.epoch, fc: finalCommit{offset: m.offset, meta: m.meta, ok: m.ok}})
+		c.Send(o.proxy, &partitionReleased{tp: m.tp, epoch: m.epoch, fc: finalCommit{offset: m.offset, meta: m.meta, ok: m.ok}, outputs: m.outputs})
+	case *transactionFailed:
+		o.spec.stats.outErrs.Add(1)
+		o.fail(c, fmt.Errorf("%w: %w", ErrOutput, m.err))
 	case *deadLetterDone:
 		o.handleDeadLetterDone(c, m)
 	case *startDrain:
@@ -122,7 +125,14 @@ func (o *orchestrator) handleFetched(c actor.Context, m *recordsFetched) {
 
 func (o *orchestrator) handleFinished(c actor.Context, m *recordsFinished) {
 	done := m.done
-	if o.spec.consumer.Output.Enabled() {
+	switch {
+	case o.spec.consumer.Output.ExactlyOnce:
+		// Done at once, outputs and dead letters included: the offset
+		// controller hands them to the proxy with the commit that passes
+		// them, and the Kafka side writes both in one transaction.
+		done = o.deadInTransaction(c, done, m.dead)
+		m.dead = nil
+	case o.spec.consumer.Output.Enabled():
 		done = o.writeOutputs(c, done)
 	}
 	if len(done) > 0 {
@@ -164,12 +174,33 @@ func (o *orchestrator) writeOutputs(c actor.Context, done []*envelope) []*envelo
 	return rest
 }
 
+// deadInTransaction makes the records to dead-letter done records whose
+// one output is their dead letter (exactly once): the coordinator lets go
+// of them now, and the dead letter is written in the transaction of the
+// commit that passes them.
+func (o *orchestrator) deadInTransaction(c actor.Context, done []*envelope, dead []recordFailure) []*envelope {
+	if len(dead) == 0 {
+		return done
+	}
+	recs := make([]*envelope, len(dead))
+	for i, f := range dead {
+		f.rec.outputs, f.rec.deadErr = nil, f.err
+		recs[i] = f.rec
+	}
+	c.Send(o.coord, &deadLettered{records: recs})
+	return append(done, recs...)
+}
+
 // handleOutputsWritten completes the records whose outputs were all
 // acknowledged: done, their credit back (the coordinator kept it while they
 // were written, so outputs in flight count against max_buffered), and a
 // drained partition waiting for them finalized. A write that failed (after
 // the producer's own retries) fails the tree: the record runs again.
 func (o *orchestrator) handleOutputsWritten(c actor.Context, m *outputsWritten) {
+	if o.spec.consumer.Output.ExactlyOnce {
+		o.outputsInTransaction(c, m)
+		return
+	}
 	if len(m.written) > 0 {
 		var n int
 		for _, rec := range m.written {
@@ -186,6 +217,34 @@ func (o *orchestrator) handleOutputsWritten(c actor.Context, m *outputsWritten) 
 	if m.failed != nil {
 		o.spec.stats.outErrs.Add(1)
 		o.wrote(c, m.failed.epoch)
+		o.fail(c, fmt.Errorf("%w: for %s@%d: %w", ErrOutput, m.failed.TP(), m.failed.Offset, m.err))
+	}
+}
+
+// outputsInTransaction is handleOutputsWritten when the outputs are written
+// in transactions: their records were done already (the commit that passes
+// them is the one whose transaction holds the outputs); an acknowledgement
+// gives the credits back, a failure restarts the tree, which aborts the
+// transaction.
+func (o *orchestrator) outputsInTransaction(c actor.Context, m *outputsWritten) {
+	var n, dead int
+	credited := m.written[:0:0]
+	for _, rec := range m.written {
+		if rec.deadErr != nil {
+			dead++
+			continue
+		}
+		n += len(rec.outputs)
+		credited = append(credited, rec)
+	}
+	o.spec.stats.outputs.Add(int64(n))
+	o.spec.stats.dead.Add(int64(dead))
+	releaseCredits(credited, false)
+	for _, rec := range m.written {
+		rec.outputs = nil
+	}
+	if m.failed != nil {
+		o.spec.stats.outErrs.Add(1)
 		o.fail(c, fmt.Errorf("%w: for %s@%d: %w", ErrOutput, m.failed.TP(), m.failed.Offset, m.err))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,4 +111,168 @@ func TestOutputsOnKafka(t *testing.T) {
 			t.Errorf("Emit outside a handler call did not fail with ErrNoOutput")
 		}
 	})
+}
+
+// The exactly-once ledger on Kafka (output.exactly_once, the sarama side):
+// each record emits offset%3 outputs keyed by its key; mid-run the tree
+// restarts once (a handler failure: the open transaction is aborted), and a
+// second member joins and later leaves (two rebalances, with revoked
+// partitions' final commits in transactions). A read_committed reader of
+// the output topic then finds every output exactly once, in key order.
+func TestExactlyOnceOnKafka(t *testing.T) {
+	t.Parallel()
+	const records, keys = 1600, 40
+	topic := testkit.TopicName("t-eos-in")
+	out := testkit.TopicName("t-eos-out")
+	brokers := testkit.Broker(t, 4, topic, out)
+	testkit.Produce(t, brokers, topic, records, keys)
+	var failed atomic.Bool
+	var handled atomic.Int64
+	h := emitting(func(rec *actors.Record) error {
+		handled.Add(1)
+		if rec.Partition == 0 && rec.Offset == 100 && !failed.Swap(true) {
+			return fmt.Errorf("once, to restart the tree: %w", actors.ErrPermanent)
+		}
+		return nil
+	})
+	e := newEOSRun(t, brokers, topic, out, nil)
+	a := e.start("a", h)
+	testkit.Eventually(t, 60*time.Second, "the first member to handle 400 records", func() bool { return handled.Load() >= 400 })
+	b := e.start("b", h)
+	testkit.Eventually(t, 60*time.Second, "the second member to get partitions and write outputs", func() bool {
+		s := b.Stats()
+		return s.Assigned > 0 && s.Outputs > 0
+	})
+	stop(t, b)
+	e.waitCommitted()
+	stop(t, a)
+
+	v := testkit.JudgeOutputs(t, e.want(nil), testkit.ReadCommitted(t, brokers, out, 30*time.Second))
+	sa, sb := a.Stats(), b.Stats()
+	t.Logf("EXACTLY-ONCE LEDGER: %s; restarts %d; transactions %d committed, %d aborted",
+		v, sa.Restarts+sb.Restarts, sa.Transactions+sb.Transactions, sa.TransactionsAborted+sb.TransactionsAborted)
+	if v.Missing != 0 || v.Duplicated != 0 || v.Disorder != 0 || v.Foreign != 0 {
+		t.Errorf("exactly once: %s", v)
+	}
+	if sa.Restarts < 1 {
+		t.Errorf("no restart: the ledger did not cross one")
+	}
+	if sb.Transactions < 1 {
+		t.Errorf("the second member committed no transaction")
+	}
+}
+
+// Exactly once, a dead letter joins the transaction of the commit that
+// passes its record: read committed, the dead-letter topic holds it once,
+// and the failed record's outputs (its failed attempts emitted some) none.
+func TestExactlyOnceDeadLetters(t *testing.T) {
+	t.Parallel()
+	const records = 300
+	topic := testkit.TopicName("t-eosdl-in")
+	out := testkit.TopicName("t-eosdl-out")
+	dlq := testkit.TopicName("t-eosdl-dlq")
+	brokers := testkit.Broker(t, 2, topic, out, dlq)
+	testkit.Produce(t, brokers, topic, records, 10)
+	h := emitting(func(rec *actors.Record) error {
+		if rec.Offset == 10 || rec.Offset == 11 {
+			return fmt.Errorf("dead-lettered in a transaction: %w", actors.ErrPermanent)
+		}
+		return nil
+	})
+	e := newEOSRun(t, brokers, topic, out, func(c *config.Consumer) {
+		c.OnFailure = config.OnFailureDLQ
+		c.DLQTopic = dlq
+	})
+	cons := e.start("a", h)
+	e.waitCommitted()
+	stop(t, cons)
+	var deadRecs []string
+	for p := range testkit.EndOffsets(t, brokers, topic) {
+		for _, off := range []int64{10, 11} {
+			deadRecs = append(deadRecs, fmt.Sprintf("%d/%d/", p, off))
+		}
+	}
+	v := testkit.JudgeOutputs(t, e.want(deadRecs), testkit.ReadCommitted(t, brokers, out, 30*time.Second))
+	dead := testkit.ReadCommitted(t, brokers, dlq, 30*time.Second)
+	s := cons.Stats()
+	t.Logf("EXACTLY-ONCE LEDGER (dead letters): %s; %d dead letters read, %d counted; transactions %d", v, len(dead), s.Dead, s.Transactions)
+	if v.Missing != 0 || v.Duplicated != 0 || v.Disorder != 0 || v.Foreign != 0 {
+		t.Errorf("exactly once: %s", v)
+	}
+	if len(dead) != len(deadRecs) || s.Dead != int64(len(deadRecs)) {
+		t.Errorf("%d dead letters read committed and %d counted, want %d", len(dead), s.Dead, len(deadRecs))
+	}
+}
+
+// emitting is the ledgers' handler: fail decides first (an error fails the
+// attempt, after its outputs were emitted), then the record emits
+// offset%3 outputs "p/o/i" keyed by its key.
+func emitting(fail func(rec *actors.Record) error) actors.Handler {
+	return actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		for i := range int(rec.Offset % 3) {
+			v := fmt.Sprintf("%d/%d/%d", rec.Partition, rec.Offset, i)
+			if err := actors.Emit(ctx, rec, actors.Output{Key: rec.Key, Value: []byte(v)}); err != nil {
+				return err
+			}
+		}
+		return fail(rec)
+	})
+}
+
+// eosRun is an exactly-once consumer's configuration on a test's brokers.
+type eosRun struct {
+	t       *testing.T
+	brokers []string
+	in      string
+	c       config.Consumer
+	k       config.Kafka
+}
+
+func newEOSRun(t *testing.T, brokers []string, in, out string, mod func(*config.Consumer)) *eosRun {
+	r := &run{t: t, brokers: brokers, topic: in}
+	c := r.consumer("eos", func(c *config.Consumer) {
+		c.Concurrency = 16
+		c.Output.Topic = out
+		c.Output.ExactlyOnce = true
+		c.Output.TransactionalID = "turbo-test-" + in
+		if mod != nil {
+			mod(c)
+		}
+	})
+	k := testkit.Kafka(t, brokers)
+	k.Client = config.ClientSarama // the side with transactional commits
+	return &eosRun{t: t, brokers: brokers, in: in, c: c, k: k}
+}
+
+// start starts a member; members need transactional ids of their own.
+func (e *eosRun) start(name string, h actors.Handler) *actors.Consumer {
+	e.t.Helper()
+	c := e.c
+	c.Output.TransactionalID += "-" + name
+	cons, err := actors.New(actors.Options{Consumer: c, Kafka: e.k, ShutdownTimeout: 10 * time.Second, Handler: h,
+		Logger: testkit.Logger(e.t).With().Str("member", name).Logger(), Restart: fastRestart})
+	if err != nil {
+		e.t.Fatalf("starting member %s: %v", name, err)
+	}
+	e.t.Cleanup(func() { stop(e.t, cons) })
+	return cons
+}
+
+func (e *eosRun) waitCommitted() {
+	e.t.Helper()
+	(&run{t: e.t, brokers: e.brokers, topic: e.in}).waitCommitted(e.c.Group, 90*time.Second)
+}
+
+// want is every output the input records call for, less those of the
+// records named by the prefixes ("p/o/") that never succeed.
+func (e *eosRun) want(never []string) map[string]bool {
+	want := testkit.ExpectedOutputs(e.t, e.brokers, e.in, func(off int64) int { return int(off % 3) })
+	for v := range want {
+		for _, p := range never {
+			if strings.HasPrefix(v, p) {
+				delete(want, v)
+			}
+		}
+	}
+	return want
 }

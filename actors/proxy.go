@@ -29,6 +29,7 @@ type clientProxy struct {
 	refreshEvery    time.Duration // the high watermark refresh (refreshInterval)
 	stats           *consumerStats
 	log             zerolog.Logger
+	exactlyOnce     bool // output.exactly_once: commits go with their outputs (transact)
 
 	sess     groupSession
 	parts    map[TopicPartition]*ownedPartition
@@ -68,6 +69,8 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.group.produceOutputs(m.records)
 	case *outputsWritten:
 		c.Send(c.Parent(), m)
+	case *transactionFailed:
+		c.Send(c.Parent(), m)
 	case *produceDeadLetters:
 		p.group.deadLetter(m.records)
 	case *deadLetterWritten:
@@ -90,10 +93,11 @@ func (p *clientProxy) Receive(c actor.Context) {
 	case *partitionReleased:
 		if epoch, ok := p.lost[m.tp]; ok && epoch == m.epoch {
 			delete(p.lost, m.tp)
+			dropOutputs(m.outputs) // the partition is another member's
 			p.group.rememberLost(m.tp, m.epoch, m.fc)
 			break
 		}
-		p.finishRevocation(c, m.tp, m.epoch, m.fc)
+		p.finishRevocation(c, m.tp, m.epoch, m.fc, m.outputs)
 	case *revokeTimeout:
 		p.handleRevokeTimeout(c, m)
 	case *refreshTick:
@@ -167,13 +171,17 @@ func (p *clientProxy) handleFetched(c actor.Context, m *claimFetched) {
 // The offset controller already batches what it publishes (every
 // commit_interval, sooner after a large move), so every message is one commit.
 func (p *clientProxy) handleCommit(m *commitOffsets) {
+	if p.exactlyOnce {
+		p.commitWithOutputs(m)
+		return
+	}
 	marked := false
 	for _, o := range m.offsets {
 		hp := p.parts[o.tp]
 		if hp == nil || hp.epoch != o.epoch {
 			continue
 		}
-		if p.mark(o.tp, hp, o.offset, o.meta) {
+		if p.mark(o.tp, hp, o.offset, o.meta, true) {
 			marked = true
 			p.relag(hp)
 		}
@@ -184,13 +192,70 @@ func (p *clientProxy) handleCommit(m *commitOffsets) {
 	}
 }
 
-// mark records an offset to commit. sarama's MarkOffset only moves forward, so
-// new metadata for the same offset goes through ResetOffset.
-func (p *clientProxy) mark(tp TopicPartition, hp *ownedPartition, offset int64, meta string) bool {
+// commitWithOutputs is handleCommit for output.exactly_once: the offsets
+// and the outputs their commit passes go to the Kafka side together
+// (transact), so that one transaction holds both. The outputs of a
+// partition this member no longer holds are dropped with its offsets:
+// whoever holds it now runs their records again.
+func (p *clientProxy) commitWithOutputs(m *commitOffsets) {
+	var marks []partitionOffset
+	for _, o := range m.offsets {
+		hp := p.parts[o.tp]
+		if hp == nil || hp.epoch != o.epoch {
+			continue
+		}
+		if p.mark(o.tp, hp, o.offset, o.meta, false) {
+			marks = append(marks, o)
+			p.relag(hp)
+		}
+	}
+	outs := p.owned(m.outputs)
+	if (len(marks) == 0 && len(outs) == 0) || p.sess == nil {
+		dropOutputs(outs)
+		return
+	}
+	p.stats.commits.Add(1)
+	p.group.transact(p.sess, marks, outs)
+	p.group.requestCommit(p.sess)
+}
+
+// owned returns the records of recs whose partition assignment is still
+// this member's, and drops the others' outputs.
+func (p *clientProxy) owned(recs []*envelope) []*envelope {
+	keep := recs[:0]
+	var gone []*envelope
+	for _, rec := range recs {
+		if hp := p.parts[rec.TP()]; hp != nil && hp.epoch == rec.epoch {
+			keep = append(keep, rec)
+		} else {
+			gone = append(gone, rec)
+		}
+	}
+	dropOutputs(gone)
+	return keep
+}
+
+// dropOutputs lets go of records whose outputs will not be written here
+// (exactly once: their partition went to another member, which runs them
+// again): the credits they kept come back.
+func dropOutputs(recs []*envelope) {
+	var credited []*envelope
+	for _, rec := range recs {
+		if len(rec.outputs) > 0 {
+			credited = append(credited, rec)
+		}
+	}
+	releaseCredits(credited, false)
+}
+
+// mark records an offset to commit, on the session too when onSess
+// (exactly once, transact records it). sarama's MarkOffset only moves
+// forward, so new metadata for the same offset goes through ResetOffset.
+func (p *clientProxy) mark(tp TopicPartition, hp *ownedPartition, offset int64, meta string, onSess bool) bool {
 	switch {
 	case offset > hp.committed:
 		p.stats.countCommitted(tp, max(hp.committed, hp.start), offset)
-		if p.sess != nil {
+		if p.sess != nil && onSess {
 			// The group's committed offset may already be offset (a new
 			// assignment starts there): MarkOffset would ignore it, and
 			// ResetOffset still records the metadata.
@@ -198,7 +263,7 @@ func (p *clientProxy) mark(tp TopicPartition, hp *ownedPartition, offset int64, 
 			p.sess.ResetOffset(tp.Topic, tp.Partition, offset, meta)
 		}
 	case offset == hp.committed && meta != hp.meta:
-		if p.sess != nil {
+		if p.sess != nil && onSess {
 			p.sess.ResetOffset(tp.Topic, tp.Partition, offset, meta)
 		}
 	default:
@@ -310,7 +375,7 @@ func (p *clientProxy) handleRevokeTimeout(c actor.Context, m *revokeTimeout) {
 	}
 	p.log.Warn().Str("partition", m.tp.String()).Stringer("waited", p.revokeTimeout).
 		Msg("revoked partition still has running records; releasing it at its last watermark")
-	p.finishRevocation(c, m.tp, m.epoch, finalCommit{offset: hp.committed, meta: hp.meta, ok: hp.committed >= 0})
+	p.finishRevocation(c, m.tp, m.epoch, finalCommit{offset: hp.committed, meta: hp.meta, ok: hp.committed >= 0}, nil)
 	c.Send(c.Parent(), &revocationExpired{tp: m.tp, epoch: m.epoch})
 }
 
@@ -341,13 +406,21 @@ func (p *clientProxy) handleClaimLost(c actor.Context, m *claimLost) {
 	c.Send(c.Parent(), &partitionLost{tp: m.tp, epoch: m.epoch})
 }
 
-func (p *clientProxy) finishRevocation(c actor.Context, tp TopicPartition, epoch uint64, fc finalCommit) {
+func (p *clientProxy) finishRevocation(c actor.Context, tp TopicPartition, epoch uint64, fc finalCommit, outputs []*envelope) {
 	hp := p.parts[tp]
 	if hp == nil || hp.epoch != epoch || hp.ending == nil {
+		dropOutputs(outputs)
 		return
 	}
 	if fc.ok && fc.offset > hp.committed {
 		p.stats.countCommitted(tp, max(hp.committed, hp.start), fc.offset)
+	}
+	if p.exactlyOnce && fc.ok && p.sess != nil {
+		// The final watermark and the outputs it passes, together; the
+		// claim marks the same and commits (the transaction).
+		p.group.transact(p.sess, []partitionOffset{{tp: tp, epoch: epoch, offset: fc.offset, meta: fc.meta}}, outputs)
+	} else {
+		dropOutputs(outputs)
 	}
 	hp.ending <- fc // buffered: the claim goroutine may have given up waiting
 	hp.timeout()

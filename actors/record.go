@@ -63,6 +63,10 @@ type envelope struct {
 	outputs   []Output
 	outputErr error
 	outLeft   atomic.Int32
+	// deadErr is why a record goes to the dead-letter topic inside a
+	// transaction (output.exactly_once): there its dead letter is written
+	// like an output, with the outputs of the commit that passes it.
+	deadErr error
 	// inherited marks a record that an earlier owner of the partition
 	// already finished (read from the commit metadata): it is tracked for
 	// the watermark but never run again.

@@ -28,6 +28,8 @@ type consumerStats struct {
 	dead      atomic.Int64
 	outputs   atomic.Int64 // output records acknowledged
 	outErrs   atomic.Int64 // output writes that failed
+	txns      atomic.Int64 // transactions committed (output.exactly_once)
+	txnAborts atomic.Int64 // transactions aborted
 	inherited atomic.Int64
 	noFiles   atomic.Int64 // failed attempts: the process ran out of file descriptors
 	rateWait  atomic.Int64 // nanoseconds dispatching waited for the rate limit
@@ -59,6 +61,7 @@ type consumerStats struct {
 	handlerTime *histogram
 	waitTime    *histogram
 	commitTime  *histogram
+	txnTime     *histogram
 
 	mu    sync.Mutex
 	parts map[TopicPartition]*gate // assigned partitions, for Partitions
@@ -197,12 +200,17 @@ type Snapshot struct {
 	// OutputErrors the writes of one that failed, each a tree restart.
 	Outputs      int64
 	OutputErrors int64
-	Inherited    int64 // records not run again: an earlier owner had finished them
-	FileLimit    int64 // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
-	Commits      int64 // offset commits sent
-	Committed    int64 // records covered by committed offsets
-	Restarts     int64 // actor tree restarts after a failure
-	InFlight     int64 // records running in a handler now
+	// Transactions (output.exactly_once) is the transactions committed,
+	// each holding outputs and the input offsets they answer;
+	// TransactionsAborted those aborted (each restarts the consumer).
+	Transactions        int64
+	TransactionsAborted int64
+	Inherited           int64 // records not run again: an earlier owner had finished them
+	FileLimit           int64 // failed attempts caused by the process's file descriptor limit (EMFILE, ENFILE), retried
+	Commits             int64 // offset commits sent
+	Committed           int64 // records covered by committed offsets
+	Restarts            int64 // actor tree restarts after a failure
+	InFlight            int64 // records running in a handler now
 	// Buffered is the records fetched from the partitions held and not
 	// finished that are not in a handler: waiting for a runner, a retry or
 	// their key. It is the sum of the partitions' Buffered (Partitions).
@@ -262,42 +270,44 @@ func (s *consumerStats) snapshot(buffered int64) Snapshot {
 		poll = time.Unix(0, ns)
 	}
 	return Snapshot{
-		Fetched:        s.fetched.Load(),
-		Processed:      s.processed.Load(),
-		Failed:         s.failed.Load(),
-		Retries:        s.retries.Load(),
-		RateWait:       time.Duration(s.rateWait.Load()),
-		Suspended:      s.suspended.Load(),
-		Limit:          s.limit.Load(),
-		Pushbacks:      s.pushbacks.Load(),
-		Skipped:        s.skipped.Load(),
-		Dead:           s.dead.Load(),
-		Outputs:        s.outputs.Load(),
-		OutputErrors:   s.outErrs.Load(),
-		Inherited:      s.inherited.Load(),
-		FileLimit:      s.noFiles.Load(),
-		Commits:        s.commits.Load(),
-		Committed:      s.committed.Load(),
-		Restarts:       s.restarts.Load(),
-		InFlight:       s.inFlight.Load(),
-		Buffered:       buffered,
-		ReadAhead:      s.readAhead.Load(),
-		Paused:         s.paused.Load(),
-		Lag:            s.lag.Load(),
-		Assigned:       s.assigned.Load(),
-		LastFetch:      last,
-		Moves:          s.moves.Load(),
-		LastPoll:       poll,
-		Oldest:         s.oldestHandler(),
-		Reached:        s.reached.Load(),
-		InSession:      s.inSession.Load(),
-		Rebalances:     s.rebalances.Load(),
-		Gained:         s.gained.Load(),
-		Released:       s.released.Load(),
-		CommitErrs:     s.commitErrs.Load(),
-		MetaOverflows:  s.metaOverflows.Load(),
-		MetaUnrecorded: s.metaUnrecorded.Load(),
-		WatermarkErrs:  s.hwmErrs.Load(),
+		Fetched:             s.fetched.Load(),
+		Processed:           s.processed.Load(),
+		Failed:              s.failed.Load(),
+		Retries:             s.retries.Load(),
+		RateWait:            time.Duration(s.rateWait.Load()),
+		Suspended:           s.suspended.Load(),
+		Limit:               s.limit.Load(),
+		Pushbacks:           s.pushbacks.Load(),
+		Skipped:             s.skipped.Load(),
+		Dead:                s.dead.Load(),
+		Outputs:             s.outputs.Load(),
+		OutputErrors:        s.outErrs.Load(),
+		Transactions:        s.txns.Load(),
+		TransactionsAborted: s.txnAborts.Load(),
+		Inherited:           s.inherited.Load(),
+		FileLimit:           s.noFiles.Load(),
+		Commits:             s.commits.Load(),
+		Committed:           s.committed.Load(),
+		Restarts:            s.restarts.Load(),
+		InFlight:            s.inFlight.Load(),
+		Buffered:            buffered,
+		ReadAhead:           s.readAhead.Load(),
+		Paused:              s.paused.Load(),
+		Lag:                 s.lag.Load(),
+		Assigned:            s.assigned.Load(),
+		LastFetch:           last,
+		Moves:               s.moves.Load(),
+		LastPoll:            poll,
+		Oldest:              s.oldestHandler(),
+		Reached:             s.reached.Load(),
+		InSession:           s.inSession.Load(),
+		Rebalances:          s.rebalances.Load(),
+		Gained:              s.gained.Load(),
+		Released:            s.released.Load(),
+		CommitErrs:          s.commitErrs.Load(),
+		MetaOverflows:       s.metaOverflows.Load(),
+		MetaUnrecorded:      s.metaUnrecorded.Load(),
+		WatermarkErrs:       s.hwmErrs.Load(),
 		KafkaError: func() string {
 			if p := s.kafkaErr.Load(); p != nil {
 				return *p
@@ -322,29 +332,31 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		poll = b.LastPoll
 	}
 	return Snapshot{
-		Fetched:      a.Fetched + b.Fetched,
-		Processed:    a.Processed + b.Processed,
-		Failed:       a.Failed + b.Failed,
-		Retries:      a.Retries + b.Retries,
-		Skipped:      a.Skipped + b.Skipped,
-		Dead:         a.Dead + b.Dead,
-		Outputs:      a.Outputs + b.Outputs,
-		OutputErrors: a.OutputErrors + b.OutputErrors,
-		Inherited:    a.Inherited + b.Inherited,
-		FileLimit:    a.FileLimit + b.FileLimit,
-		Commits:      a.Commits + b.Commits,
-		Committed:    a.Committed + b.Committed,
-		Restarts:     a.Restarts + b.Restarts,
-		InFlight:     a.InFlight + b.InFlight,
-		Buffered:     a.Buffered + b.Buffered,
-		ReadAhead:    a.ReadAhead + b.ReadAhead,
-		Paused:       a.Paused + b.Paused,
-		Lag:          a.Lag + b.Lag,
-		Assigned:     a.Assigned + b.Assigned,
-		LastFetch:    last,
-		Moves:        a.Moves + b.Moves,
-		LastPoll:     poll,
-		Oldest:       oldest,
+		Fetched:             a.Fetched + b.Fetched,
+		Processed:           a.Processed + b.Processed,
+		Failed:              a.Failed + b.Failed,
+		Retries:             a.Retries + b.Retries,
+		Skipped:             a.Skipped + b.Skipped,
+		Dead:                a.Dead + b.Dead,
+		Outputs:             a.Outputs + b.Outputs,
+		OutputErrors:        a.OutputErrors + b.OutputErrors,
+		Transactions:        a.Transactions + b.Transactions,
+		TransactionsAborted: a.TransactionsAborted + b.TransactionsAborted,
+		Inherited:           a.Inherited + b.Inherited,
+		FileLimit:           a.FileLimit + b.FileLimit,
+		Commits:             a.Commits + b.Commits,
+		Committed:           a.Committed + b.Committed,
+		Restarts:            a.Restarts + b.Restarts,
+		InFlight:            a.InFlight + b.InFlight,
+		Buffered:            a.Buffered + b.Buffered,
+		ReadAhead:           a.ReadAhead + b.ReadAhead,
+		Paused:              a.Paused + b.Paused,
+		Lag:                 a.Lag + b.Lag,
+		Assigned:            a.Assigned + b.Assigned,
+		LastFetch:           last,
+		Moves:               a.Moves + b.Moves,
+		LastPoll:            poll,
+		Oldest:              oldest,
 		// Consumers share the kafka section: one cause says it for all.
 		KafkaError:     cmp.Or(a.KafkaError, b.KafkaError),
 		Rebalances:     a.Rebalances + b.Rebalances,

@@ -70,6 +70,7 @@ func (s *treeSpec) newProxy() *clientProxy {
 		refreshEvery:    refreshInterval(s.watermarkRefresh),
 		stats:           s.stats,
 		log:             s.log,
+		exactlyOnce:     c.Output.ExactlyOnce,
 	}
 }
 
@@ -133,8 +134,18 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 		readMeta:    s.consumer.CommitMetadataBytes > 0,
 		auxQueue:    budget + s.consumer.Concurrency,
 		outputBytes: outputBytes(s.consumer),
+		txnID:       transactionalID(s.consumer),
 		stats:       s.stats,
 	}
+}
+
+// transactionalID is the consumer's transactional id with
+// output.exactly_once, "" without.
+func transactionalID(c config.Consumer) string {
+	if !c.Output.ExactlyOnce {
+		return ""
+	}
+	return c.TransactionalID()
 }
 
 // outputBytes is the consumer's output.max_bytes, 0 without outputs.
@@ -221,6 +232,19 @@ func saramaConfig(k config.Kafka, c config.Consumer, shutdownTimeout time.Durati
 	cfg.Consumer.MaxWaitTime = fetchMaxWait
 	if k.GroupInstanceID != "" {
 		cfg.Consumer.Group.InstanceId = k.GroupInstanceID
+	}
+	if c.Output.ExactlyOnce {
+		// Read committed, as a transactional pipeline must: its inputs
+		// may be another's outputs, and a claim's committed offset is
+		// then read only once no transaction holds it (sarama sets
+		// require_stable), so a member never starts below offsets that a
+		// zombie's transaction is still committing.
+		cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+		// sarama retries that read every Metadata.Retry.Backoff, three
+		// times by default, then leaves the partition unread until the
+		// next rebalance: wait as long as a dead producer's transaction
+		// may stay open instead.
+		cfg.Consumer.Offsets.Retry.Max = int(stableWait / cfg.Metadata.Retry.Backoff)
 	}
 	return cfg
 }

@@ -211,6 +211,27 @@ type Output struct {
 	// fails its input record at once (a permanent failure). Keep it within
 	// the output topics' max.message.bytes (1 MiB by default in Kafka).
 	MaxBytes ByteSize `mapstructure:"max_bytes"`
+	// ExactlyOnce writes each commit's outputs (and dead letters) in one
+	// Kafka transaction with the input offsets it commits: a reader of the
+	// output topics with isolation.level=read_committed sees every input
+	// record's outputs exactly once. Off, outputs are written at least once.
+	ExactlyOnce bool `mapstructure:"exactly_once"`
+	// TransactionalID names this consumer's transactional producer when
+	// ExactlyOnce is on. Empty: turbo-<group>, and a swarm node appends
+	// -n<index>. It must be unique among the processes running at once and
+	// stable across their restarts: a restarted process with the same id
+	// aborts what its predecessor left open at once, instead of readers
+	// waiting for the transaction timeout.
+	TransactionalID string `mapstructure:"transactional_id"`
+}
+
+// TransactionalID is the id of the consumer's transactional producer
+// (output.exactly_once): output.transactional_id, or turbo-<group>.
+func (c *Consumer) TransactionalID() string {
+	if c.Output.TransactionalID != "" {
+		return c.Output.TransactionalID
+	}
+	return "turbo-" + c.Group
 }
 
 // Enabled reports whether the handlers may write outputs: a topic is named.

@@ -139,6 +139,11 @@ const (
 // which turbo used to retry forever as "cannot reach Kafka").
 var minCooperativeVersion = [3]int{2, 4, 0}
 
+// minTransactionalVersion is the oldest kafka.version whose brokers take a
+// transactional offset commit with the member's generation (KIP-447), which
+// exactly-once outputs need to fence a zombie member.
+var minTransactionalVersion = [3]int{2, 5, 0}
+
 func intRange(key string, v, lo, hi int) error {
 	if v < lo || v > hi {
 		return fieldErr(key, fmt.Sprintf("must be between %d and %d (got %d)", lo, hi, v))

@@ -174,6 +174,12 @@ func (c *Config) ForNode(index, nodes int) {
 		c.Kafka.GroupInstanceID += "-" + strconv.Itoa(index)
 	}
 	for i := range c.Consumers {
-		c.Consumers[i].Rate = c.Consumers[i].Rate.PerNode(nodes)
+		cons := &c.Consumers[i]
+		cons.Rate = cons.Rate.PerNode(nodes)
+		if cons.Output.ExactlyOnce {
+			// One transactional producer per node, the same one after
+			// the node restarts.
+			cons.Output.TransactionalID = cons.TransactionalID() + "-n" + strconv.Itoa(index)
+		}
 	}
 }

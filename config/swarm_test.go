@@ -112,6 +112,22 @@ func TestForNode(t *testing.T) {
 	if got := c.Consumers[1].Rate; got != (Rate{}) {
 		t.Errorf("b's rate %+v, want none", got)
 	}
+	eos := Default()
+	named, plain := DefaultConsumer("named"), DefaultConsumer("plain")
+	named.Output = Output{Topic: "out", ExactlyOnce: true, TransactionalID: "orders"}
+	plain.Group = "g1"
+	plain.Output = Output{Topic: "out", ExactlyOnce: true}
+	eos.Consumers = []Consumer{named, plain, DefaultConsumer("none")}
+	eos.ForNode(3, 4)
+	if got := eos.Consumers[0].TransactionalID(); got != "orders-n3" {
+		t.Errorf("transactional id %q, want orders-n3", got)
+	}
+	if got := eos.Consumers[1].TransactionalID(); got != "turbo-g1-n3" {
+		t.Errorf("default transactional id %q, want turbo-g1-n3", got)
+	}
+	if got := eos.Consumers[2].Output.TransactionalID; got != "" {
+		t.Errorf("a consumer without exactly once got the transactional id %q", got)
+	}
 	dynamic := Default()
 	dynamic.ForNode(1, 2)
 	if dynamic.Kafka.GroupInstanceID != "" {

@@ -16,6 +16,8 @@ var (
 	// Names end up in metric labels, actor names and CLI flags, so they are
 	// kept to characters that need no quoting anywhere.
 	namePattern = regexp.MustCompile(`^[0-9a-zA-Z._-]+$`)
+	// Transactional ids: room left for a swarm node's -n<index>.
+	transactionalIDPattern = regexp.MustCompile(`^[0-9a-zA-Z._-]{1,200}$`)
 	// Kafka's own rule for topic names ("." and ".." are refused apart).
 	topicPattern = regexp.MustCompile(`^[0-9a-zA-Z._-]{1,249}$`)
 )
@@ -47,6 +49,9 @@ func (c *Config) Validate() error {
 		key := fmt.Sprintf("consumers[%d]", i)
 		cons := &c.Consumers[i]
 		if err := cons.validate(key); err != nil {
+			return err
+		}
+		if err := cons.Output.validateExactlyOnce(key+".output", &c.Kafka); err != nil {
 			return err
 		}
 		if j, dup := seen[cons.Name]; dup {
@@ -281,6 +286,34 @@ func (o *Output) validate(key, dlq string) error {
 	}
 	if b := o.MaxBytes; b < 1 || b > MaxOutputBytes {
 		return fieldErr(key+".max_bytes", fmt.Sprintf("must be between 1 B and %s (got %s)", MaxOutputBytes, b))
+	}
+	if o.TransactionalID != "" {
+		if !o.ExactlyOnce {
+			return fieldErr(key+".transactional_id", "is set, but exactly_once is off: only a transactional producer has one")
+		}
+		if !transactionalIDPattern.MatchString(o.TransactionalID) {
+			return fieldErr(key+".transactional_id", fmt.Sprintf("must be 1 to 200 letters, digits, '.', '_' or '-' (a swarm node appends its index) (got %s)", quoteValue(o.TransactionalID)))
+		}
+	}
+	if o.ExactlyOnce && !o.Enabled() {
+		return fieldErr(key+".exactly_once", fmt.Sprintf("is on, but %s names no topic (topic or topics): there is nothing to write exactly once", key))
+	}
+	return nil
+}
+
+// validateExactlyOnce checks what a transactional producer needs of the
+// Kafka block: the sarama side (the one that commits offsets inside a
+// transaction with the group's generation) and brokers from 2.5.0, which
+// fence a zombie member's transactional commits by its generation.
+func (o *Output) validateExactlyOnce(key string, k *Kafka) error {
+	if !o.ExactlyOnce {
+		return nil
+	}
+	if k.Client != ClientSarama {
+		return fieldErr(key+".exactly_once", fmt.Sprintf("needs kafka.client: %s (got %s): the %s side writes outputs at least once", ClientSarama, k.Client, k.Client))
+	}
+	if v, ok := parseVersion(k.Version); ok && versionLess(v, minTransactionalVersion) {
+		return fieldErr(key+".exactly_once", fmt.Sprintf("needs kafka.version 2.5.0 or later, whose brokers fence a stale member's transactional commits (got %s)", quoteValue(k.Version)))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,6 +65,28 @@ func TestValidateInCode(t *testing.T) {
 		}, "consumers[0].output"},
 		{"outputs per record 0", func(c *Config) { c.Consumers[0].Output.MaxPerRecord = 0 }, "consumers[0].output.max_per_record"},
 		{"outputs per record above the bound", func(c *Config) { c.Consumers[0].Output.MaxPerRecord = MaxOutputsPerRecord + 1 }, "consumers[0].output.max_per_record"},
+		{"exactly once", func(c *Config) { c.Consumers[0].Output.Topic, c.Consumers[0].Output.ExactlyOnce = "out", true }, ""},
+		{"exactly once with an id", func(c *Config) {
+			c.Consumers[0].Output = Output{Topic: "out", ExactlyOnce: true, TransactionalID: "orders.enrich-1", MaxPerRecord: 1, MaxBytes: 1}
+		}, ""},
+		{"exactly once without an output topic", func(c *Config) { c.Consumers[0].Output.ExactlyOnce = true }, "consumers[0].output.exactly_once"},
+		{"exactly once on franz-go", func(c *Config) {
+			c.Kafka.Client = ClientFranz
+			c.Consumers[0].Output.Topic, c.Consumers[0].Output.ExactlyOnce = "out", true
+		}, "consumers[0].output.exactly_once"},
+		{"exactly once before Kafka 2.5", func(c *Config) {
+			c.Kafka.Version = "2.4.1"
+			c.Consumers[0].Output.Topic, c.Consumers[0].Output.ExactlyOnce = "out", true
+		}, "consumers[0].output.exactly_once"},
+		{"transactional id without exactly once", func(c *Config) {
+			c.Consumers[0].Output.Topic, c.Consumers[0].Output.TransactionalID = "out", "t1"
+		}, "consumers[0].output.transactional_id"},
+		{"transactional id with a space", func(c *Config) {
+			c.Consumers[0].Output = Output{Topic: "out", ExactlyOnce: true, TransactionalID: "a b", MaxPerRecord: 1, MaxBytes: 1}
+		}, "consumers[0].output.transactional_id"},
+		{"transactional id too long", func(c *Config) {
+			c.Consumers[0].Output = Output{Topic: "out", ExactlyOnce: true, TransactionalID: strings.Repeat("t", 201), MaxPerRecord: 1, MaxBytes: 1}
+		}, "consumers[0].output.transactional_id"},
 		{"output bytes 0", func(c *Config) { c.Consumers[0].Output.MaxBytes = 0 }, "consumers[0].output.max_bytes"},
 		{"output bytes above the bound", func(c *Config) { c.Consumers[0].Output.MaxBytes = MaxOutputBytes + 1 }, "consumers[0].output.max_bytes"},
 		{"client in capitals", func(c *Config) { c.Kafka.Client = "SARAMA" }, "kafka.client"},

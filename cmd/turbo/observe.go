@@ -162,7 +162,8 @@ func (o *observer) consumerStatus(oc observed, now time.Time) web.Consumer {
 	wc := web.Consumer{
 		Name: c.Name(), Group: c.Group(), Ready: web.Check{OK: ready.OK, Reason: ready.Reason}, Paused: s.Suspended,
 		Fetched: s.Fetched, Processed: s.Processed, Failed: s.Failed, Retries: s.Retries, Skipped: s.Skipped,
-		DeadLettered: s.Dead, Outputs: s.Outputs, OutputErrors: s.OutputErrors, Inherited: s.Inherited, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
+		DeadLettered: s.Dead, Outputs: s.Outputs, OutputErrors: s.OutputErrors,
+		Transactions: s.Transactions, TransactionsAborted: s.TransactionsAborted, Inherited: s.Inherited, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
 		InFlight: s.InFlight, Buffered: s.Buffered, PausedPartitions: s.Paused, AssignedPartitions: s.Assigned, Lag: s.Lag,
 		StuckAfterSeconds: oc.stuckAfter.Seconds(), KafkaError: s.KafkaError, Concurrency: oc.concurrency,
 	}

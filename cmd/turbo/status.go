@@ -80,7 +80,7 @@ func (s *status) retire(consumers []*actors.Consumer) {
 func counts(s actors.Snapshot) actors.Snapshot {
 	return actors.Snapshot{
 		Fetched: s.Fetched, Processed: s.Processed, Failed: s.Failed, Retries: s.Retries, Skipped: s.Skipped, Dead: s.Dead,
-		Outputs: s.Outputs, OutputErrors: s.OutputErrors, Inherited: s.Inherited, FileLimit: s.FileLimit, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
+		Outputs: s.Outputs, OutputErrors: s.OutputErrors, Transactions: s.Transactions, TransactionsAborted: s.TransactionsAborted, Inherited: s.Inherited, FileLimit: s.FileLimit, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
 		Rebalances: s.Rebalances, Gained: s.Gained, Released: s.Released, CommitErrs: s.CommitErrs,
 	}
 }
@@ -154,6 +154,9 @@ func (s *status) summary(elapsed time.Duration) {
 		if outputs {
 			ev = ev.Int64("outputs", t.Outputs).Int64("output_errors", t.OutputErrors)
 		}
+		if t.Transactions > 0 || t.TransactionsAborted > 0 {
+			ev = ev.Int64("transactions", t.Transactions).Int64("transactions_aborted", t.TransactionsAborted)
+		}
 		ev.Str(zerolog.LevelFieldName, zerolog.InfoLevel.String()).
 			Int64("processed", t.Processed).Stringer("elapsed", elapsed.Round(time.Millisecond)).
 			Float64("records_per_s", rate).Int64("committed", t.Committed).Int64("failed_attempts", t.Failed).
@@ -164,6 +167,9 @@ func (s *status) summary(elapsed time.Duration) {
 	note := ""
 	if outputs {
 		note = fmt.Sprintf("; outputs %d, output errors %d", t.Outputs, t.OutputErrors)
+	}
+	if t.Transactions > 0 || t.TransactionsAborted > 0 {
+		note += fmt.Sprintf("; transactions %d, aborted %d", t.Transactions, t.TransactionsAborted)
 	}
 	if dropped > 0 {
 		note += fmt.Sprintf("; %d lines of standard error dropped (not read fast enough)", dropped)

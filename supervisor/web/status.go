@@ -73,10 +73,13 @@ type Consumer struct {
 	DeadLettered int64 `json:"dead_lettered"`
 	Outputs      int64 `json:"outputs"`       // output records the brokers acknowledged
 	OutputErrors int64 `json:"output_errors"` // output writes that failed
-	Inherited    int64 `json:"inherited"`
-	Commits      int64 `json:"commits"`
-	Committed    int64 `json:"committed"`
-	Restarts     int64 `json:"restarts"`
+	// Transactions committed and aborted (output.exactly_once).
+	Transactions        int64 `json:"transactions,omitempty"`
+	TransactionsAborted int64 `json:"transactions_aborted,omitempty"`
+	Inherited           int64 `json:"inherited"`
+	Commits             int64 `json:"commits"`
+	Committed           int64 `json:"committed"`
+	Restarts            int64 `json:"restarts"`
 
 	InFlight           int64 `json:"in_flight"`
 	Buffered           int64 `json:"buffered"`
