@@ -63,10 +63,14 @@ type kafkaGroup struct {
 	claims     atomic.Int64  // ConsumeClaim calls running
 	claimEnded chan struct{} // signalled when one returns
 
-	txnSess atomic.Pointer[txnSession]   // exactly once: the current session, as the proxy and the claims see it
-	client  sarama.Client                // the group's, for the session watch
-	watch   atomic.Pointer[sessionWatch] // the current session's, nil between sessions
-	probes  sync.WaitGroup               // the watches and their probes
+	txnSess  atomic.Pointer[txnSession] // exactly once: the current session, as the proxy and the claims see it
+	sessions atomic.Uint64              // sessions begun (txnSession.seq)
+	// Exactly once: the claims running (by epoch), with the session and
+	// member id they began under (claimAlive).
+	claimLives sync.Map
+	client     sarama.Client                // the group's, for the session watch
+	watch      atomic.Pointer[sessionWatch] // the current session's, nil between sessions
+	probes     sync.WaitGroup               // the watches and their probes
 
 	mu    sync.Mutex
 	group sarama.ConsumerGroup
@@ -167,7 +171,7 @@ func (g *kafkaGroup) run() {
 func (g *kafkaGroup) connectAux() (*kafkaAux, error) {
 	for failures := 1; ; failures++ {
 		aux, err := newKafkaAux(g.brokers, g.cfg, auxOptions{groupID: g.groupID, dlqTopic: g.dlqTopic, outputBytes: g.outputBytes,
-			txnID: g.txnID, queue: g.auxQueue, stats: g.stats}, g.send, g.log)
+			txnID: g.txnID, queue: g.auxQueue, stats: g.stats, alive: g.claimAlive}, g.send, g.log)
 		if err == nil {
 			return aux, nil
 		}
@@ -206,9 +210,30 @@ func (g *kafkaGroup) session(sess sarama.ConsumerGroupSession) groupSession {
 	g.mu.Lock()
 	aux := g.aux
 	g.mu.Unlock()
-	ts := &txnSession{aux: aux, sess: sess}
+	ts := &txnSession{aux: aux, sess: sess, seq: g.sessions.Add(1)}
 	g.txnSess.Store(ts)
 	return ts
+}
+
+// claimLife is a running claim's session and the member id it began under.
+type claimLife struct {
+	sess   sarama.ConsumerGroupSession
+	member string
+}
+
+// claimAlive reports whether the claim of epoch still runs, in a session
+// that goes on under the member id it began with: only then may a
+// transaction commit its offsets and outputs with the group's generation
+// now (a cooperative rebalance that kept the partition changes the
+// generation, not the claim). A member that was dropped from the group and
+// rejoined under a new id (a zombie) holds none of its old claims.
+func (g *kafkaGroup) claimAlive(epoch uint64) bool {
+	v, ok := g.claimLives.Load(epoch)
+	if !ok {
+		return false
+	}
+	l := v.(claimLife)
+	return l.sess.Context().Err() == nil && l.sess.MemberID() == l.member
 }
 
 // transact implements kafkaSide: the aux producer's next transaction holds
@@ -479,7 +504,13 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			Msg("the partition's lost claim did not give back what it finished in time: records it finished since its last commit may run again")
 	}
 	id := g.topicID(tp.Topic)
-	finished := g.released.finished(tp, id, claim.InitialOffset(), g.finishedAbove(tp, sess.GenerationID()))
+	finished := g.finishedAbove(tp, sess.GenerationID())
+	if g.txnID == "" {
+		// Exactly once, what this member finished counts only once its
+		// transaction commits, and the committed metadata says so: a
+		// record of an aborted one runs again (its outputs went with it).
+		finished = g.released.finished(tp, id, claim.InitialOffset(), finished)
+	}
 	g.log.Debug().Str("partition", tp.String()).Int64("committed", claim.InitialOffset()).
 		Int("finished_ranges", len(finished)).Msg("claim starts")
 	// InitialOffset is the committed offset, or sarama's OffsetOldest or
@@ -489,6 +520,10 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 	// Before the claim can be lost: a lost claim's final watermark may come
 	// after it has gone (rememberLost).
 	g.lost.expect(c.epoch, tp, id)
+	if g.txnID != "" {
+		g.claimLives.Store(c.epoch, claimLife{sess: sess, member: sess.MemberID()})
+		defer g.claimLives.Delete(c.epoch) // after the final commit
+	}
 	c.start()
 
 	// sarama keeps a partition's pause across its reassignment: a claim
@@ -740,7 +775,9 @@ func (f *saramaFeed) end() claimEnd {
 // finished is still remembered: skipping it when the partition comes back
 // never loses a record.
 func (f *saramaFeed) ended(end claimEnd, fc finalCommit) {
-	f.g.released.remember(f.tp, f.id, fc)
+	if f.g.txnID == "" { // exactly once: see ConsumeClaim
+		f.g.released.remember(f.tp, f.id, fc)
+	}
 	if end == endLost {
 		return
 	}
@@ -753,6 +790,10 @@ func (f *saramaFeed) ended(end claimEnd, fc finalCommit) {
 
 // rememberLost implements kafkaSide (lostClaims).
 func (g *kafkaGroup) rememberLost(tp TopicPartition, epoch uint64, fc finalCommit) {
+	if g.txnID != "" { // exactly once: see ConsumeClaim
+		g.lost.forget(epoch)
+		return
+	}
 	g.lost.rememberLost(g.released, tp, epoch, fc)
 }
 

@@ -43,7 +43,8 @@ type kafkaAux struct {
 	// Exactly once (txn.go): the marks of the next transaction per
 	// session, the commits waiting for it, and whether the feed has
 	// stopped taking any.
-	txnMarks   map[*txnSession]map[TopicPartition]txnMark
+	txnMarks   txnMarks
+	alive      func(epoch uint64) bool // whether a claim is still this member's (kafkaGroup.claimAlive)
 	txnWaiters []chan error
 	txnClosed  bool
 	wake       chan struct{} // capacity 1: something was queued
@@ -68,6 +69,7 @@ type auxOptions struct {
 	txnID       string // output.exactly_once's transactional id; "" writes at least once
 	queue       int    // dead letters that may wait for the producer
 	stats       *consumerStats
+	alive       func(epoch uint64) bool // exactly once: whether a claim is still this member's
 }
 
 func newKafkaAux(brokers []string, base *sarama.Config, o auxOptions, send func(any), log zerolog.Logger) (*kafkaAux, error) {
@@ -105,7 +107,7 @@ func newKafkaAux(brokers []string, base *sarama.Config, o auxOptions, send func(
 		return nil, err
 	}
 	a := &kafkaAux{groupID: groupID, dlqTopic: dlqTopic, outputBytes: outputBytes, txnID: o.txnID, instanceID: cfg.Consumer.Group.InstanceId,
-		send: send, stats: o.stats, log: log, client: client, admin: admin,
+		send: send, stats: o.stats, alive: o.alive, log: log, client: client, admin: admin,
 		limit: queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), fed: make(chan struct{}),
 		hwmReq: make(chan []partitionHWM), hwmDone: make(chan struct{}), version: cfg.Version, isolation: cfg.Consumer.IsolationLevel}
 	if dlqTopic != "" || outputBytes > 0 {
@@ -396,6 +398,9 @@ func (a *kafkaAux) acks() {
 				break
 			}
 			if out, isOut := m.Metadata.(*outputOf); isOut {
+				if a.txnID != "" {
+					break // written when its transaction commits (feedTxn)
+				}
 				if rec := (*envelope)(out); rec.outLeft.Add(-1) == 0 {
 					written = append(written, rec)
 				}
@@ -408,7 +413,7 @@ func (a *kafkaAux) acks() {
 				break
 			}
 			if out, isOut := e.Msg.Metadata.(*outputOf); isOut {
-				if rec := (*envelope)(out); rec.outLeft.Swap(-1) > 0 { // its first failure
+				if rec := (*envelope)(out); a.txnID != "" || rec.outLeft.Swap(-1) > 0 { // its first failure
 					a.send(&outputsWritten{failed: rec, err: e.Err})
 				}
 				break

@@ -34,6 +34,10 @@ type outputsWritten struct {
 	written []*envelope
 	failed  *envelope
 	err     error
+	// dropped (exactly once) are records whose outputs a transaction left
+	// out: their claims ended uncommitted, and whoever holds their
+	// partitions runs them again. Their credits come back.
+	dropped []*envelope
 }
 
 // partitionAssigned (client proxy → orchestrator).

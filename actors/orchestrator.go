@@ -223,9 +223,10 @@ func (o *orchestrator) handleOutputsWritten(c actor.Context, m *outputsWritten) 
 
 // outputsInTransaction is handleOutputsWritten when the outputs are written
 // in transactions: their records were done already (the commit that passes
-// them is the one whose transaction holds the outputs); an acknowledgement
-// gives the credits back, a failure restarts the tree, which aborts the
-// transaction.
+// them is the one whose transaction holds the outputs); a committed
+// transaction gives their credits back, a failed write restarts the tree,
+// which aborts the transaction. (Their outputs stay: the producer's
+// goroutine may still read them, and nothing else holds the records.)
 func (o *orchestrator) outputsInTransaction(c actor.Context, m *outputsWritten) {
 	var n, dead int
 	credited := m.written[:0:0]
@@ -240,9 +241,7 @@ func (o *orchestrator) outputsInTransaction(c actor.Context, m *outputsWritten) 
 	o.spec.stats.outputs.Add(int64(n))
 	o.spec.stats.dead.Add(int64(dead))
 	releaseCredits(credited, false)
-	for _, rec := range m.written {
-		rec.outputs = nil
-	}
+	dropOutputs(m.dropped)
 	if m.failed != nil {
 		o.spec.stats.outErrs.Add(1)
 		o.fail(c, fmt.Errorf("%w: for %s@%d: %w", ErrOutput, m.failed.TP(), m.failed.Offset, m.err))

@@ -1,8 +1,11 @@
 package actors
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -14,15 +17,26 @@ import (
 // records whose outputs (or dead letters) that commit passes for the first
 // time: below its watermark, or in the finished ranges its metadata
 // records. The proxy gives both to the Kafka side in one step (transact):
-// under the aux producer's lock the marks join the session's and the
-// records join the output queue, so that whenever the feed goroutine takes
-// a snapshot, the outputs it has sent and the offsets it commits cover the
-// same records. The feed sends outputs as they come, into the open
-// transaction; a commit request (txnSession.Commit, from the committer or a
-// revoked claim) makes it send what is queued, add the marks to the
-// transaction with the session's generation (a member that lost its
-// partitions is refused: KIP-447), and commit. A commit that fails aborts
-// the transaction and restarts the tree from the offsets last committed.
+// under the aux producer's lock the marks and the records join the next
+// transaction, so that whenever the feed goroutine takes a snapshot, the
+// outputs it has sent and the offsets it commits cover the same records.
+// The feed sends outputs as they come, into the open transaction; a commit
+// request (txnSession.Commit, from the committer or a revoked claim) makes
+// it send what is queued, add the marks with the group's generation, and
+// commit.
+//
+// Only what a live claim holds may be committed: a claim that ended
+// without its final commit (its partition lost with the session), or whose
+// member was replaced by a new member id (a zombie that rejoined), makes
+// the transaction start again without that claim's outputs and marks; the
+// partition's next owner runs those records again. A commit the group
+// refuses because it moved to a new generation meanwhile (a cooperative
+// rebalance under the commit) is aborted and made again, with what live
+// claims still hold, up to txnAttempts times; any other failure aborts the
+// transaction and restarts the tree from the offsets last committed.
+//
+// The records of the open transaction keep their fetch credits until it
+// commits: what is written but not committed counts against max_buffered.
 
 // txnEvery is the shortest time between two transactions' commits: a
 // transaction ends with a marker written to every partition it touched,
@@ -33,40 +47,44 @@ const txnEvery = 100 * time.Millisecond
 // errTxnClosed answers a commit asked of a producer that has stopped.
 var errTxnClosed = errors.New("actors: the transactional producer has stopped")
 
-// txnMark is one partition's offset to commit, with its metadata.
+// txnAttempts bounds the attempts of one transaction's commit that the
+// group refuses for a generation it has left (a rebalance under the commit).
+const txnAttempts = 5
+
+// txnMark is one partition's offset to commit, with its metadata, and the
+// claim (epoch) that marked it.
 type txnMark struct {
+	epoch  uint64
 	offset int64
 	meta   string
 }
 
-// txnSession is a sarama group session whose commits are transactions:
-// marks are kept here (under the aux producer's lock), never in sarama's
-// session, and Commit has the aux producer commit them with the outputs
-// queued with them.
+// txnSession is a sarama group session whose commits are transactions.
+// Marks reach the next transaction through transact, with their claims'
+// epochs; Commit has the aux producer commit it.
 type txnSession struct {
 	aux  *kafkaAux
 	sess sarama.ConsumerGroupSession
+	seq  uint64 // sessions in the order they began
 }
 
 var _ groupSession = (*txnSession)(nil)
 
-// MarkOffset implements groupSession: offsets only move forward.
-func (s *txnSession) MarkOffset(topic string, partition int32, offset int64, meta string) {
-	s.aux.mark(s, TopicPartition{Topic: topic, Partition: partition}, offset, meta, false)
-}
+// MarkOffset implements groupSession; a no-op: the proxy's transact has
+// recorded every mark already (a revoked claim's final one too), with the
+// outputs that go with it.
+func (s *txnSession) MarkOffset(string, int32, int64, string) {}
 
-// ResetOffset implements groupSession.
-func (s *txnSession) ResetOffset(topic string, partition int32, offset int64, meta string) {
-	s.aux.mark(s, TopicPartition{Topic: topic, Partition: partition}, offset, meta, true)
-}
+// ResetOffset implements groupSession; a no-op (MarkOffset).
+func (s *txnSession) ResetOffset(string, int32, int64, string) {}
 
 // Commit implements groupSession: it returns once the transaction holding
-// every mark made so far has been committed, or has failed (which the tree
-// learns from a transactionFailed).
+// everything recorded so far has been committed, or has failed (which the
+// tree learns from a transactionFailed).
 func (s *txnSession) Commit() { _ = s.aux.commitTxn() }
 
 // groupMetadata is what fences the session's transactional commits: its
-// group, generation and member id.
+// group, and its generation and member id now.
 func (s *txnSession) groupMetadata() *sarama.ConsumerGroupMetadata {
 	m := sarama.NewConsumerGroupMetadata(s.aux.groupID)
 	m.GenerationID = s.sess.GenerationID()
@@ -77,35 +95,59 @@ func (s *txnSession) groupMetadata() *sarama.ConsumerGroupMetadata {
 	return m
 }
 
-// mark records an offset of s to commit in the next transaction. With
-// reset, it replaces what is marked; otherwise it only moves forward.
-func (a *kafkaAux) mark(s *txnSession, tp TopicPartition, offset int64, meta string, reset bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.markLocked(s, tp, offset, meta, reset)
+// txnMarks are the marks of a transaction, per session and partition.
+type txnMarks map[*txnSession]map[TopicPartition]txnMark
+
+// merge adds newer to m: a partition's newer mark replaces its older one.
+func (m txnMarks) merge(newer txnMarks) txnMarks {
+	if m == nil {
+		m = make(txnMarks)
+	}
+	for s, ms := range newer {
+		if m[s] == nil {
+			m[s] = make(map[TopicPartition]txnMark, len(ms))
+		}
+		maps.Copy(m[s], ms)
+	}
+	return m
 }
 
-func (a *kafkaAux) markLocked(s *txnSession, tp TopicPartition, offset int64, meta string, reset bool) {
-	if a.txnMarks == nil {
-		a.txnMarks = make(map[*txnSession]map[TopicPartition]txnMark)
+// live returns the marks of claims that are still this member's, and
+// whether any were not.
+func (m txnMarks) live(alive func(epoch uint64) bool) (txnMarks, bool) {
+	out := make(txnMarks, len(m))
+	stale := false
+	for s, ms := range m {
+		for tp, mk := range ms {
+			if !alive(mk.epoch) {
+				stale = true
+				continue
+			}
+			if out[s] == nil {
+				out[s] = make(map[TopicPartition]txnMark, len(ms))
+			}
+			out[s][tp] = mk
+		}
 	}
-	ms := a.txnMarks[s]
-	if ms == nil {
-		ms = make(map[TopicPartition]txnMark)
-		a.txnMarks[s] = ms
-	}
-	if cur, ok := ms[tp]; ok && !reset && offset <= cur.offset {
-		return
-	}
-	ms[tp] = txnMark{offset: offset, meta: meta}
+	return out, stale
 }
 
 // transact records offsets to commit on s and queues the records whose
 // outputs the same commit passes, in one step (see the top of this file).
 func (a *kafkaAux) transact(s *txnSession, offsets []partitionOffset, recs []*envelope) {
 	a.mu.Lock()
-	for _, o := range offsets {
-		a.markLocked(s, o.tp, o.offset, o.meta, true)
+	if len(offsets) > 0 {
+		if a.txnMarks == nil {
+			a.txnMarks = make(txnMarks)
+		}
+		ms := a.txnMarks[s]
+		if ms == nil {
+			ms = make(map[TopicPartition]txnMark, len(offsets))
+			a.txnMarks[s] = ms
+		}
+		for _, o := range offsets {
+			ms[o.tp] = txnMark{epoch: o.epoch, offset: o.offset, meta: o.meta}
+		}
 	}
 	a.outQueue = append(a.outQueue, recs...)
 	a.mu.Unlock()
@@ -120,7 +162,7 @@ func (a *kafkaAux) wakeFeed() {
 }
 
 // commitTxn asks the feed for a transaction commit holding everything
-// marked and queued so far, and waits for it.
+// recorded so far, and waits for it.
 func (a *kafkaAux) commitTxn() error {
 	done := make(chan error, 1)
 	a.mu.Lock()
@@ -134,12 +176,19 @@ func (a *kafkaAux) commitTxn() error {
 	return <-done // the feed answers every waiter, at the latest when it returns
 }
 
+// openTxn is the feed's view of the open transaction: the records whose
+// outputs it holds, in the order they were sent.
+type openTxn struct {
+	recs []*envelope
+}
+
 // feedTxn is feed for a transactional producer: it hands the queued
 // records' outputs and dead letters to the open transaction, and commits
 // it when asked (at most every txnEvery). After a failed commit nothing
 // more goes into the producer: the tree is restarting.
 func (a *kafkaAux) feedTxn() {
 	var outs []*envelope
+	var open openTxn
 	var last time.Time // when the last commit began
 	var broken error
 	timer := time.NewTimer(time.Hour)
@@ -157,7 +206,7 @@ func (a *kafkaAux) feedTxn() {
 		close(a.fed)
 	}()
 	for {
-		var marks map[*txnSession]map[TopicPartition]txnMark
+		var marks txnMarks
 		var waiters []chan error
 		var wait time.Duration
 		a.mu.Lock()
@@ -179,11 +228,16 @@ func (a *kafkaAux) feedTxn() {
 				if !a.sendTxn(rec) {
 					return
 				}
+				open.recs = append(open.recs, rec)
 				outs[i] = nil
 			}
 			if waiters != nil {
 				last = time.Now()
-				err := a.commitMarks(marks)
+				written, dropped, err := a.commit(marks, open.recs)
+				open.recs = nil
+				if len(written) > 0 || len(dropped) > 0 {
+					a.send(&outputsWritten{written: written, dropped: dropped})
+				}
 				for _, w := range waiters {
 					w <- err
 				}
@@ -213,14 +267,9 @@ func (a *kafkaAux) feedTxn() {
 // sendTxn hands rec's outputs, or its dead letter, to the producer; it
 // reports false if the producer is being closed.
 func (a *kafkaAux) sendTxn(rec *envelope) bool {
-	n := len(rec.outputs)
-	if rec.deadErr != nil {
-		n++
-	}
-	rec.outLeft.Store(int32(n))
 	if rec.deadErr != nil {
 		m := deadLetterMessage(a.dlqTopic, recordFailure{rec: rec, err: rec.deadErr})
-		m.Metadata = (*outputOf)(rec) // acknowledged like an output
+		m.Metadata = (*outputOf)(rec) // judged like an output
 		select {
 		case a.producer.Input() <- m:
 		case <-a.quit:
@@ -237,35 +286,101 @@ func (a *kafkaAux) sendTxn(rec *envelope) bool {
 	return true
 }
 
-// commitMarks adds the marks to the open transaction, each session's with
-// its generation, commits it (sarama flushes the outputs sent first), and
-// opens the next one. A failure aborts the transaction when it still can.
-func (a *kafkaAux) commitMarks(marks map[*txnSession]map[TopicPartition]txnMark) error {
-	start := time.Now()
-	for s, ms := range marks {
+// commit commits the open transaction with marks, its outputs (recs) sent
+// already. It returns the records it committed and those it left out
+// (their claims ended without a commit: their partitions' next owners run
+// them again).
+func (a *kafkaAux) commit(marks txnMarks, recs []*envelope) (written, dropped []*envelope, err error) {
+	for attempt := 1; ; attempt++ {
+		live, stale := marks.live(a.alive)
+		kept := recs[:0:0]
+		for _, rec := range recs {
+			if a.alive(rec.epoch) {
+				kept = append(kept, rec)
+			} else {
+				dropped = append(dropped, rec)
+			}
+		}
+		if stale || len(kept) < len(recs) {
+			// The open transaction holds outputs of a claim that is no
+			// longer this member's: again without them.
+			if err := a.again(kept); err != nil {
+				return nil, append(dropped, kept...), err
+			}
+		}
+		marks, recs = live, kept
+		start := time.Now()
+		err = a.commitOnce(marks)
+		if err == nil {
+			a.stats.observeTransaction(start)
+			if err := a.producer.BeginTxn(); err != nil {
+				return recs, dropped, fmt.Errorf("opening the next transaction: %w", err)
+			}
+			return recs, dropped, nil
+		}
+		err = a.aborted(err)
+		if !errors.Is(err, sarama.ErrIllegalGeneration) && !errors.Is(err, sarama.ErrRebalanceInProgress) || attempt == txnAttempts {
+			return nil, append(dropped, recs...), err
+		}
+		// The group moved to a new generation under the commit (a
+		// rebalance): after a pause, again with what live claims hold.
+		a.log.Info().Err(err).Int("attempt", attempt).Msg("the group rebalanced under a transaction's commit; committing it again")
+		t := time.NewTimer(time.Duration(attempt) * txnEvery)
+		select {
+		case <-t.C:
+		case <-a.quit:
+			t.Stop()
+			return nil, append(dropped, recs...), errTxnClosed
+		}
+		if err := a.again(recs); err != nil {
+			return nil, append(dropped, recs...), err
+		}
+	}
+}
+
+// commitOnce adds marks to the open transaction, each session's with its
+// generation now, and commits it (sarama flushes the outputs sent first).
+func (a *kafkaAux) commitOnce(marks txnMarks) error {
+	// The newest session first: sarama keeps one group metadata per
+	// partition, the last added, so an older session's marks are never
+	// hidden by a newer one's and always get the transaction refused.
+	sessions := slices.SortedFunc(maps.Keys(marks), func(x, y *txnSession) int { return cmp.Compare(y.seq, x.seq) })
+	for _, s := range sessions {
 		offsets := make(map[string][]*sarama.PartitionOffsetMetadata)
-		for tp, m := range ms {
+		for tp, m := range marks[s] {
 			meta := m.meta
 			offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: m.offset, LeaderEpoch: -1, Metadata: &meta})
 		}
 		if err := a.producer.AddOffsetsToTxnWithGroupMetadata(offsets, s.groupMetadata()); err != nil {
-			return a.abortTxn(err)
+			return err
 		}
 	}
-	if err := a.producer.CommitTxn(); err != nil {
-		return a.abortTxn(err)
-	}
-	a.stats.observeTransaction(start)
-	if err := a.producer.BeginTxn(); err != nil {
+	return a.producer.CommitTxn()
+}
+
+// again aborts the open transaction and opens a new one holding the
+// outputs of recs, sent again.
+func (a *kafkaAux) again(recs []*envelope) error {
+	if a.producer.TxnStatus()&sarama.ProducerTxnFlagInTransaction != 0 {
+		if err := a.producer.AbortTxn(); err != nil {
+			return a.aborted(err)
+		}
 		a.stats.txnAborts.Add(1)
-		return fmt.Errorf("opening the next transaction: %w", err)
+	}
+	if err := a.producer.BeginTxn(); err != nil {
+		return fmt.Errorf("opening a transaction: %w", err)
+	}
+	for _, rec := range recs {
+		if !a.sendTxn(rec) {
+			return errTxnClosed
+		}
 	}
 	return nil
 }
 
-// abortTxn aborts the open transaction after err, and returns err as what
-// the tree is told.
-func (a *kafkaAux) abortTxn(err error) error {
+// aborted aborts the open transaction after err if it still can, counts
+// it, and returns err as the tree is told.
+func (a *kafkaAux) aborted(err error) error {
 	a.stats.txnAborts.Add(1)
 	if a.producer.TxnStatus()&sarama.ProducerTxnFlagAbortableError != 0 {
 		if aerr := a.producer.AbortTxn(); aerr != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,18 +53,7 @@ func TestKill9ExactlyOnceOutputs(t *testing.T) {
 func kill9Outputs(t *testing.T, addr, in, out string, exactlyOnce bool) testkit.OutputVerdict {
 	t.Helper()
 	var handled atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handled.Add(1)
-		time.Sleep(time.Millisecond) // records stay in flight when the kill lands
-		key, _ := base64.StdEncoding.DecodeString(r.Header.Get("Kafka-Key"))
-		p, o := r.Header.Get("Kafka-Partition"), r.Header.Get("Kafka-Offset")
-		off, _ := strconv.ParseInt(o, 10, 64)
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		for i := range off % 3 {
-			line, _ := json.Marshal(map[string]string{"key": string(key), "value": fmt.Sprintf("%s/%s/%d", p, o, i)})
-			_, _ = w.Write(append(line, '\n'))
-		}
-	}))
+	srv := outputEndpoint(&handled, time.Millisecond) // records stay in flight when the kill lands
 	defer srv.Close()
 	group := "g-" + out
 	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
@@ -105,4 +95,124 @@ log: {level: warn, format: json}
 	t.Logf("handled %d records before SIGKILL, %d in all", first, handled.Load())
 	want := testkit.ExpectedOutputs(t, []string{addr}, in, func(off int64) int { return int(off % 3) })
 	return testkit.JudgeOutputs(t, want, testkit.ReadCommitted(t, []string{addr}, out, 60*time.Second))
+}
+
+// The zombie: two members write outputs exactly once; one is stopped with
+// SIGSTOP in the middle of its work, past its session, so that the other
+// takes its partitions and runs again what the stopped one had not
+// committed; then SIGCONT. The resumed member's open transaction holds
+// outputs of those records: its commit carries its old generation, the
+// group refuses it, and the transaction is aborted, not committed. Read
+// committed, every output is there once.
+func TestZombieTransactionIsFenced(t *testing.T) {
+	t.Parallel()
+	in, out := testkit.TopicName("zombie-in"), testkit.TopicName("zombie-out")
+	addr := testkit.Cluster(t, 4, in, out)
+	testkit.ProduceWithBinary(t, addr, in, 4000, 100)
+	group := "g-" + out
+	member := func(name string) (*testkit.Proc, string, *atomic.Int64) {
+		var handled atomic.Int64
+		srv := outputEndpoint(&handled, 2*time.Millisecond)
+		t.Cleanup(srv.Close)
+		cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+kafka:
+  brokers: [%q]
+consumers:
+  - name: pipe
+    group: %s
+    topics: [%s]
+    ordering: key
+    concurrency: 16
+    commit_interval: 200ms
+    handler: {type: http, url: %q, timeout: 30s, response: outputs, encoding: utf8}
+    output: {topic: %s, exactly_once: true, transactional_id: zombie-%s}
+shutdown_timeout: 5s
+log: {level: info, format: json}
+http: {listen: "127.0.0.1:0"}
+`, addr, group, in, srv.URL, out, name))
+		p, live := testkit.StartHTTP(t, nil, nil, "run", "--config", cfg)
+		return p, "http://" + live, &handled
+	}
+	a, aLive, aHandled := member("a")
+	testkit.Eventually(t, 60*time.Second, "the first member to handle 500 records", func() bool { return aHandled.Load() >= 500 })
+	b, bLive, bHandled := member("b")
+	testkit.Eventually(t, 60*time.Second, "both members to hold two partitions each", func() bool {
+		return pipeStatus(t, aLive).Assigned == 2 && pipeStatus(t, bLive).Assigned == 2
+	})
+	if err := syscall.Kill(a.Cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := aHandled.Load()
+	testkit.Eventually(t, 60*time.Second, "the running member to take every partition (the stopped one's session expired)", func() bool {
+		return pipeStatus(t, bLive).Assigned == 4
+	})
+	if err := syscall.Kill(a.Cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 60*time.Second, "the resumed member's transaction to be refused and aborted", func() bool {
+		return pipeStatus(t, aLive).TransactionsAborted > 0
+	})
+	testkit.Eventually(t, 120*time.Second, "the group to commit the end of every partition", func() bool {
+		ends := testkit.EndOffsets(t, []string{addr}, in)
+		committed := testkit.CommittedOffsets(t, []string{addr}, group, in)
+		for p, e := range ends {
+			if committed[p] < e {
+				return false
+			}
+		}
+		return true
+	})
+	for _, p := range []*testkit.Proc{a, b} {
+		if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		p.Wait(t, 30*time.Second)
+	}
+	want := testkit.ExpectedOutputs(t, []string{addr}, in, func(off int64) int { return int(off % 3) })
+	v := testkit.JudgeOutputs(t, want, testkit.ReadCommitted(t, []string{addr}, out, 60*time.Second))
+	t.Logf("FIGURES zombie exactly once: %s; the stopped member had handled %d, the other %d, in all %d",
+		v, stopped, bHandled.Load(), aHandled.Load()+bHandled.Load())
+	if v.Missing != 0 || v.Duplicated != 0 || v.Disorder != 0 || v.Foreign != 0 {
+		t.Errorf("exactly once with a zombie: %s", v)
+	}
+}
+
+// outputEndpoint is the ledgers' http handler: record (partition p, offset
+// o) gets o%3 outputs "p/o/i" keyed like it, after wait.
+func outputEndpoint(handled *atomic.Int64, wait time.Duration) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handled.Add(1)
+		time.Sleep(wait)
+		key, _ := base64.StdEncoding.DecodeString(r.Header.Get("Kafka-Key"))
+		p, o := r.Header.Get("Kafka-Partition"), r.Header.Get("Kafka-Offset")
+		off, _ := strconv.ParseInt(o, 10, 64)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		for i := range off % 3 {
+			line, _ := json.Marshal(map[string]string{"key": string(key), "value": fmt.Sprintf("%s/%s/%d", p, o, i)})
+			_, _ = w.Write(append(line, '\n'))
+		}
+	}))
+}
+
+// pipeStatus is what /status says of a turbo run's one consumer.
+type pipeCounts struct {
+	Assigned            int64 `json:"assigned_partitions"`
+	Transactions        int64 `json:"transactions"`
+	TransactionsAborted int64 `json:"transactions_aborted"`
+}
+
+func pipeStatus(t *testing.T, base string) pipeCounts {
+	t.Helper()
+	resp, err := http.Get(base + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Consumers []pipeCounts `json:"consumers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || len(st.Consumers) != 1 {
+		t.Fatalf("/status: %+v, %v", st, err)
+	}
+	return st.Consumers[0]
 }
