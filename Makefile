@@ -44,7 +44,9 @@ WITH_BINS = TURBO_TEST_BINARY=$(CURDIR)/$(TEST_BIN_DIR)/turbo-race TURBO_TEST_PE
 #    once: test/kafka (a broker restarted mid-run, the secured
 #    mistakes, OAuth, every mechanism) and KAFKA_CORE: the ordering ledgers,
 #    kill -9 with commit metadata, the SIGTERM drain, the swarm, rebalances
-#    under load and the key handover (test/kafka/line.sh);
+#    under load and the key handover, and the output ledgers (at least
+#    once; exactly once across a restart, rebalances, dead letters, kill -9
+#    and a zombie) (test/kafka/line.sh);
 #  - the newest line, KAFKA_FULL_LINE, instead of KAFKA_CORE: every test of
 #    KAFKA_SUITES but KAFKA_EMBEDDED_ONLY, beside test/kafka; then the
 #    secured runs.
@@ -71,7 +73,7 @@ KAFKA_SIDE_3.9  := sarama
 KAFKA_SIDES_4   := franz-go
 KAFKA_SIDE_4    := franz-go-consumer
 KAFKA_SUITES    := ./test/e2e/ ./test/chaos/ ./actors/
-KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|TestSigtermThenRestartRedeliversNothingFinished|TestSwarmSharesPartitionsAndStopsCleanly|TestSwarmExitOnIdleAfterANodeIsKilled|TestSwarmOfFourLosesNothingToAKillAndAHang|TestRebalancesUnderLoad|TestRebalanceHandoverKeepsKeysApart|TestOutputsOnKafka)$$
+KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|TestSigtermThenRestartRedeliversNothingFinished|TestSwarmSharesPartitionsAndStopsCleanly|TestSwarmExitOnIdleAfterANodeIsKilled|TestSwarmOfFourLosesNothingToAKillAndAHang|TestRebalancesUnderLoad|TestRebalanceHandoverKeepsKeysApart|TestOutputsOnKafka|TestExactlyOnceOnKafka|TestExactlyOnceDeadLetters|TestKill9ExactlyOnceOutputs|TestZombieTransactionIsFenced)$$
 # Tests of what no broker changes: turbo's own output and process handling,
 # its handler protocols (gRPC, HTTP batches and multi-status), the limits it
 # sets itself (the rate limit, adaptive concurrency, the stop bound of a

@@ -3,9 +3,11 @@ package actors
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
+	"github.com/turbokafka/turbo/actors/offsetmeta"
 	"github.com/turbokafka/turbo/config"
 )
 
@@ -90,5 +92,59 @@ func TestEmitCall(t *testing.T) {
 	newEmitCall(rules, []*envelope{a})
 	if a.outputs != nil || a.outputErr != nil {
 		t.Errorf("a new attempt starts with %d outputs and error %v", len(a.outputs), a.outputErr)
+	}
+}
+
+// Exactly once, a commit passes a pending record's outputs only when the
+// next owner would skip the record: below the committed offset, or in a
+// range the metadata records. The others wait, in the order they finished.
+func TestTakePassedFollowsTheCommit(t *testing.T) {
+	t.Parallel()
+	rec := func(off int64) *envelope {
+		e := &envelope{}
+		e.Offset = off
+		return e
+	}
+	p := &partitionWatermark{pending: []*envelope{rec(9), rec(3), rec(12), rec(5), rec(20), rec(14)}}
+	recorded := []offsetmeta.Range{{From: 8, To: 9}, {From: 12, To: 12}}
+	out := p.takePassed(6, recorded, nil)
+	var got, left []int64
+	for _, r := range out {
+		got = append(got, r.Offset)
+	}
+	for _, r := range p.pending {
+		left = append(left, r.Offset)
+	}
+	if !slices.Equal(got, []int64{9, 3, 12, 5}) || !slices.Equal(left, []int64{20, 14}) {
+		t.Errorf("passed %v and kept %v; want [9 3 12 5] and [20 14]", got, left)
+	}
+	for _, c := range []struct {
+		off  int64
+		want bool
+	}{{7, false}, {8, true}, {9, true}, {10, false}, {12, true}, {13, false}, {0, false}} {
+		if inRanges(recorded, c.off) != c.want {
+			t.Errorf("inRanges(%v, %d) = %t", recorded, c.off, !c.want)
+		}
+	}
+}
+
+// Exactly once, a transaction's marks of claims that are no longer this
+// member's are left out, and said so.
+func TestTxnMarksLive(t *testing.T) {
+	t.Parallel()
+	s1, s2 := &txnSession{seq: 1}, &txnSession{seq: 2}
+	a, b := TopicPartition{Topic: "t", Partition: 0}, TopicPartition{Topic: "t", Partition: 1}
+	var m txnMarks
+	m = m.merge(txnMarks{s1: {a: {epoch: 1, offset: 5}, b: {epoch: 2, offset: 7}}})
+	m = m.merge(txnMarks{s1: {a: {epoch: 1, offset: 9}}, s2: {b: {epoch: 3, offset: 8}}})
+	if m[s1][a].offset != 9 || m[s1][b].offset != 7 || m[s2][b].offset != 8 {
+		t.Fatalf("merged marks %v", m)
+	}
+	live, stale := m.live(func(epoch uint64) bool { return epoch != 2 })
+	if !stale || len(live[s1]) != 1 || live[s1][a].offset != 9 || live[s2][b].offset != 8 {
+		t.Errorf("live marks %v (stale %t): want s1's a@9 and s2's b@8, stale", live, stale)
+	}
+	if _, stale := m.live(func(uint64) bool { return true }); stale {
+		t.Errorf("every claim alive, yet stale")
 	}
 }
