@@ -479,7 +479,10 @@ func BenchmarkBatches(b *testing.B) {
 // (handler.response: outputs), which is written to a topic of its own
 // before its input record is committed. Target: the run with outputs
 // within 1.10× the baseline's wall time, on each side; the output topic
-// must hold one record per input.
+// must hold one record per input. Then, on the sarama side, the same
+// outputs exactly once (output.exactly_once, commit_interval at its
+// default): within 1.25× the baseline, and a read_committed reader finds
+// one output per input.
 func BenchmarkOutputs(b *testing.B) {
 	const work = 20 * time.Millisecond
 	s := sizes()
@@ -520,6 +523,26 @@ func BenchmarkOutputs(b *testing.B) {
 			}
 			judge(fmt.Sprintf("outputs, at least once: %s, one output per record ≤ 1.10× the run without outputs", p.name),
 				r > 0, wall <= 1.10 && written >= int64(c.records), "%.3f× (%s of %s outputs written)", wall, thousands(float64(written)), thousands(float64(c.records)))
+			if i != 0 {
+				continue // exactly once: the sarama side's
+			}
+			eos := newTopicWith(b, bro, "outputs-eos", topicSpec{partitions: partitions})
+			d = &downstream{work: work, output: true}
+			srv = httptest.NewServer(d)
+			j.url, j.output, j.exactlyOnce = srv.URL, eos.topic, true
+			e := runPeer(b, p, j, limits{cap: runCap})
+			srv.Close()
+			j.output, j.exactlyOnce = "", false
+			committed := len(testkit.ReadCommitted(b, bro, eos.topic, 2*time.Minute))
+			re := ratio(e, base)
+			record(row(scenario, fmt.Sprintf("%s: one output per record, exactly once (%s read committed)", p.name, thousands(float64(committed))), e, re, "no outputs (throughput)"))
+			ewall := 0.0
+			if re > 0 {
+				ewall = 1 / re
+			}
+			b.ReportMetric(ewall, "x-no-outputs-eos")
+			judge("outputs, exactly once: turbo, one output per record ≤ 1.25× the run without outputs",
+				re > 0, ewall <= 1.25 && committed == c.records, "%.3f× (%s of %s outputs read committed)", ewall, thousands(float64(committed)), thousands(float64(c.records)))
 		}
 	}
 }

@@ -50,6 +50,7 @@ type job struct {
 	batch       int             // turbo's batch.max_records; 0: one record per call
 	maxBuffered int             // turbo's max_buffered; 0: its default
 	output      string          // the output topic of turbo's http handler's answers (handler.response: outputs); "": answers ignored
+	exactlyOnce bool            // outputs written in transactions (output.exactly_once)
 }
 
 // peer is one consumer implementation.
@@ -176,7 +177,7 @@ func turboConfigWith(b *testing.B, j job, group string, o config.Ordering, concu
 	case j.hashBytes > 0:
 		handler = fmt.Sprintf("{type: hash, bytes: %d}", j.hashBytes)
 	case j.url != "" && j.output != "":
-		handler = fmt.Sprintf("{type: http, url: %q, timeout: 30s, response: outputs}\n    output: {topic: %s}", j.url, j.output)
+		handler = fmt.Sprintf("{type: http, url: %q, timeout: 30s, response: outputs}\n    output: {topic: %s, exactly_once: %t}", j.url, j.output, j.exactlyOnce)
 	case j.url != "":
 		handler = fmt.Sprintf("{type: http, url: %q, timeout: 30s}", j.url)
 	case j.work > 0:
