@@ -480,6 +480,10 @@ const (
 	// HandlerGRPC calls the RecordHandler service (proto/handler.proto) at
 	// Handler.Target.
 	HandlerGRPC HandlerType = "grpc"
+	// HandlerCopy writes each record (key, value, headers) to the
+	// consumer's output.topic: a topic copied, or re-partitioned by key,
+	// with the output block's guarantees (exactly once when asked).
+	HandlerCopy HandlerType = "copy"
 )
 
 // LogLevel is the minimum log level written.

@@ -256,6 +256,8 @@ func (c *Consumer) validate(key string) error {
 	// read with nowhere to go would fail every record.
 	remote := c.Handler.Type == HandlerHTTP || c.Handler.Type == HandlerGRPC
 	switch {
+	case c.Handler.Type == HandlerCopy && c.Output.Topic == "":
+		return fieldErr(key+".output.topic", fmt.Sprintf("is required by the copy handler, which writes every record there (%s.output.topic)", key))
 	case c.Handler.Response == ResponseOutputs && !c.Output.Enabled():
 		return fieldErr(key+".handler.response", fmt.Sprintf("is outputs, but %s.output names no topic (output.topic or output.topics)", key))
 	case remote && c.Output.Enabled() && c.Handler.Response != ResponseOutputs:
@@ -375,7 +377,7 @@ func topicErr(key, t string) error {
 }
 
 func (h *Handler) validate(key string) error {
-	if err := oneOf(key+".type", h.Type, HandlerHTTP, HandlerGRPC, HandlerNoop, HandlerLog, HandlerSleep, HandlerHash); err != nil {
+	if err := oneOf(key+".type", h.Type, HandlerHTTP, HandlerGRPC, HandlerNoop, HandlerLog, HandlerSleep, HandlerHash, HandlerCopy); err != nil {
 		return err
 	}
 	if h.TLS.IsSet() && h.Type != HandlerHTTP && h.Type != HandlerGRPC {

@@ -65,6 +65,10 @@ func TestValidateInCode(t *testing.T) {
 		}, "consumers[0].output"},
 		{"outputs per record 0", func(c *Config) { c.Consumers[0].Output.MaxPerRecord = 0 }, "consumers[0].output.max_per_record"},
 		{"outputs per record above the bound", func(c *Config) { c.Consumers[0].Output.MaxPerRecord = MaxOutputsPerRecord + 1 }, "consumers[0].output.max_per_record"},
+		{"copy handler", func(c *Config) {
+			c.Consumers[0].Handler, c.Consumers[0].Output.Topic = Handler{Type: HandlerCopy}, "out"
+		}, ""},
+		{"copy handler without an output topic", func(c *Config) { c.Consumers[0].Handler = Handler{Type: HandlerCopy} }, "consumers[0].output.topic"},
 		{"exactly once", func(c *Config) { c.Consumers[0].Output.Topic, c.Consumers[0].Output.ExactlyOnce = "out", true }, ""},
 		{"exactly once with an id", func(c *Config) {
 			c.Consumers[0].Output = Output{Topic: "out", ExactlyOnce: true, TransactionalID: "orders.enrich-1", MaxPerRecord: 1, MaxBytes: 1}

@@ -1,5 +1,6 @@
 // Package handlers holds turbo's built-in record handlers, chosen by
-// `handler.type` in the configuration: http, noop, log, sleep and hash.
+// `handler.type` in the configuration: http, grpc, copy, noop, log, sleep
+// and hash.
 package handlers
 
 import (
@@ -50,6 +51,8 @@ func New(h config.Handler, concurrency int, out io.Writer) (actors.Handler, erro
 		return g, nil
 	case config.HandlerHash:
 		return Hash(h.Bytes), nil
+	case config.HandlerCopy:
+		return Copy(), nil
 	default:
 		return nil, fmt.Errorf("%w: handler.type: unknown %q", config.ErrInvalid, h.Type)
 	}
@@ -62,12 +65,20 @@ func New(h config.Handler, concurrency int, out io.Writer) (actors.Handler, erro
 // The error wraps config.ErrInvalid and names the key.
 func CheckOutputs(cfg *config.Config) error {
 	for i, c := range cfg.Consumers {
-		if c.Output.Enabled() && c.Handler.Type != config.HandlerHTTP && c.Handler.Type != config.HandlerGRPC {
-			return fmt.Errorf("%w: consumers[%d].output: the %s handler writes no outputs (an http or grpc handler with handler.response: outputs does)",
+		if c.Output.Enabled() && c.Handler.Type != config.HandlerHTTP && c.Handler.Type != config.HandlerGRPC && c.Handler.Type != config.HandlerCopy {
+			return fmt.Errorf("%w: consumers[%d].output: the %s handler writes no outputs (copy does, and an http or grpc handler with handler.response: outputs)",
 				config.ErrInvalid, i, c.Handler.Type)
 		}
 	}
 	return nil
+}
+
+// Copy writes each record — key, value and headers — to the consumer's
+// output.topic (actors.Emit): a topic copied, or re-partitioned by key.
+func Copy() actors.Handler {
+	return actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		return actors.Emit(ctx, rec, actors.Output{Key: rec.Key, Value: rec.Value, Headers: rec.Headers})
+	})
 }
 
 // Noop does nothing: it measures the pipeline's own ceiling.

@@ -281,3 +281,51 @@ func TestCheckOutputs(t *testing.T) {
 		t.Errorf("http handler answering outputs: %v", err)
 	}
 }
+
+// The copy handler writes every record, key, value and headers, to
+// output.topic — at least once, and exactly once through the transactional
+// flow (the in-memory cluster's) — and the configuration check takes it.
+func TestCopyHandler(t *testing.T) {
+	for _, exactlyOnce := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exactly_once=%t", exactlyOnce), func(t *testing.T) {
+			c := harness.Consumer("copy", "in")
+			c.Handler = config.Handler{Type: config.HandlerCopy}
+			c.Output.Topic, c.Output.ExactlyOnce = "out", exactlyOnce
+			h := harness.New(t, harness.Config{Consumer: c}, newHandler(t, c))
+			recs := harness.Seq("in", 0, 0, 50, 5)
+			recs[3].Headers = []harness.Header{{Key: "h", Value: []byte("x")}}
+			h.Feed(recs...)
+			h.Assign("in", 0)
+			h.AwaitCommitted("in", 0, 50)
+			outs := h.Outputs()
+			if len(outs) != 50 {
+				t.Fatalf("%d outputs, want 50", len(outs))
+			}
+			byValue := map[string]harness.Record{}
+			for _, r := range recs {
+				byValue[string(r.Value)] = r
+			}
+			last := map[string]int64{} // per key, the offset of its last output
+			for _, o := range outs {
+				r, ok := byValue[string(o.Value)]
+				delete(byValue, string(o.Value))
+				if !ok || o.Topic != "out" || string(o.Key) != string(r.Key) || fmt.Sprint(o.Headers) != fmt.Sprint(r.Headers) {
+					t.Errorf("output %s %q=%q %v: no such record, or not its copy (%q=%q %v)", o.Topic, o.Key, o.Value, o.Headers, r.Key, r.Value, r.Headers)
+					continue
+				}
+				if prev, seen := last[string(r.Key)]; seen && r.Offset < prev {
+					t.Errorf("key %s: the copy of offset %d after offset %d's", r.Key, r.Offset, prev)
+				}
+				last[string(r.Key)] = r.Offset
+			}
+		})
+	}
+	cfg := config.Default()
+	c := harness.Consumer("copy", "in")
+	c.Handler = config.Handler{Type: config.HandlerCopy}
+	c.Output.Topic = "out"
+	cfg.Consumers = []config.Consumer{c}
+	if err := CheckOutputs(&cfg); err != nil {
+		t.Errorf("copy handler with an output topic: %v", err)
+	}
+}

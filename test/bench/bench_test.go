@@ -547,6 +547,63 @@ func BenchmarkOutputs(b *testing.B) {
 	}
 }
 
+// BenchmarkCopyExactlyOnce: no work but one output per record, written
+// exactly once: turbo's copy handler (output.exactly_once, sarama) against
+// the Parallel Consumer's transactional mode (pollAndProduce,
+// PERIODIC_TRANSACTIONAL_PRODUCER), both committing every commitInterval,
+// with turbo's at-least-once copy on both sides beside them. Target: turbo
+// exactly once ≥ 5× the Parallel Consumer's throughput; the table shows
+// both peak RSS. A read_committed reader of each peer's output topic must
+// find one output per record.
+func BenchmarkCopyExactlyOnce(b *testing.B) {
+	s := sizes()
+	n := s.noopRecords / 10
+	bro := brokers(b)
+	j := newTopic(b, bro, "copy", n, uniformKeys(1000))
+	j.concurrency = 16
+	scenario := fmt.Sprintf("copy, one output per record: %s records, 1,000 keys, 8 partitions, concurrency 16, key ordering (Parallel Consumer: at most %s)",
+		thousands(float64(n)), human(s.pcNoopCap))
+	type run struct {
+		p           peer
+		exactlyOnce bool
+		cap         time.Duration
+	}
+	runs := []run{
+		{turbo(config.OrderingKey), true, runCap},
+		{parallelConsumer(config.OrderingKey), true, s.pcNoopCap},
+		{turbo(config.OrderingKey), false, runCap},
+		{turboFranz(config.OrderingKey), false, runCap},
+	}
+	for range b.N {
+		var eos, pc outcome
+		for i, r := range runs {
+			out := newTopicWith(b, bro, fmt.Sprintf("copy-out-%d", i), topicSpec{partitions: partitions})
+			j.copyTo, j.exactlyOnce = out.topic, r.exactlyOnce
+			o := runPeer(b, r.p, j, limits{cap: r.cap})
+			read := len(testkit.ReadCommitted(b, bro, out.topic, 2*time.Minute))
+			mode := "at least once"
+			if r.exactlyOnce {
+				mode = "exactly once"
+			}
+			switch i {
+			case 0:
+				eos = o
+				record(row(scenario, fmt.Sprintf("%s, %s (%s read committed)", r.p.name, mode, thousands(float64(read))), o, 1, "turbo exactly once"))
+				judge("copy exactly once: a read_committed reader finds one output per record", o.committed > 0, read == n, "%s of %s", thousands(float64(read)), thousands(float64(n)))
+			case 1:
+				pc = o
+				record(row(scenario, fmt.Sprintf("%s, transactional (%s read committed)", r.p.name, thousands(float64(read))), o, ratio(o, eos), "turbo exactly once"))
+			default:
+				record(row(scenario, fmt.Sprintf("%s, %s (%s read committed)", r.p.name, mode, thousands(float64(read))), o, ratio(o, eos), "turbo exactly once"))
+			}
+		}
+		j.copyTo, j.exactlyOnce = "", false
+		vsPC := ratio(eos, pc)
+		b.ReportMetric(vsPC, "x-pc-transactional")
+		judge("copy exactly once: turbo ≥ 5× the Parallel Consumer's transactional mode", vsPC > 0, vsPC >= 5, "%.1f× (peak RSS %.0f MiB against %.0f MiB)", vsPC, float64(eos.rss)/(1<<20), float64(pc.rss)/(1<<20))
+	}
+}
+
 // BenchmarkHotKey: a fifth of the records share one key, 20 ms each,
 // concurrency 20, key ordering. That key's records must run one after the
 // other, so the best possible wall time is their serial time; the other

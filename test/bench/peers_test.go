@@ -51,6 +51,7 @@ type job struct {
 	maxBuffered int             // turbo's max_buffered; 0: its default
 	output      string          // the output topic of turbo's http handler's answers (handler.response: outputs); "": answers ignored
 	exactlyOnce bool            // outputs written in transactions (output.exactly_once)
+	copyTo      string          // each record copied to this topic (turbo's copy handler; the Parallel Consumer's pollAndProduce, transactional)
 }
 
 // peer is one consumer implementation.
@@ -176,6 +177,8 @@ func turboConfigWith(b *testing.B, j job, group string, o config.Ordering, concu
 	switch {
 	case j.hashBytes > 0:
 		handler = fmt.Sprintf("{type: hash, bytes: %d}", j.hashBytes)
+	case j.copyTo != "":
+		handler = fmt.Sprintf("{type: copy}\n    output: {topic: %s, exactly_once: %t}", j.copyTo, j.exactlyOnce)
 	case j.url != "" && j.output != "":
 		handler = fmt.Sprintf("{type: http, url: %q, timeout: 30s, response: outputs}\n    output: {topic: %s, exactly_once: %t}", j.url, j.output, j.exactlyOnce)
 	case j.url != "":
@@ -249,7 +252,9 @@ func plainPeer(name, dir string) peer {
 
 // parallelConsumer is the Confluent Parallel Consumer with the given
 // ordering. It commits with PERIODIC_CONSUMER_ASYNCHRONOUS (its default and
-// fastest mode) and exits by itself once everything is committed.
+// fastest mode) and exits by itself once everything is committed; copying
+// records (job.copyTo), it runs its transactional mode
+// (PERIODIC_TRANSACTIONAL_PRODUCER, pollAndProduce).
 func parallelConsumer(o config.Ordering) peer {
 	return peer{name: "parallel consumer " + string(o), command: func(b *testing.B, j job, group string) (*exec.Cmd, error) {
 		jar, err := pcProgram.jar(b)
@@ -259,10 +264,17 @@ func parallelConsumer(o config.Ordering) peer {
 		if j.hashBytes > 0 {
 			return nil, errors.New("no CPU-bound handler")
 		}
-		return exec.Command("java", "-jar", jar, "--brokers", strings.Join(j.brokers, ","), "--topic", j.topic,
+		args := []string{"-jar", jar, "--brokers", strings.Join(j.brokers, ","), "--topic", j.topic,
 			"--group", group, "--records", fmt.Sprint(j.records), "--ordering", strings.ToUpper(string(o)),
 			"--concurrency", fmt.Sprint(j.concurrency), "--work-ms", fmt.Sprint(j.work.Milliseconds()),
-			"--commit-interval-ms", fmt.Sprint(commitInterval.Milliseconds())), nil
+			"--commit-interval-ms", fmt.Sprint(commitInterval.Milliseconds())}
+		if j.copyTo != "" {
+			if !j.exactlyOnce {
+				return nil, errors.New("its produce mode is measured transactional only")
+			}
+			args = append(args, "--output-topic", j.copyTo)
+		}
+		return exec.Command("java", args...), nil
 	}}
 }
 

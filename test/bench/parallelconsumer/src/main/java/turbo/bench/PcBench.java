@@ -20,9 +20,14 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * The Confluent Parallel Consumer as one of turbo's benchmark peers
@@ -37,6 +42,12 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * KEY ordering groups byte-equal keys as turbo does (byte[] keys would compare
  * by identity).
  *
+ * <p>With {@code --output-topic}, each record is also written there (key and
+ * value) by {@code pollAndProduce} in the library's transactional mode
+ * ({@code PERIODIC_TRANSACTIONAL_PRODUCER}: outputs and offsets committed in
+ * one transaction every {@code --commit-interval-ms}), the Parallel
+ * Consumer's exactly-once pipeline.
+ *
  * <p>On SIGTERM (the benchmark stops it after a fixed window in the memory
  * scenario) it closes the processor without draining and prints the same JSON
  * line with what it processed so far.
@@ -45,7 +56,7 @@ public final class PcBench {
     private static final String USAGE = String.join("\n",
             "usage: java -jar pc-bench.jar --brokers HOST:PORT[,..] --topic T --group G --records N",
             "                              [--ordering KEY|PARTITION|UNORDERED] [--concurrency 16]",
-            "                              [--work-ms 0] [--commit-interval-ms 100]");
+            "                              [--work-ms 0] [--commit-interval-ms 100] [--output-topic O]");
 
     private final Map<String, String> args;
     private final AtomicLong processed = new AtomicLong();
@@ -105,14 +116,23 @@ public final class PcBench {
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         KafkaConsumer<String, byte[]> consumer = new KafkaConsumer<>(props);
 
-        ParallelConsumerOptions<String, byte[]> options = ParallelConsumerOptions.<String, byte[]>builder()
+        String output = args.get("output-topic");
+        var builder = ParallelConsumerOptions.<String, byte[]>builder()
                 .consumer(consumer)
                 .ordering(ProcessingOrder.valueOf(args.get("ordering").toUpperCase(Locale.ROOT)))
                 .maxConcurrency(Integer.parseInt(args.get("concurrency")))
                 .commitMode(CommitMode.PERIODIC_CONSUMER_ASYNCHRONOUS)
-                .commitInterval(Duration.ofMillis(Long.parseLong(args.get("commit-interval-ms"))))
-                .build();
-        ParallelStreamProcessor<String, byte[]> pc = ParallelStreamProcessor.createEosStreamProcessor(options);
+                .commitInterval(Duration.ofMillis(Long.parseLong(args.get("commit-interval-ms"))));
+        if (output != null) {
+            Properties pp = new Properties();
+            pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
+            pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "pc-bench-" + group);
+            pp.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+            pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+            pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+            builder.producer(new KafkaProducer<String, byte[]>(pp)).commitMode(CommitMode.PERIODIC_TRANSACTIONAL_PRODUCER);
+        }
+        ParallelStreamProcessor<String, byte[]> pc = ParallelStreamProcessor.createEosStreamProcessor(builder.build());
 
         Thread onTerm = new Thread(() -> {
             terminated.set(true);
@@ -122,24 +142,14 @@ public final class PcBench {
         Runtime.getRuntime().addShutdownHook(onTerm);
 
         pc.subscribe(List.of(topic));
-        pc.poll(ctx -> {
-            if (workMs > 0) {
-                try {
-                    Thread.sleep(workMs);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new RuntimeException(e);
-                }
-            }
-            long n = processed.incrementAndGet();
-            if (n == 1) {
-                firstAt = sinceJvmStart();
-            }
-            if (n == records) {
-                processedAt = sinceJvmStart();
-                allProcessed.countDown();
-            }
-        });
+        if (output == null) {
+            pc.poll(ctx -> handle(workMs, records));
+        } else {
+            pc.pollAndProduce(ctx -> {
+                handle(workMs, records);
+                return new ProducerRecord<>(output, ctx.key(), ctx.value());
+            });
+        }
 
         while (!allProcessed.await(100, TimeUnit.MILLISECONDS)) {
             if (terminated.get()) {
@@ -159,6 +169,26 @@ public final class PcBench {
         }
         pc.close();
         return 0;
+    }
+
+    /** One record's work, counted. */
+    private void handle(long workMs, long records) {
+        if (workMs > 0) {
+            try {
+                Thread.sleep(workMs);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new RuntimeException(e);
+            }
+        }
+        long n = processed.incrementAndGet();
+        if (n == 1) {
+            firstAt = sinceJvmStart();
+        }
+        if (n == records) {
+            processedAt = sinceJvmStart();
+            allProcessed.countDown();
+        }
     }
 
     /**
