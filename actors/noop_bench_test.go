@@ -27,6 +27,10 @@ import (
 //	go test -run '^$' -bench 'NoopPipeline/key' -benchtime 3x -cpuprofile cpu.out ./actors/
 //	go tool pprof -tagfocus phase=consume -top cpu.out
 //
+// TURBO_BENCH_OUTPUTS=1 makes the handler copy each record to an output
+// topic (at least once; TURBO_BENCH_OUTPUTS=exactly-once in transactions),
+// for what an output costs.
+//
 // TURBO_BENCH_HEAPPROFILE=FILE writes a heap profile at the run's peak of
 // live heap (sampled every 100 ms), for where memory goes at many
 // partitions; with TURBO_TEST_BROKERS naming a broker in another process
@@ -50,7 +54,9 @@ func BenchmarkNoopPipeline(b *testing.B) {
 		keys = v
 	}
 	topic := testkit.TopicName("noop-pipeline")
-	brokers := testkit.Broker(b, partitions, topic)
+	out := testkit.TopicName("noop-pipeline-out")
+	brokers := testkit.Broker(b, partitions, topic, out)
+	outputs := os.Getenv("TURBO_BENCH_OUTPUTS")
 	testkit.Produce(b, brokers, topic, records, keys)
 	groups := 0 // testing calls each sub-benchmark more than once: a new group every run
 	for _, o := range []config.Ordering{config.OrderingKey, config.OrderingPartition, config.OrderingUnordered} {
@@ -66,6 +72,13 @@ func BenchmarkNoopPipeline(b *testing.B) {
 					c.MaxBuffered = v
 				}
 				c.CommitInterval = 100 * time.Millisecond
+				if outputs != "" {
+					c.Output.Topic = out
+					c.Output.ExactlyOnce = outputs == "exactly-once"
+					if c.Output.ExactlyOnce {
+						c.Output.TransactionalID = c.Group
+					}
+				}
 				consumeAll(b, brokers, c, int64(records))
 			}
 			b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
@@ -80,7 +93,12 @@ func consumeAll(b *testing.B, brokers []string, c config.Consumer, want int64) {
 	pprof.Do(context.Background(), pprof.Labels("phase", "consume"), func(context.Context) {
 		cons, err := actors.New(actors.Options{
 			Consumer: c, Kafka: testkit.Kafka(b, brokers), ShutdownTimeout: 10 * time.Second,
-			Handler: actors.HandlerFunc(func(context.Context, *actors.Record) error { return nil }),
+			Handler: actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+				if c.Output.Topic == "" {
+					return nil
+				}
+				return actors.Emit(ctx, rec, actors.Output{Key: rec.Key, Value: rec.Value})
+			}),
 			Logger:  testkit.Logger(b),
 		})
 		if err != nil {
