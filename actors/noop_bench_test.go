@@ -99,7 +99,7 @@ func consumeAll(b *testing.B, brokers []string, c config.Consumer, want int64) {
 				}
 				return actors.Emit(ctx, rec, actors.Output{Key: rec.Key, Value: rec.Value})
 			}),
-			Logger:  testkit.Logger(b),
+			Logger: testkit.Logger(b),
 		})
 		if err != nil {
 			b.Fatalf("starting consumer: %v", err)
