@@ -880,9 +880,19 @@ func newTopicWith(b *testing.B, brokers []string, name string, t topicSpec) job 
 	ends := map[int32]int64{}
 	total := int64(0)
 	for p := range int32(t.partitions) {
-		end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+		// A topic created empty (an output topic) may not have its
+		// leaders known yet: ask again, with fresh metadata, for a while.
+		var end int64
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			if end, err = client.GetOffset(topic, p, sarama.OffsetNewest); err == nil || time.Now().After(deadline) {
+				break
+			}
+			_ = client.RefreshMetadata(topic)
+			time.Sleep(100 * time.Millisecond)
+		}
 		if err != nil {
-			b.Fatalf("end offset of %s/%d: %v", topic, p, err)
+			b.Fatalf("end offset of %s/%d (asked for 30 s): %v", topic, p, err)
 		}
 		ends[p], total = end, total+end
 	}
