@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -55,24 +52,11 @@ func TestKill9ExactlyOnceOutputs(t *testing.T) {
 func kill9Outputs(t *testing.T, addr, in, out string, exactlyOnce bool) testkit.OutputVerdict {
 	t.Helper()
 	var handled atomic.Int64
-	srv := outputEndpoint(&handled, time.Millisecond) // records stay in flight when the kill lands
+	srv := testkit.OutputEndpoint(&handled, time.Millisecond) // records stay in flight when the kill lands
 	defer srv.Close()
 	group := "g-" + out
-	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
-kafka:
-  brokers: [%q]
-consumers:
-  - name: pipe
-    group: %s
-    topics: [%s]
-    ordering: key
-    concurrency: 32
-    commit_interval: 200ms
-    handler: {type: http, url: %q, timeout: 30s, response: outputs, encoding: utf8}
-    output: {topic: %s, exactly_once: %t}
-shutdown_timeout: 5s
-log: {level: warn, format: json}
-`, addr, group, in, srv.URL, out, exactlyOnce))
+	cfg := testkit.PipelineConfig(t, addr, group, in, srv.URL, out, fmt.Sprintf("exactly_once: %t", exactlyOnce), 32,
+		"shutdown_timeout: 5s\nlog: {level: warn, format: json}")
 	run := testkit.Start(t, nil, "run", "--config", cfg)
 	// Kill once a third has been handled and something is committed.
 	testkit.Eventually(t, 60*time.Second, "the first run to handle 1,000 records and commit some", func() bool {
@@ -114,24 +98,10 @@ func TestZombieTransactionIsFenced(t *testing.T) {
 	group := "g-" + out
 	member := func(name string) (*testkit.Proc, string, *atomic.Int64) {
 		var handled atomic.Int64
-		srv := outputEndpoint(&handled, 2*time.Millisecond)
+		srv := testkit.OutputEndpoint(&handled, 2*time.Millisecond)
 		t.Cleanup(srv.Close)
-		cfg := testkit.WriteConfig(t, fmt.Sprintf(`
-kafka:
-  brokers: [%q]
-consumers:
-  - name: pipe
-    group: %s
-    topics: [%s]
-    ordering: key
-    concurrency: 16
-    commit_interval: 200ms
-    handler: {type: http, url: %q, timeout: 30s, response: outputs, encoding: utf8}
-    output: {topic: %s, exactly_once: true, transactional_id: zombie-%s}
-shutdown_timeout: 5s
-log: {level: info, format: json}
-http: {listen: "127.0.0.1:0"}
-`, addr, group, in, srv.URL, out, name))
+		cfg := testkit.PipelineConfig(t, addr, group, in, srv.URL, out, "exactly_once: true, transactional_id: zombie-"+name, 16,
+			"shutdown_timeout: 5s\nlog: {level: info, format: json}\nhttp: {listen: \"127.0.0.1:0\"}")
 		p, live := testkit.StartHTTP(t, nil, nil, "run", "--config", cfg)
 		return p, "http://" + live, &handled
 	}
@@ -179,23 +149,6 @@ http: {listen: "127.0.0.1:0"}
 	}
 }
 
-// outputEndpoint is the ledgers' http handler: record (partition p, offset
-// o) gets o%3 outputs "p/o/i" keyed like it, after wait.
-func outputEndpoint(handled *atomic.Int64, wait time.Duration) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handled.Add(1)
-		time.Sleep(wait)
-		key, _ := base64.StdEncoding.DecodeString(r.Header.Get("Kafka-Key"))
-		p, o := r.Header.Get("Kafka-Partition"), r.Header.Get("Kafka-Offset")
-		off, _ := strconv.ParseInt(o, 10, 64)
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		for i := range off % 3 {
-			line, _ := json.Marshal(map[string]string{"key": string(key), "value": fmt.Sprintf("%s/%s/%d", p, o, i)})
-			_, _ = w.Write(append(line, '\n'))
-		}
-	}))
-}
-
 // pipeStatus is what /status says of a turbo run's one consumer.
 type pipeCounts struct {
 	Assigned            int64 `json:"assigned_partitions"`
@@ -230,7 +183,7 @@ func TestSwarmNodeKilledExactlyOnce(t *testing.T) {
 	addr := testkit.Cluster(t, 8, in, out)
 	testkit.ProduceWithBinary(t, addr, in, 4000, 100)
 	var handled atomic.Int64
-	srv := outputEndpoint(&handled, 2*time.Millisecond)
+	srv := testkit.OutputEndpoint(&handled, 2*time.Millisecond)
 	defer srv.Close()
 	two, err := os.ReadFile(swarmConfig(t, addr, in, srv.URL, ""))
 	if err != nil {

@@ -5,12 +5,8 @@ package kafka_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -199,35 +195,10 @@ func TestBrokerRestartExactlyOnce(t *testing.T) {
 	testkit.Cluster(t, 8, in, out)
 	testkit.ProduceWithBinary(t, b.addr, in, batch, keys)
 	var handled atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handled.Add(1)
-		time.Sleep(5 * time.Millisecond)
-		key, _ := base64.StdEncoding.DecodeString(r.Header.Get("Kafka-Key"))
-		p, o := r.Header.Get("Kafka-Partition"), r.Header.Get("Kafka-Offset")
-		off, _ := strconv.ParseInt(o, 10, 64)
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		for i := range off % 3 {
-			line, _ := json.Marshal(map[string]string{"key": string(key), "value": fmt.Sprintf("%s/%s/%d", p, o, i)})
-			_, _ = w.Write(append(line, '\n'))
-		}
-	}))
+	srv := testkit.OutputEndpoint(&handled, 5*time.Millisecond)
 	defer srv.Close()
-	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
-kafka:
-  brokers: [%q]
-  client: sarama
-consumers:
-  - name: pipe
-    group: %s
-    topics: [%s]
-    ordering: key
-    concurrency: 16
-    commit_interval: 200ms
-    handler: {type: http, url: %q, timeout: 30s, response: outputs, encoding: utf8}
-    output: {topic: %s, exactly_once: true}
-shutdown_timeout: 10s
-log: {level: warn, format: json}
-`, b.addr, in, in, srv.URL, out))
+	cfg := testkit.PipelineConfig(t, b.addr, in, in, srv.URL, out, "exactly_once: true", 16,
+		"shutdown_timeout: 10s\nlog: {level: warn, format: json}")
 	// The build without the race detector: produce requests failing while
 	// the broker is away make sarama's transactional producer race with
 	// itself (transitionTo writes its lastError under one lock while

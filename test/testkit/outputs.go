@@ -2,7 +2,13 @@ package testkit
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,4 +148,44 @@ func ReadCommitted(t testing.TB, brokers []string, topic string, timeout time.Du
 		pc.AsyncClose()
 	}
 	return got
+}
+
+// OutputEndpoint is the ledgers' http handler (handler.response: outputs,
+// encoding utf8): input record (partition p, offset o) gets o%3 outputs
+// "p/o/i" keyed like it, after wait; handled counts the requests.
+func OutputEndpoint(handled *atomic.Int64, wait time.Duration) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handled.Add(1)
+		time.Sleep(wait)
+		key, _ := base64.StdEncoding.DecodeString(r.Header.Get("Kafka-Key"))
+		p, o := r.Header.Get("Kafka-Partition"), r.Header.Get("Kafka-Offset")
+		off, _ := strconv.ParseInt(o, 10, 64)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		for i := range off % 3 {
+			line, _ := json.Marshal(map[string]string{"key": string(key), "value": fmt.Sprintf("%s/%s/%d", p, o, i)})
+			_, _ = w.Write(append(line, '\n'))
+		}
+	}))
+}
+
+// PipelineConfig writes the configuration of a turbo run that reads input
+// (group: group) with key ordering, posts each record to url and writes the
+// outputs its answers list to output; output lists more of the output
+// block's keys ("exactly_once: true", …) and extra more top-level YAML.
+func PipelineConfig(t testing.TB, broker, group, input, url, output, outputKeys string, concurrency int, extra string) string {
+	t.Helper()
+	return WriteConfig(t, fmt.Sprintf(`
+kafka:
+  brokers: [%q]
+consumers:
+  - name: pipe
+    group: %s
+    topics: [%s]
+    ordering: key
+    concurrency: %d
+    commit_interval: 200ms
+    handler: {type: http, url: %q, timeout: 30s, response: outputs, encoding: utf8}
+    output: {topic: %s, %s}
+%s
+`, broker, group, input, concurrency, url, output, outputKeys, extra))
 }
