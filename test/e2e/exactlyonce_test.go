@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -11,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turbokafka/turbo/supervisor/web"
 	"github.com/turbokafka/turbo/test/testkit"
 )
 
@@ -109,14 +108,14 @@ func TestZombieTransactionIsFenced(t *testing.T) {
 	testkit.Eventually(t, 60*time.Second, "the first member to handle 500 records", func() bool { return aHandled.Load() >= 500 })
 	b, bLive, bHandled := member("b")
 	testkit.Eventually(t, 60*time.Second, "both members to hold two partitions each", func() bool {
-		return pipeStatus(t, aLive).Assigned == 2 && pipeStatus(t, bLive).Assigned == 2
+		return pipeStatus(t, aLive).AssignedPartitions == 2 && pipeStatus(t, bLive).AssignedPartitions == 2
 	})
 	if err := syscall.Kill(a.Cmd.Process.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	stopped := aHandled.Load()
 	testkit.Eventually(t, 60*time.Second, "the running member to take every partition (the stopped one's session expired)", func() bool {
-		return pipeStatus(t, bLive).Assigned == 4
+		return pipeStatus(t, bLive).AssignedPartitions == 4
 	})
 	if err := syscall.Kill(a.Cmd.Process.Pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -149,27 +148,15 @@ func TestZombieTransactionIsFenced(t *testing.T) {
 	}
 }
 
-// pipeStatus is what /status says of a turbo run's one consumer.
-type pipeCounts struct {
-	Assigned            int64 `json:"assigned_partitions"`
-	Transactions        int64 `json:"transactions"`
-	TransactionsAborted int64 `json:"transactions_aborted"`
-}
-
-func pipeStatus(t *testing.T, base string) pipeCounts {
+// pipeStatus is what a turbo run's /status (at base, http://host:port) says
+// of its one consumer.
+func pipeStatus(t *testing.T, base string) web.Consumer {
 	t.Helper()
-	resp, err := http.Get(base + "/status")
-	if err != nil {
-		t.Fatal(err)
+	s := getStatus(t, strings.TrimPrefix(base, "http://"))
+	if len(s.Consumers) != 1 {
+		t.Fatalf("/status of %s: %d consumers, want 1", base, len(s.Consumers))
 	}
-	defer resp.Body.Close()
-	var st struct {
-		Consumers []pipeCounts `json:"consumers"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || len(st.Consumers) != 1 {
-		t.Fatalf("/status: %+v, %v", st, err)
-	}
-	return st.Consumers[0]
+	return s.Consumers[0]
 }
 
 // A swarm node killed (SIGKILL) while a two-node swarm writes outputs
