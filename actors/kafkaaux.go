@@ -96,6 +96,7 @@ func newKafkaAux(brokers []string, base *sarama.Config, o auxOptions, send func(
 		// Creating the producer fences every earlier one with this id and
 		// aborts what it left open (a crashed predecessor's transaction).
 		cfg.Producer.Transaction.ID = o.txnID
+		cfg.Producer.Transaction.Timeout = txnTimeout
 	}
 	client, err := sarama.NewClient(brokers, &cfg)
 	if err != nil {
@@ -228,6 +229,10 @@ func (a *kafkaAux) stableOffsets(parts map[string][]int32) (*sarama.OffsetFetchR
 		if !unstable(resp, parts) {
 			return resp, nil
 		}
+		if attempt == 1 {
+			a.log.Info().Any("partitions", parts).Stringer("at_most", stableWait).
+				Msg("an open transaction holds committed offsets of partitions this member starts: waiting for it to end")
+		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the committed offsets stayed held by an open transaction for %s: %w", stableWait, sarama.ErrUnstableOffsetCommit)
 		}
@@ -241,9 +246,15 @@ func (a *kafkaAux) stableOffsets(parts map[string][]int32) (*sarama.OffsetFetchR
 	}
 }
 
-// stableWait bounds stableOffsets' wait: sarama's default transaction
-// timeout, and a few seconds more.
-const stableWait = 65 * time.Second
+// txnTimeout is how long the brokers let a transaction stay open before
+// they abort it themselves: what readers and the next owner of a partition
+// wait for at most when a producer died and never came back. Kafka Streams
+// uses the same 10 s with exactly once; turbo commits every 100 ms.
+const txnTimeout = 10 * time.Second
+
+// stableWait bounds stableOffsets' wait: the transaction timeout, and a few
+// seconds more.
+const stableWait = txnTimeout + 5*time.Second
 
 // unstable reports whether the answer says an open transaction holds an
 // offset of parts.

@@ -99,7 +99,7 @@ func TestExactlyOnceOnKafka(t *testing.T) {
 	a := e.start("a", h)
 	testkit.Eventually(t, 60*time.Second, "the first member to handle 400 records", func() bool { return handled.Load() >= 400 })
 	b := e.start("b", h)
-	testkit.Eventually(t, 60*time.Second, "the second member to get partitions and write outputs", func() bool {
+	testkit.Eventually(t, 90*time.Second, "the second member to get partitions and write outputs", func() bool {
 		s := b.Stats()
 		return s.Assigned > 0 && s.Outputs > 0
 	})
