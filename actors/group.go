@@ -79,8 +79,9 @@ type kafkaGroup struct {
 	// metaAhead is what a session's Setup read, in one request, of the
 	// commit metadata of the claims it was about to start (metaGen: the
 	// session's generation); each of those claims takes its entry.
-	metaAhead map[TopicPartition][]offsetmeta.Range
-	metaGen   int32
+	metaAhead   map[TopicPartition][]offsetmeta.Range
+	metaAheadAt map[TopicPartition]int64 // the committed offset each entry was written with
+	metaGen     int32
 }
 
 // stuckJoinGrace is how long a stopping group whose claims have all ended
@@ -221,19 +222,22 @@ type claimLife struct {
 	member string
 }
 
-// claimAlive reports whether the claim of epoch still runs, in a session
-// that goes on under the member id it began with: only then may a
-// transaction commit its offsets and outputs with the group's generation
-// now (a cooperative rebalance that kept the partition changes the
-// generation, not the claim). A member that was dropped from the group and
-// rejoined under a new id (a zombie) holds none of its old claims.
+// claimAlive reports whether the claim of epoch still runs (its final
+// commit included: a revoked claim ends once that commit returns) under
+// the member id it began with: only then may a transaction commit its
+// offsets and outputs with the group's generation now (a cooperative
+// rebalance that kept the partition changes the generation, not the
+// claim). A claim lost with the session has ended; a member that was
+// dropped from the group and rejoined under a new id (a zombie) holds none
+// of its old claims. (The session's context is no guide: a graceful stop
+// cancels it while the claims make their final commits.)
 func (g *kafkaGroup) claimAlive(epoch uint64) bool {
 	v, ok := g.claimLives.Load(epoch)
 	if !ok {
 		return false
 	}
 	l := v.(claimLife)
-	return l.sess.Context().Err() == nil && l.sess.MemberID() == l.member
+	return l.sess.MemberID() == l.member
 }
 
 // transact implements kafkaSide: the aux producer's next transaction holds
@@ -275,20 +279,38 @@ func (g *kafkaGroup) refreshWatermarks(q []partitionHWM) {
 // finishedAbove returns the ranges an earlier owner of tp already finished,
 // per the commit metadata (none when reading it is off), for a claim of
 // generation gen: what Setup read ahead for it, or else read now.
-func (g *kafkaGroup) finishedAbove(tp TopicPartition, gen int32) []offsetmeta.Range {
+//
+// Exactly once, the metadata must be the one written with the claim's
+// committed offset (committed): with the metadata of an earlier commit,
+// the claim would run again records a later one passed, whose outputs that
+// transaction wrote.
+func (g *kafkaGroup) finishedAbove(tp TopicPartition, gen int32, committed int64) []offsetmeta.Range {
 	g.mu.Lock()
 	aux := g.aux
 	ranges, ahead := g.metaAhead[tp]
+	at := committedAt(g.metaAheadAt, tp)
 	ahead = ahead && g.metaGen == gen
 	delete(g.metaAhead, tp)
+	delete(g.metaAheadAt, tp)
 	g.mu.Unlock()
 	if !g.readMeta || aux == nil {
 		return nil
 	}
-	if ahead {
+	if g.txnID == "" {
+		if ahead {
+			return ranges
+		}
+		return aux.finishedAbove(tp)
+	}
+	if ahead && at == max(committed, -1) {
 		return ranges
 	}
-	return aux.finishedAbove(tp)
+	ranges, ok := aux.finishedAboveAt(tp, committed)
+	if !ok {
+		g.log.Error().Str("partition", tp.String()).Int64("committed", committed).
+			Msg("the commit metadata read does not match the committed offset: records finished above it may run again and write their outputs twice")
+	}
+	return ranges
 }
 
 // readMetaAhead reads the commit metadata of a new session's claims in one
@@ -299,18 +321,18 @@ func (g *kafkaGroup) finishedAbove(tp TopicPartition, gen int32) []offsetmeta.Ra
 func (g *kafkaGroup) readMetaAhead(sess sarama.ConsumerGroupSession) {
 	g.mu.Lock()
 	aux := g.aux
-	g.metaAhead = nil
+	g.metaAhead, g.metaAheadAt = nil, nil
 	g.mu.Unlock()
 	if !g.readMeta || aux == nil || len(sess.Claims()) == 0 {
 		return
 	}
-	got, err := aux.finishedAboveAll(sess.Claims())
+	got, at, err := aux.finishedAboveAll(sess.Claims())
 	if err != nil {
 		g.log.Debug().Err(err).Msg("reading the claims' commit metadata together; each claim reads its own")
 		return
 	}
 	g.mu.Lock()
-	g.metaAhead, g.metaGen = got, sess.GenerationID()
+	g.metaAhead, g.metaAheadAt, g.metaGen = got, at, sess.GenerationID()
 	g.mu.Unlock()
 }
 
@@ -504,7 +526,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 			Msg("the partition's lost claim did not give back what it finished in time: records it finished since its last commit may run again")
 	}
 	id := g.topicID(tp.Topic)
-	finished := g.finishedAbove(tp, sess.GenerationID())
+	finished := g.finishedAbove(tp, sess.GenerationID(), claim.InitialOffset())
 	if g.txnID == "" {
 		// Exactly once, what this member finished counts only once its
 		// transaction commits, and the committed metadata says so: a

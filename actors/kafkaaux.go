@@ -164,7 +164,7 @@ func (a *kafkaAux) waitFeed() { <-a.fed }
 // returns the offsets above it that an earlier owner already finished.
 // Metadata turbo did not write, or cannot read, is ignored with one warning.
 func (a *kafkaAux) finishedAbove(tp TopicPartition) []offsetmeta.Range {
-	got, err := a.finishedAboveAll(map[string][]int32{tp.Topic: {tp.Partition}})
+	got, _, err := a.finishedAboveAll(map[string][]int32{tp.Topic: {tp.Partition}})
 	if err != nil {
 		a.log.Warn().Err(err).Str("partition", tp.String()).Msg("reading the committed offset metadata; not skipping finished records")
 		return nil
@@ -172,14 +172,46 @@ func (a *kafkaAux) finishedAbove(tp TopicPartition) []offsetmeta.Range {
 	return got[tp]
 }
 
+// finishedAboveAt is finishedAbove for a claim whose committed offset is
+// committed (exactly once): the metadata must be the one written with that
+// offset. A read that saw another commit (one that landed between sarama's
+// read of the offset and this one) is made again, a few times; ok is false
+// when none matched, and the claim then knows nothing above its offset.
+func (a *kafkaAux) finishedAboveAt(tp TopicPartition, committed int64) (ranges []offsetmeta.Range, ok bool) {
+	for attempt := 1; attempt <= auxAttempts; attempt++ {
+		got, at, err := a.finishedAboveAll(map[string][]int32{tp.Topic: {tp.Partition}})
+		if err == nil && committedAt(at, tp) == max(committed, -1) {
+			return got[tp], true
+		}
+		t := time.NewTimer(time.Duration(attempt) * auxRetryWait)
+		select {
+		case <-t.C:
+		case <-a.quit:
+			t.Stop()
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// committedAt is the committed offset finishedAboveAll saw for tp, -1 for
+// none.
+func committedAt(at map[TopicPartition]int64, tp TopicPartition) int64 {
+	if o, ok := at[tp]; ok {
+		return max(o, -1)
+	}
+	return -1
+}
+
 // finishedAboveAll is finishedAbove for many partitions in one request (a
 // session's new claims: one request each, at 4,096 partitions, queued on
 // the coordinator's connection and held the claims' start for seconds). A
 // partition with no committed offset, or one the broker answered with an
-// error, has no entry.
-func (a *kafkaAux) finishedAboveAll(parts map[string][]int32) (map[TopicPartition][]offsetmeta.Range, error) {
+// error, has no entry. at holds the committed offset each entry's ranges
+// were written with.
+func (a *kafkaAux) finishedAboveAll(parts map[string][]int32) (got map[TopicPartition][]offsetmeta.Range, at map[TopicPartition]int64, err error) {
 	var resp *sarama.OffsetFetchResponse
-	err := a.reconnecting(func() (err error) {
+	err = a.reconnecting(func() (err error) {
 		if a.txnID != "" {
 			resp, err = a.stableOffsets(parts)
 		} else {
@@ -188,9 +220,9 @@ func (a *kafkaAux) finishedAboveAll(parts map[string][]int32) (map[TopicPartitio
 		return err
 	}, func() (*sarama.Broker, error) { return a.admin.Coordinator(a.groupID) })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	got := make(map[TopicPartition][]offsetmeta.Range)
+	got, at = make(map[TopicPartition][]offsetmeta.Range), make(map[TopicPartition]int64)
 	for topic, ps := range parts {
 		for _, p := range ps {
 			b := resp.GetBlock(topic, p)
@@ -199,9 +231,10 @@ func (a *kafkaAux) finishedAboveAll(parts map[string][]int32) (map[TopicPartitio
 			}
 			tp := TopicPartition{Topic: topic, Partition: p}
 			got[tp] = finishedIn(tp, b.Offset, b.Metadata, &a.warnOnce, a.log)
+			at[tp] = b.Offset
 		}
 	}
-	return got, nil
+	return got, at, nil
 }
 
 // stableOffsets reads the group's committed offsets and metadata once no

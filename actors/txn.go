@@ -292,10 +292,14 @@ func (a *kafkaAux) sendTxn(rec *envelope) bool {
 // them again).
 func (a *kafkaAux) commit(marks txnMarks, recs []*envelope) (written, dropped []*envelope, err error) {
 	for attempt := 1; ; attempt++ {
-		live, stale := marks.live(a.alive)
+		// One answer per claim for the whole attempt: a claim that ended
+		// between the marks and the records would otherwise commit its
+		// offsets without its outputs.
+		alive := a.aliveOnce()
+		live, stale := marks.live(alive)
 		kept := recs[:0:0]
 		for _, rec := range recs {
-			if a.alive(rec.epoch) {
+			if alive(rec.epoch) {
 				kept = append(kept, rec)
 			} else {
 				dropped = append(dropped, rec)
@@ -335,6 +339,19 @@ func (a *kafkaAux) commit(marks txnMarks, recs []*envelope) (written, dropped []
 		if err := a.again(recs); err != nil {
 			return nil, append(dropped, recs...), err
 		}
+	}
+}
+
+// aliveOnce returns a.alive memoized: each claim's answer is the first one.
+func (a *kafkaAux) aliveOnce() func(epoch uint64) bool {
+	seen := map[uint64]bool{}
+	return func(epoch uint64) bool {
+		ok, asked := seen[epoch]
+		if !asked {
+			ok = a.alive(epoch)
+			seen[epoch] = ok
+		}
+		return ok
 	}
 }
 

@@ -62,6 +62,9 @@ func JudgeOutputs(t testing.TB, want map[string]bool, msgs []*sarama.ConsumerMes
 		seen[s]++
 		if seen[s] > 1 {
 			v.Duplicated++
+			if v.Duplicated <= 5 {
+				t.Logf("output %q read again (output partition %d, offset %d)", s, m.Partition, m.Offset)
+			}
 			continue
 		}
 		if !want[s] {
