@@ -67,8 +67,8 @@ CLUSTER_CI_3.9 := ^(TestLeaderKilledUnderLoad|TestPartitionedFromTheCoordinator)
 # a broker's death and a lost session on the cluster beside that line. It
 # runs on the newest line (franz-go); `make test-kafka KAFKA_LINES=3.9
 # KAFKA_SKIP_3.9=` runs it on sarama too. The broker restarted under
-# exactly-once outputs (sarama's) runs on 3.9 in its place, and the newest
-# line leaves it out.
+# exactly-once outputs runs on 3.9 (sarama) in its place, and the newest
+# line leaves it out (`KAFKA_SKIP_4=` runs it there, on franz-go).
 KAFKA_SKIP_3.9  := ^TestBrokerRestartMidRun$$
 KAFKA_SKIP_4    := ^TestBrokerRestartExactlyOnce$$
 KAFKA_SIDES_3.9 := sarama

@@ -287,7 +287,9 @@ func (f *franzFeed) fill(rec *Record, m *kgo.Record) {
 
 // ended implements claimFeed, as saramaFeed.ended.
 func (f *franzFeed) ended(end claimEnd, fc finalCommit) {
-	f.g.released.remember(f.tp, f.id, fc)
+	if f.g.txnID == "" { // exactly once: see newFranzClaim
+		f.g.released.remember(f.tp, f.id, fc)
+	}
 	if end == endLost {
 		return
 	}
@@ -319,12 +321,20 @@ func (f *franzFeed) close() {
 // with the member's id and generation (member epoch under the consumer
 // protocol), so that a member the group has moved past cannot commit. The
 // client's own commit API carries no metadata.
+//
+// With output.exactly_once its commits are transactions instead (txn.go):
+// the marks reach the transaction loop through transact, and Commit has
+// the loop commit.
 type franzSession struct {
 	g        *franzGroup
+	txn      *txnLoop   // exactly once; nil otherwise
+	seq      uint64     // sessions in the order they began
 	commitMu sync.Mutex // one commit at a time, in order
 	mu       sync.Mutex
 	marks    map[TopicPartition]franzMark
 }
+
+func (s *franzSession) order() uint64 { return s.seq }
 
 type franzMark struct {
 	offset int64
@@ -334,6 +344,9 @@ type franzMark struct {
 
 // MarkOffset implements groupSession: offsets only move forward.
 func (s *franzSession) MarkOffset(topic string, partition int32, offset int64, meta string) {
+	if s.txn != nil {
+		return // recorded by transact already, with its outputs
+	}
 	tp := TopicPartition{Topic: topic, Partition: partition}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,6 +357,9 @@ func (s *franzSession) MarkOffset(topic string, partition int32, offset int64, m
 
 // ResetOffset implements groupSession.
 func (s *franzSession) ResetOffset(topic string, partition int32, offset int64, meta string) {
+	if s.txn != nil {
+		return // recorded by transact already
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.marks[TopicPartition{Topic: topic, Partition: partition}] = franzMark{offset: offset, meta: meta, dirty: true}
@@ -384,6 +400,10 @@ const generationPoll = 20 * time.Millisecond
 // cooperative rebalance was nobody else's meanwhile. Only the last refusal
 // is reported.
 func (s *franzSession) Commit() {
+	if s.txn != nil {
+		_ = s.txn.commitTxn() // a failure reaches the tree as a transactionFailed
+		return
+	}
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	cl := s.g.client()
@@ -550,5 +570,6 @@ func (g *franzGroup) topicIDOf(tp TopicPartition) [16]byte {
 var (
 	_ kafkaSide              = (*franzGroup)(nil)
 	_ groupSession           = (*franzSession)(nil)
+	_ txnGroup               = (*franzSession)(nil)
 	_ claimFeed[*kgo.Record] = (*franzFeed)(nil)
 )

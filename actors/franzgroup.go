@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -64,6 +66,10 @@ type franzGroup struct {
 	readMeta    bool
 	stats       *consumerStats
 	released    *releasedAt
+	// output.exactly_once: the transactional id ("" writes outputs at
+	// least once) and the producer client's options but its security.
+	txnID   string
+	txnOpts []kgo.Opt
 
 	sideLife // run is its session goroutine
 	// killCtx bounds the requests a graceful stop still needs (the final
@@ -86,6 +92,14 @@ type franzGroup struct {
 	topicIDs  map[string]topicID      // as last read, for the commits (OffsetCommit v10 names topics by id)
 	idLookups topicIDs                // shared among the claims that start together
 	claims    sync.WaitGroup
+
+	// Exactly once: the transaction loop and its producer (set by run
+	// before the member joins), the sessions begun, and the running
+	// claims' member ids (claimAlive).
+	txn        *txnLoop
+	txnProd    *franzTxn
+	sessions   atomic.Uint64
+	claimLives sync.Map
 }
 
 // franzOpts maps turbo's configuration onto the kgo client options of a
@@ -116,6 +130,11 @@ func franzOpts(k config.Kafka, brokers []string, c config.Consumer, shutdownTime
 		// As sarama: a dead-letter topic that does not exist yet is created
 		// by the brokers that allow it.
 		kgo.AllowAutoTopicCreation(),
+	}
+	if c.Output.ExactlyOnce {
+		// Read what upstream transactions committed only, and start a
+		// partition from an offset no open transaction holds (KIP-447).
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets())
 	}
 	if c.InitialOffset == config.OffsetNewest {
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
@@ -157,6 +176,14 @@ func (g *franzGroup) run() {
 	g.mu.Unlock()
 
 	var wg sync.WaitGroup
+	if g.txnID != "" {
+		if err := g.startTxn(cl); err != nil {
+			cl.Close()
+			g.stopped(nil)
+			return
+		}
+		wg.Go(g.txn.run)
+	}
 	wg.Go(g.commits.run)
 	wg.Go(func() { g.watermarks(cl) })
 	g.joinGate.pass(g.ctx.Done())
@@ -195,6 +222,10 @@ func (g *franzGroup) run() {
 	}
 	close(g.commits.stop)
 	g.claims.Wait()
+	if g.txn != nil {
+		g.txn.stop() // after the claims' final commits
+		g.txnProd.close()
+	}
 	memberID, _ := cl.GroupMetadata()
 	cl.Close()
 	if !g.aborted() && g.protocol == config.GroupConsumer && g.instanceID != "" && memberID != "" {
@@ -278,6 +309,27 @@ func (e *groupProtocolError) Error() string {
 	return fmt.Sprintf("kafka.group_protocol: consumer needs Kafka 4.0 or later, and the brokers %v do not offer the consumer group protocol (use classic, or upgrade the cluster)", e.brokers)
 }
 
+// txnProtocolError is output.exactly_once on brokers that cannot fence a
+// stale member's transactional commits: a configuration mistake.
+type txnProtocolError struct{ brokers []string }
+
+func (*txnProtocolError) fatalDial() {}
+
+func (e *txnProtocolError) Error() string {
+	return fmt.Sprintf("output.exactly_once needs Kafka 2.5 or later, and the brokers %v do not fence a stale member's transactional commits (TxnOffsetCommit v3, KIP-447)", e.brokers)
+}
+
+// fencesStaleMembers reports whether the brokers take TxnOffsetCommit v3,
+// which carries the member's generation (Kafka 2.5).
+func fencesStaleMembers(resp *kmsg.ApiVersionsResponse) bool {
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == int16(kmsg.TxnOffsetCommit) {
+			return k.MaxVersion >= 3
+		}
+	}
+	return false
+}
+
 // dialWait bounds the first requests of a new client.
 const dialWait = 10 * time.Second
 
@@ -313,6 +365,10 @@ func (g *franzGroup) dial() (*kgo.Client, error) {
 	if g.protocol == config.GroupConsumer && !offersConsumerProtocol(resp) {
 		cl.Close()
 		return nil, &groupProtocolError{brokers: g.brokers}
+	}
+	if g.txnID != "" && !fencesStaleMembers(resp) {
+		cl.Close()
+		return nil, &txnProtocolError{brokers: g.brokers}
 	}
 	// The fetch size is the client's, fixed when it is made: with many
 	// partitions (partitionFetch), make it again, before it joins the group
@@ -564,11 +620,16 @@ func (g *franzGroup) onFetched(_ context.Context, cl *kgo.Client, resp *kmsg.Off
 		cs[i], fs[i] = g.newFranzClaim(cl, sess, s.tp, s.offset, s.meta)
 	}
 	g.startAll(cs)
+	memberID, _ := cl.GroupMetadata()
 	for i := range cs {
 		c, f := cs[i], fs[i]
+		if g.txnID != "" {
+			g.claimLives.Store(c.epoch, memberID)
+		}
 		g.claims.Go(func() {
 			defer close(f.returned)
 			defer f.close()
+			defer g.claimLives.Delete(c.epoch) // after the final commit
 			runClaim(c, f)
 		})
 	}
@@ -581,7 +642,7 @@ func (g *franzGroup) session() *franzSession {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.sess == nil {
-		g.sess = &franzSession{g: g, marks: make(map[TopicPartition]franzMark)}
+		g.sess = &franzSession{g: g, txn: g.txn, seq: g.sessions.Add(1), marks: make(map[TopicPartition]franzMark)}
 		g.stats.sessionStarted()
 		g.stats.setKafkaError("")
 		g.sessionStarted(g.sess)
@@ -609,7 +670,13 @@ func (g *franzGroup) newFranzClaim(cl *kgo.Client, sess *franzSession, tp TopicP
 		fromMeta = finishedIn(tp, committed, meta, &g.warned, g.log)
 	}
 	id := g.topicID(cl, tp.Topic)
-	finished := g.released.finished(tp, id, committed, fromMeta)
+	finished := fromMeta
+	if g.txnID == "" {
+		// Exactly once, what this member finished counts only once its
+		// transaction commits, and the committed metadata says so: a
+		// record of an aborted one runs again (its outputs went with it).
+		finished = g.released.finished(tp, id, committed, fromMeta)
+	}
 	g.log.Debug().Str("partition", tp.String()).Int64("committed", committed).
 		Int("finished_ranges", len(finished)).Msg("claim starts")
 	f := &franzFeed{g: g, tp: tp, id: id, wake: make(chan struct{}, 1), revoked: make(chan struct{}), lost: make(chan struct{}),
@@ -749,12 +816,73 @@ func franzBufferedRecords(c config.Consumer) int {
 	return max(n, 10_000)
 }
 
-// transact implements kafkaSide: the franz-go side writes outputs at least
-// once, and the configuration refuses output.exactly_once with it; a tree
-// built around that check fails rather than pretend.
-func (g *franzGroup) transact(_ groupSession, _ []partitionOffset, recs []*envelope) {
-	dropOutputs(recs)
-	g.send(&transactionFailed{err: errors.New("output.exactly_once needs kafka.client: sarama")})
+// transact implements kafkaSide: the transaction loop's next transaction
+// holds the marks and the records' outputs.
+func (g *franzGroup) transact(sess groupSession, offsets []partitionOffset, recs []*envelope) {
+	s, ok := sess.(*franzSession)
+	if !ok || s.txn == nil {
+		dropOutputs(recs)
+		g.send(&transactionFailed{err: errNoOutputProducer})
+		return
+	}
+	s.txn.transact(s, offsets, recs)
+}
+
+// startTxn makes the transactional producer and its loop, retrying like
+// connect until the side stops; the producer fences its predecessors
+// before the member joins.
+func (g *franzGroup) startTxn(member *kgo.Client) error {
+	for failures := 1; ; failures++ {
+		t, err := g.dialTxn(member)
+		if err == nil {
+			g.txnProd = t
+			g.txn = newTxnLoop(t, g.txnID, g.claimAlive, g.send, g.stats, g.log)
+			return nil
+		}
+		d := g.retry.Delay(failures, rand.Float64())
+		g.log.Warn().Err(err).Stringer("retry_in", d).Msg("cannot open the transactional producer; retrying")
+		if !g.sleep(d) {
+			return err
+		}
+	}
+}
+
+// dialTxn makes the transactional producer's client and fences the
+// transactional id's earlier producers.
+func (g *franzGroup) dialTxn(member *kgo.Client) (*franzTxn, error) {
+	sec, err := g.net.Franz()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(slices.Concat(g.txnOpts, sec, []kgo.Opt{kgo.WithLogger(franzLogger{log: g.log})})...)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(g.killCtx)
+	t := &franzTxn{cl: cl, ctx: ctx, cancel: cancel, groupID: g.groupID, txnID: g.txnID, instanceID: g.instanceID,
+		dlqTopic: g.dlqTopic, member: member.GroupMetadata, tell: g.send, log: g.log}
+	ictx, icancel := context.WithTimeout(g.ctx, dialWait+txnTimeout)
+	defer icancel()
+	if err := t.init(ictx); err != nil {
+		t.close()
+		return nil, fmt.Errorf("initializing transactional id %q: %w", g.txnID, err)
+	}
+	return t, nil
+}
+
+// claimAlive reports whether the claim of epoch still runs (its final
+// commit included) under the member id it began with (see kafkaGroup's).
+func (g *franzGroup) claimAlive(epoch uint64) bool {
+	v, ok := g.claimLives.Load(epoch)
+	if !ok {
+		return false
+	}
+	cl := g.client()
+	if cl == nil {
+		return false
+	}
+	memberID, _ := cl.GroupMetadata()
+	return memberID == v.(string)
 }
 
 // produceOutputs implements kafkaSide: the client's producer writes them
@@ -900,6 +1028,10 @@ func (g *franzGroup) readTopicID(cl *kgo.Client, topic string) topicID {
 
 // rememberLost implements kafkaSide (lostClaims).
 func (g *franzGroup) rememberLost(tp TopicPartition, epoch uint64, fc finalCommit) {
+	if g.txnID != "" { // exactly once: see newFranzClaim
+		g.lost.forget(epoch)
+		return
+	}
 	g.lost.rememberLost(g.released, tp, epoch, fc)
 }
 

@@ -244,12 +244,12 @@ func (g *kafkaGroup) claimAlive(epoch uint64) bool {
 // the marks and the records' outputs.
 func (g *kafkaGroup) transact(sess groupSession, offsets []partitionOffset, recs []*envelope) {
 	ts, ok := sess.(*txnSession)
-	if !ok || ts.aux == nil || ts.aux.txnID == "" {
+	if !ok || ts.aux == nil || ts.aux.txn == nil {
 		dropOutputs(recs)
 		g.send(&transactionFailed{err: errNoOutputProducer})
 		return
 	}
-	ts.aux.transact(ts, offsets, recs)
+	ts.aux.txn.transact(ts, offsets, recs)
 }
 
 // produceOutputs implements kafkaSide: the aux connection's producer writes

@@ -40,18 +40,14 @@ type kafkaAux struct {
 	// finished. Unbounded here: a record with outputs keeps its fetch
 	// credit until they are written, so max_buffered bounds them.
 	outQueue []*envelope
-	// Exactly once (txn.go): the marks of the next transaction per
-	// session, the commits waiting for it, and whether the feed has
-	// stopped taking any.
-	txnMarks   txnMarks
-	alive      func(epoch uint64) bool // whether a claim is still this member's (kafkaGroup.claimAlive)
-	txnWaiters []chan error
-	txnClosed  bool
-	wake       chan struct{} // capacity 1: something was queued
-	quit       chan struct{}
-	fed        chan struct{} // closed when feed has returned
-	wg         sync.WaitGroup
-	warnOnce   sync.Once
+	// Exactly once (txn.go): the loop that writes outputs and commits in
+	// transactions, instead of feed; nil writing at least once.
+	txn      *txnLoop
+	wake     chan struct{} // capacity 1: something was queued
+	quit     chan struct{}
+	fed      chan struct{} // closed when feed has returned
+	wg       sync.WaitGroup
+	warnOnce sync.Once
 
 	// The high watermark refresh (hwmrefresh.go): requests reach its
 	// goroutine only while it waits for one, so one runs at a time.
@@ -108,7 +104,7 @@ func newKafkaAux(brokers []string, base *sarama.Config, o auxOptions, send func(
 		return nil, err
 	}
 	a := &kafkaAux{groupID: groupID, dlqTopic: dlqTopic, outputBytes: outputBytes, txnID: o.txnID, instanceID: cfg.Consumer.Group.InstanceId,
-		send: send, stats: o.stats, alive: o.alive, log: log, client: client, admin: admin,
+		send: send, stats: o.stats, log: log, client: client, admin: admin,
 		limit: queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), fed: make(chan struct{}),
 		hwmReq: make(chan []partitionHWM), hwmDone: make(chan struct{}), version: cfg.Version, isolation: cfg.Consumer.IsolationLevel}
 	if dlqTopic != "" || outputBytes > 0 {
@@ -117,12 +113,11 @@ func newKafkaAux(brokers []string, base *sarama.Config, o auxOptions, send func(
 			return nil, err
 		}
 		if a.txnID != "" {
-			if err = a.producer.BeginTxn(); err != nil {
-				_ = a.producer.Close()
-				admin.Close()
-				return nil, fmt.Errorf("opening the first transaction: %w", err)
-			}
-			a.wg.Go(a.feedTxn)
+			a.txn = newTxnLoop(saramaTxn{a}, a.txnID, o.alive, send, o.stats, log)
+			a.wg.Go(func() {
+				defer close(a.fed)
+				a.txn.run()
+			})
 		} else {
 			a.wg.Go(a.feed)
 		}
@@ -141,6 +136,9 @@ func newKafkaAux(brokers []string, base *sarama.Config, o auxOptions, send func(
 // Net.ReadTimeout, above the rebalance timeout).
 func (a *kafkaAux) close() {
 	close(a.quit)
+	if a.txn != nil {
+		a.txn.stop()
+	}
 	if a.producer != nil {
 		// feed has returned once quit is seen; then Close flushes and closes
 		// the result channels, which ends acks.
@@ -383,7 +381,10 @@ func (a *kafkaAux) produceOutputs(recs []*envelope) {
 	a.mu.Lock()
 	a.outQueue = append(a.outQueue, recs...)
 	a.mu.Unlock()
-	a.wakeFeed()
+	select {
+	case a.wake <- struct{}{}:
+	default: // feed has a wake-up pending already
+	}
 }
 
 // feed hands what was queued to the producer: dead letters, and outputs in
@@ -443,7 +444,7 @@ func (a *kafkaAux) acks() {
 			}
 			if out, isOut := m.Metadata.(*outputOf); isOut {
 				if a.txnID != "" {
-					break // written when its transaction commits (feedTxn)
+					break // written when its transaction commits (txnLoop)
 				}
 				if rec := (*envelope)(out); rec.outLeft.Add(-1) == 0 {
 					written = append(written, rec)

@@ -287,7 +287,7 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 		// Exactly once, a commit that passes new outputs goes at once: the
 		// outputs are written when it is published, and their records'
 		// credits come back when they are acknowledged (the transaction
-		// itself commits at most every few milliseconds: kafkaAux.feedTxn).
+		// itself commits at most every few milliseconds: txnLoop.run).
 		if off, ok := p.tracker.Committable(); ok && (drainNow || p.fresh || (p.published >= 0 && off-p.published >= oc.commitEvery)) {
 			due = append(due, p)
 		}

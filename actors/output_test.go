@@ -73,7 +73,7 @@ func TestOutputsOnKafka(t *testing.T) {
 	})
 }
 
-// The exactly-once ledger on Kafka (output.exactly_once, the sarama side):
+// The exactly-once ledger on Kafka (output.exactly_once), on every side:
 // each record emits offset%3 outputs keyed by its key; mid-run the tree
 // restarts once (a handler failure: the open transaction is aborted), and a
 // second member joins (a second batch is written then) and later leaves
@@ -81,6 +81,10 @@ func TestOutputsOnKafka(t *testing.T) {
 // the output topic then finds every output exactly once, in key order.
 func TestExactlyOnceOnKafka(t *testing.T) {
 	t.Parallel()
+	testkit.EachSide(t, exactlyOnceLedger)
+}
+
+func exactlyOnceLedger(t *testing.T, side testkit.Side) {
 	const records, keys = 1600, 40
 	topic := testkit.TopicName("t-eos-in")
 	out := testkit.TopicName("t-eos-out")
@@ -95,7 +99,7 @@ func TestExactlyOnceOnKafka(t *testing.T) {
 		}
 		return nil
 	})
-	e := newEOSRun(t, brokers, topic, out, nil)
+	e := newEOSRun(t, side, brokers, topic, out, nil)
 	a := e.start("a", h)
 	testkit.Eventually(t, 60*time.Second, "the first member to handle 400 records", func() bool { return handled.Load() >= 400 })
 	b := e.start("b", h)
@@ -128,6 +132,10 @@ func TestExactlyOnceOnKafka(t *testing.T) {
 // and the failed record's outputs (its failed attempts emitted some) none.
 func TestExactlyOnceDeadLetters(t *testing.T) {
 	t.Parallel()
+	testkit.EachSide(t, exactlyOnceDeadLetters)
+}
+
+func exactlyOnceDeadLetters(t *testing.T, side testkit.Side) {
 	const records = 300
 	topic := testkit.TopicName("t-eosdl-in")
 	out := testkit.TopicName("t-eosdl-out")
@@ -140,7 +148,7 @@ func TestExactlyOnceDeadLetters(t *testing.T) {
 		}
 		return nil
 	})
-	e := newEOSRun(t, brokers, topic, out, func(c *config.Consumer) {
+	e := newEOSRun(t, side, brokers, topic, out, func(c *config.Consumer) {
 		c.OnFailure = config.OnFailureDLQ
 		c.DLQTopic = dlq
 	})
@@ -189,7 +197,7 @@ type eosRun struct {
 	k       config.Kafka
 }
 
-func newEOSRun(t *testing.T, brokers []string, in, out string, mod func(*config.Consumer)) *eosRun {
+func newEOSRun(t *testing.T, side testkit.Side, brokers []string, in, out string, mod func(*config.Consumer)) *eosRun {
 	r := &run{t: t, brokers: brokers, topic: in}
 	c := r.consumer("eos", func(c *config.Consumer) {
 		c.Concurrency = 16
@@ -201,7 +209,7 @@ func newEOSRun(t *testing.T, brokers []string, in, out string, mod func(*config.
 		}
 	})
 	k := testkit.Kafka(t, brokers)
-	k.Client = config.ClientSarama // the side with transactional commits
+	k.Client, k.GroupProtocol = side.Client, side.Protocol
 	return &eosRun{t: t, brokers: brokers, in: in, c: c, k: k}
 }
 

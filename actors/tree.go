@@ -113,6 +113,9 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 			dlqTopic:    dlqTopic(s.consumer),
 			readMeta:    s.consumer.CommitMetadataBytes > 0,
 			stats:       s.stats,
+			txnID:       transactionalID(s.consumer),
+			txnOpts: franzTxnOptions(s.brokers, s.kafka.ClientID, transactionalID(s.consumer),
+				franzBufferedRecords(s.consumer), outputBytes(s.consumer)),
 		}
 	}
 	return &kafkaGroup{

@@ -6,24 +6,26 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/rs/zerolog"
 )
 
-// Exactly-once outputs on the sarama side (output.exactly_once).
+// Exactly-once outputs (output.exactly_once), on either Kafka side.
 //
 // The offset controller hands the proxy each commit together with the
 // records whose outputs (or dead letters) that commit passes for the first
 // time: below its watermark, or in the finished ranges its metadata
 // records. The proxy gives both to the Kafka side in one step (transact):
-// under the aux producer's lock the marks and the records join the next
-// transaction, so that whenever the feed goroutine takes a snapshot, the
-// outputs it has sent and the offsets it commits cover the same records.
-// The feed sends outputs as they come, into the open transaction; a commit
-// request (txnSession.Commit, from the committer or a revoked claim) makes
-// it send what is queued, add the marks with the group's generation, and
-// commit.
+// under the transaction loop's lock the marks and the records join the
+// next transaction, so that whenever the loop takes a snapshot, the outputs
+// it has sent and the offsets it commits cover the same records. The loop
+// sends outputs as they come, into the open transaction; a commit request
+// (commitTxn, from the committer or a revoked claim) makes it send what is
+// queued, add the marks with the group's generation, and commit. The side's
+// transactional producer (txnProducer: sarama's, or a franz-go client) is
+// all that differs between the sides.
 //
 // Only what a live claim holds may be committed: a claim that ended
 // without its final commit (its partition lost with the session), or whose
@@ -59,44 +61,15 @@ type txnMark struct {
 	meta   string
 }
 
-// txnSession is a sarama group session whose commits are transactions.
-// Marks reach the next transaction through transact, with their claims'
-// epochs; Commit has the aux producer commit it.
-type txnSession struct {
-	aux  *kafkaAux
-	sess sarama.ConsumerGroupSession
-	seq  uint64 // sessions in the order they began
-}
-
-var _ groupSession = (*txnSession)(nil)
-
-// MarkOffset implements groupSession; a no-op: the proxy's transact has
-// recorded every mark already (a revoked claim's final one too), with the
-// outputs that go with it.
-func (s *txnSession) MarkOffset(string, int32, int64, string) {}
-
-// ResetOffset implements groupSession; a no-op (MarkOffset).
-func (s *txnSession) ResetOffset(string, int32, int64, string) {}
-
-// Commit implements groupSession: it returns once the transaction holding
-// everything recorded so far has been committed, or has failed (which the
-// tree learns from a transactionFailed).
-func (s *txnSession) Commit() { _ = s.aux.commitTxn() }
-
-// groupMetadata is what fences the session's transactional commits: its
-// group, and its generation and member id now.
-func (s *txnSession) groupMetadata() *sarama.ConsumerGroupMetadata {
-	m := sarama.NewConsumerGroupMetadata(s.aux.groupID)
-	m.GenerationID = s.sess.GenerationID()
-	m.MemberID = s.sess.MemberID()
-	if id := s.aux.instanceID; id != "" {
-		m.GroupInstanceID = &id
-	}
-	return m
+// txnGroup is a group session whose marks a transaction commits; the
+// side's producer knows its kind and asks it for its generation.
+type txnGroup interface {
+	// order is the session's place among those the side began.
+	order() uint64
 }
 
 // txnMarks are the marks of a transaction, per session and partition.
-type txnMarks map[*txnSession]map[TopicPartition]txnMark
+type txnMarks map[txnGroup]map[TopicPartition]txnMark
 
 // merge adds newer to m: a partition's newer mark replaces its older one.
 func (m txnMarks) merge(newer txnMarks) txnMarks {
@@ -132,92 +105,158 @@ func (m txnMarks) live(alive func(epoch uint64) bool) (txnMarks, bool) {
 	return out, stale
 }
 
+// sessionsNewestFirst returns the sessions of marks, the newest first.
+func (m txnMarks) sessionsNewestFirst() []txnGroup {
+	return slices.SortedFunc(maps.Keys(m), func(x, y txnGroup) int { return cmp.Compare(y.order(), x.order()) })
+}
+
+// txnProducer is a Kafka side's transactional producer, as the transaction
+// loop drives it: one transaction open at a time, from begin to commit or
+// abort.
+type txnProducer interface {
+	// begin opens a transaction.
+	begin() error
+	// inTxn reports whether a transaction is open.
+	inTxn() bool
+	// send hands rec's outputs (or its dead letter) to the open
+	// transaction; false if quit closed first.
+	send(rec *envelope, quit <-chan struct{}) bool
+	// commit adds marks, each session's with its generation now, to the
+	// open transaction and commits it, after every output sent to it is
+	// acknowledged.
+	commit(marks txnMarks) error
+	// abort aborts the open transaction.
+	abort() error
+	// abortAfter aborts the open transaction after a failed commit, if it
+	// still can.
+	abortAfter(err error)
+	// rebalanced reports whether err is the group refusing the offsets for
+	// a generation it has left.
+	rebalanced(err error) bool
+	// fenced reports whether err says another producer took the
+	// transactional id over.
+	fenced(err error) bool
+	// close closes the producer once no transaction is under way.
+	close()
+}
+
+// txnLoop is the goroutine that writes a side's outputs in transactions,
+// with what it was handed: it owns the producer once started.
+type txnLoop struct {
+	p     txnProducer
+	txnID string
+	alive func(epoch uint64) bool // whether a claim is still this member's
+	send  func(msg any)           // to the proxy
+	stats *consumerStats
+	log   zerolog.Logger
+
+	mu      sync.Mutex
+	queue   []*envelope // records whose outputs wait for the loop, in the order they finished
+	marks   txnMarks    // of the next transaction, per session
+	waiters []chan error
+	closed  bool          // the loop takes no more commits
+	wake    chan struct{} // capacity 1: something was queued
+	quit    chan struct{}
+	done    chan struct{} // closed when run has returned
+	once    sync.Once
+}
+
+func newTxnLoop(p txnProducer, txnID string, alive func(uint64) bool, send func(any), stats *consumerStats, log zerolog.Logger) *txnLoop {
+	return &txnLoop{p: p, txnID: txnID, alive: alive, send: send, stats: stats, log: log,
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+}
+
+// stop ends the loop (what it has not committed is aborted with the
+// producer, or by the brokers after the transaction timeout) and waits for
+// it; idempotent.
+func (l *txnLoop) stop() {
+	l.once.Do(func() { close(l.quit) })
+	<-l.done
+}
+
 // transact records offsets to commit on s and queues the records whose
 // outputs the same commit passes, in one step (see the top of this file).
-func (a *kafkaAux) transact(s *txnSession, offsets []partitionOffset, recs []*envelope) {
-	a.mu.Lock()
+func (l *txnLoop) transact(s txnGroup, offsets []partitionOffset, recs []*envelope) {
+	l.mu.Lock()
 	if len(offsets) > 0 {
-		if a.txnMarks == nil {
-			a.txnMarks = make(txnMarks)
+		if l.marks == nil {
+			l.marks = make(txnMarks)
 		}
-		ms := a.txnMarks[s]
+		ms := l.marks[s]
 		if ms == nil {
 			ms = make(map[TopicPartition]txnMark, len(offsets))
-			a.txnMarks[s] = ms
+			l.marks[s] = ms
 		}
 		for _, o := range offsets {
 			ms[o.tp] = txnMark{epoch: o.epoch, offset: o.offset, meta: o.meta}
 		}
 	}
-	a.outQueue = append(a.outQueue, recs...)
-	a.mu.Unlock()
-	a.wakeFeed()
+	l.queue = append(l.queue, recs...)
+	l.mu.Unlock()
+	l.wakeUp()
 }
 
-func (a *kafkaAux) wakeFeed() {
+func (l *txnLoop) wakeUp() {
 	select {
-	case a.wake <- struct{}{}:
-	default: // feed has a wake-up pending already
+	case l.wake <- struct{}{}:
+	default: // a wake-up is pending already
 	}
 }
 
-// commitTxn asks the feed for a transaction commit holding everything
+// commitTxn asks the loop for a transaction commit holding everything
 // recorded so far, and waits for it.
-func (a *kafkaAux) commitTxn() error {
+func (l *txnLoop) commitTxn() error {
 	done := make(chan error, 1)
-	a.mu.Lock()
-	if a.txnClosed {
-		a.mu.Unlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
 		return errTxnClosed
 	}
-	a.txnWaiters = append(a.txnWaiters, done)
-	a.mu.Unlock()
-	a.wakeFeed()
-	return <-done // the feed answers every waiter, at the latest when it returns
+	l.waiters = append(l.waiters, done)
+	l.mu.Unlock()
+	l.wakeUp()
+	return <-done // the loop answers every waiter, at the latest when it returns
 }
 
-// openTxn is the feed's view of the open transaction: the records whose
-// outputs it holds, in the order they were sent.
-type openTxn struct {
-	recs []*envelope
-}
-
-// feedTxn is feed for a transactional producer: it hands the queued
-// records' outputs and dead letters to the open transaction, and commits
-// it when asked (at most every txnEvery). After a failed commit nothing
-// more goes into the producer: the tree is restarting.
-func (a *kafkaAux) feedTxn() {
-	var outs []*envelope
-	var open openTxn
-	var last time.Time // when the last commit began
-	var broken error
+// run hands the queued records' outputs and dead letters to the open
+// transaction, and commits it when asked (at most every txnEvery). After a
+// failed commit nothing more goes into the producer: the tree is
+// restarting. It opens the first transaction itself.
+func (l *txnLoop) run() {
+	var outs, open []*envelope // open: the records whose outputs the open transaction holds
+	var last time.Time         // when the last commit began
+	broken := l.p.begin()
+	if broken != nil {
+		broken = fmt.Errorf("opening the first transaction: %w", broken)
+		l.send(&transactionFailed{err: broken})
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer func() {
 		timer.Stop()
-		a.mu.Lock()
-		a.txnClosed = true
-		waiters := a.txnWaiters
-		a.txnWaiters = nil
-		a.mu.Unlock()
+		l.mu.Lock()
+		l.closed = true
+		waiters := l.waiters
+		l.waiters = nil
+		l.mu.Unlock()
 		for _, w := range waiters {
 			w <- errTxnClosed
 		}
-		close(a.fed)
+		close(l.done)
 	}()
 	for {
 		var marks txnMarks
 		var waiters []chan error
 		var wait time.Duration
-		a.mu.Lock()
-		outs, a.outQueue = a.outQueue, outs[:0]
-		if len(a.txnWaiters) > 0 {
+		l.mu.Lock()
+		outs, l.queue = l.queue, outs[:0]
+		if len(l.waiters) > 0 {
 			if wait = txnEvery - time.Since(last); wait <= 0 || broken != nil {
-				marks, a.txnMarks = a.txnMarks, nil
-				waiters, a.txnWaiters = a.txnWaiters, nil
+				marks, l.marks = l.marks, nil
+				waiters, l.waiters = l.waiters, nil
 			}
 		}
-		a.mu.Unlock()
+		l.mu.Unlock()
 		if broken != nil {
 			clear(outs)
 			for _, w := range waiters {
@@ -225,25 +264,25 @@ func (a *kafkaAux) feedTxn() {
 			}
 		} else {
 			for i, rec := range outs {
-				if !a.sendTxn(rec) {
+				if !l.p.send(rec, l.quit) {
 					return
 				}
-				open.recs = append(open.recs, rec)
+				open = append(open, rec)
 				outs[i] = nil
 			}
 			if waiters != nil {
 				last = time.Now()
-				written, dropped, err := a.commit(marks, open.recs)
-				open.recs = nil
+				written, dropped, err := l.commit(marks, open)
+				open = nil
 				if len(written) > 0 || len(dropped) > 0 {
-					a.send(&outputsWritten{written: written, dropped: dropped})
+					l.send(&outputsWritten{written: written, dropped: dropped})
 				}
 				for _, w := range waiters {
 					w <- err
 				}
 				if err != nil {
 					broken = err
-					a.send(&transactionFailed{err: err})
+					l.send(&transactionFailed{err: err})
 				}
 				continue
 			}
@@ -255,47 +294,25 @@ func (a *kafkaAux) feedTxn() {
 			timer.Reset(wait)
 		}
 		select {
-		case <-a.wake:
+		case <-l.wake:
 		case <-timer.C:
-		case <-a.quit:
+		case <-l.quit:
 			return
 		}
 		timer.Stop()
 	}
 }
 
-// sendTxn hands rec's outputs, or its dead letter, to the producer; it
-// reports false if the producer is being closed.
-func (a *kafkaAux) sendTxn(rec *envelope) bool {
-	if rec.deadErr != nil {
-		m := deadLetterMessage(a.dlqTopic, recordFailure{rec: rec, err: rec.deadErr})
-		m.Metadata = (*outputOf)(rec) // judged like an output
-		select {
-		case a.producer.Input() <- m:
-		case <-a.quit:
-			return false
-		}
-	}
-	for j := range rec.outputs {
-		select {
-		case a.producer.Input() <- outputMessage(rec, j):
-		case <-a.quit:
-			return false
-		}
-	}
-	return true
-}
-
 // commit commits the open transaction with marks, its outputs (recs) sent
 // already. It returns the records it committed and those it left out
 // (their claims ended without a commit: their partitions' next owners run
 // them again).
-func (a *kafkaAux) commit(marks txnMarks, recs []*envelope) (written, dropped []*envelope, err error) {
+func (l *txnLoop) commit(marks txnMarks, recs []*envelope) (written, dropped []*envelope, err error) {
 	for attempt := 1; ; attempt++ {
 		// One answer per claim for the whole attempt: a claim that ended
 		// between the marks and the records would otherwise commit its
 		// offsets without its outputs.
-		alive := a.aliveOnce()
+		alive := l.aliveOnce()
 		live, stale := marks.live(alive)
 		kept := recs[:0:0]
 		for _, rec := range recs {
@@ -308,87 +325,67 @@ func (a *kafkaAux) commit(marks txnMarks, recs []*envelope) (written, dropped []
 		if stale || len(kept) < len(recs) {
 			// The open transaction holds outputs of a claim that is no
 			// longer this member's: again without them.
-			if err := a.again(kept); err != nil {
+			if err := l.again(kept); err != nil {
 				return nil, append(dropped, kept...), err
 			}
 		}
 		marks, recs = live, kept
 		start := time.Now()
-		err = a.commitOnce(marks)
+		err = l.p.commit(marks)
 		if err == nil {
-			a.stats.observeTransaction(start)
-			if err := a.producer.BeginTxn(); err != nil {
+			l.stats.observeTransaction(start)
+			if err := l.p.begin(); err != nil {
 				return recs, dropped, fmt.Errorf("opening the next transaction: %w", err)
 			}
 			return recs, dropped, nil
 		}
-		err = a.aborted(err)
-		if !errors.Is(err, sarama.ErrIllegalGeneration) && !errors.Is(err, sarama.ErrRebalanceInProgress) || attempt == txnAttempts {
+		err = l.aborted(err)
+		if !l.p.rebalanced(err) || attempt == txnAttempts {
 			return nil, append(dropped, recs...), err
 		}
 		// The group moved to a new generation under the commit (a
 		// rebalance): after a pause, again with what live claims hold.
-		a.log.Info().Err(err).Int("attempt", attempt).Msg("the group rebalanced under a transaction's commit; committing it again")
+		l.log.Info().Err(err).Int("attempt", attempt).Msg("the group rebalanced under a transaction's commit; committing it again")
 		t := time.NewTimer(time.Duration(attempt) * txnEvery)
 		select {
 		case <-t.C:
-		case <-a.quit:
+		case <-l.quit:
 			t.Stop()
 			return nil, append(dropped, recs...), errTxnClosed
 		}
-		if err := a.again(recs); err != nil {
+		if err := l.again(recs); err != nil {
 			return nil, append(dropped, recs...), err
 		}
 	}
 }
 
-// aliveOnce returns a.alive memoized: each claim's answer is the first one.
-func (a *kafkaAux) aliveOnce() func(epoch uint64) bool {
+// aliveOnce returns l.alive memoized: each claim's answer is the first one.
+func (l *txnLoop) aliveOnce() func(epoch uint64) bool {
 	seen := map[uint64]bool{}
 	return func(epoch uint64) bool {
 		ok, asked := seen[epoch]
 		if !asked {
-			ok = a.alive(epoch)
+			ok = l.alive(epoch)
 			seen[epoch] = ok
 		}
 		return ok
 	}
 }
 
-// commitOnce adds marks to the open transaction, each session's with its
-// generation now, and commits it (sarama flushes the outputs sent first).
-func (a *kafkaAux) commitOnce(marks txnMarks) error {
-	// The newest session first: sarama keeps one group metadata per
-	// partition, the last added, so an older session's marks are never
-	// hidden by a newer one's and always get the transaction refused.
-	sessions := slices.SortedFunc(maps.Keys(marks), func(x, y *txnSession) int { return cmp.Compare(y.seq, x.seq) })
-	for _, s := range sessions {
-		offsets := make(map[string][]*sarama.PartitionOffsetMetadata)
-		for tp, m := range marks[s] {
-			meta := m.meta
-			offsets[tp.Topic] = append(offsets[tp.Topic], &sarama.PartitionOffsetMetadata{Partition: tp.Partition, Offset: m.offset, LeaderEpoch: -1, Metadata: &meta})
-		}
-		if err := a.producer.AddOffsetsToTxnWithGroupMetadata(offsets, s.groupMetadata()); err != nil {
-			return err
-		}
-	}
-	return a.producer.CommitTxn()
-}
-
 // again aborts the open transaction and opens a new one holding the
 // outputs of recs, sent again.
-func (a *kafkaAux) again(recs []*envelope) error {
-	if a.producer.TxnStatus()&sarama.ProducerTxnFlagInTransaction != 0 {
-		if err := a.producer.AbortTxn(); err != nil {
-			return a.aborted(err)
+func (l *txnLoop) again(recs []*envelope) error {
+	if l.p.inTxn() {
+		if err := l.p.abort(); err != nil {
+			return l.aborted(err)
 		}
-		a.stats.txnAborts.Add(1)
+		l.stats.txnAborts.Add(1)
 	}
-	if err := a.producer.BeginTxn(); err != nil {
+	if err := l.p.begin(); err != nil {
 		return fmt.Errorf("opening a transaction: %w", err)
 	}
 	for _, rec := range recs {
-		if !a.sendTxn(rec) {
+		if !l.p.send(rec, l.quit) {
 			return errTxnClosed
 		}
 	}
@@ -397,15 +394,11 @@ func (a *kafkaAux) again(recs []*envelope) error {
 
 // aborted aborts the open transaction after err if it still can, counts
 // it, and returns err as the tree is told.
-func (a *kafkaAux) aborted(err error) error {
-	a.stats.txnAborts.Add(1)
-	if a.producer.TxnStatus()&sarama.ProducerTxnFlagAbortableError != 0 {
-		if aerr := a.producer.AbortTxn(); aerr != nil {
-			a.log.Warn().Err(aerr).Msg("aborting the transaction")
-		}
-	}
-	if errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch) {
-		return fmt.Errorf("committing the transaction: another producer took transactional id %q over (this process's successor, or a second process with the same output.transactional_id): %w", a.txnID, err)
+func (l *txnLoop) aborted(err error) error {
+	l.stats.txnAborts.Add(1)
+	l.p.abortAfter(err)
+	if l.p.fenced(err) {
+		return fmt.Errorf("committing the transaction: another producer took transactional id %q over (this process's successor, or a second process with the same output.transactional_id): %w", l.txnID, err)
 	}
 	return fmt.Errorf("committing the transaction: %w", err)
 }

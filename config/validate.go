@@ -304,15 +304,12 @@ func (o *Output) validate(key, dlq string) error {
 }
 
 // validateExactlyOnce checks what a transactional producer needs of the
-// Kafka block: the sarama side (the one that commits offsets inside a
-// transaction with the group's generation) and brokers from 2.5.0, which
-// fence a zombie member's transactional commits by its generation.
+// Kafka block: brokers from 2.5.0, which fence a zombie member's
+// transactional commits by its generation (the sarama side is told the
+// version; the franz-go side asks the brokers when it connects).
 func (o *Output) validateExactlyOnce(key string, k *Kafka) error {
-	if !o.ExactlyOnce {
+	if !o.ExactlyOnce || k.Client != ClientSarama {
 		return nil
-	}
-	if k.Client != ClientSarama {
-		return fieldErr(key+".exactly_once", fmt.Sprintf("needs kafka.client: %s (got %s): the %s side writes outputs at least once", ClientSarama, k.Client, k.Client))
 	}
 	if v, ok := parseVersion(k.Version); ok && versionLess(v, minTransactionalVersion) {
 		return fieldErr(key+".exactly_once", fmt.Sprintf("needs kafka.version 2.5.0 or later, whose brokers fence a stale member's transactional commits (got %s)", quoteValue(k.Version)))

@@ -22,6 +22,10 @@ import (
 // some twice (which shows the ledger can see a duplicate).
 func TestKill9ExactlyOnceOutputs(t *testing.T) {
 	t.Parallel()
+	testkit.EachSide(t, kill9ExactlyOnceOutputs)
+}
+
+func kill9ExactlyOnceOutputs(t *testing.T, _ testkit.Side) {
 	in, atLeast, exactly := testkit.TopicName("eos-kill-in"), testkit.TopicName("eos-kill-alo"), testkit.TopicName("eos-kill-eos")
 	addr := testkit.Cluster(t, 4, in, atLeast, exactly)
 	testkit.ProduceWithBinary(t, addr, in, 3000, 100)
@@ -91,6 +95,10 @@ func kill9Outputs(t *testing.T, addr, in, out string, exactlyOnce bool) testkit.
 // committed, every output is there once.
 func TestZombieTransactionIsFenced(t *testing.T) {
 	t.Parallel()
+	testkit.EachSide(t, zombieTransactionIsFenced)
+}
+
+func zombieTransactionIsFenced(t *testing.T, side testkit.Side) {
 	in, out := testkit.TopicName("zombie-in"), testkit.TopicName("zombie-out")
 	addr := testkit.Cluster(t, 4, in, out)
 	testkit.ProduceWithBinary(t, addr, in, 4000, 100)
@@ -101,12 +109,7 @@ func TestZombieTransactionIsFenced(t *testing.T) {
 		t.Cleanup(srv.Close)
 		cfg := testkit.PipelineConfig(t, addr, group, in, srv.URL, out, "exactly_once: true, transactional_id: zombie-"+name, 16,
 			"shutdown_timeout: 5s\nlog: {level: info, format: json}\nhttp: {listen: \"127.0.0.1:0\"}")
-		// The build without the race detector: the resumed member's
-		// produce requests fail, and sarama's transactional producer then
-		// races with itself (transitionTo writes its lastError under one
-		// lock while publishTxnPartitions reads it under another:
-		// IBM/sarama#2913), which the race build reports whatever turbo does.
-		p, live := testkit.StartHTTPBinary(t, testkit.PerfBinary(t), nil, nil, "run", "--config", cfg)
+		p, live := testkit.StartHTTPBinary(t, testkit.TransactionalBinary(t, side.Client), nil, nil, "run", "--config", cfg)
 		return p, "http://" + live, &handled
 	}
 	a, aLive, aHandled := member("a")
@@ -171,6 +174,10 @@ func pipeStatus(t *testing.T, base string) web.Consumer {
 // output is there once.
 func TestSwarmNodeKilledExactlyOnce(t *testing.T) {
 	t.Parallel()
+	testkit.EachSide(t, swarmNodeKilledExactlyOnce)
+}
+
+func swarmNodeKilledExactlyOnce(t *testing.T, side testkit.Side) {
 	in, out := testkit.TopicName("eos-swarm-in"), testkit.TopicName("eos-swarm-out")
 	addr := testkit.Cluster(t, 8, in, out)
 	testkit.ProduceWithBinary(t, addr, in, 4000, 100)
@@ -184,7 +191,7 @@ func TestSwarmNodeKilledExactlyOnce(t *testing.T) {
 	cfg := testkit.WriteConfig(t, strings.Replace(string(two),
 		fmt.Sprintf("handler: {type: http, url: %q, timeout: 30s}", srv.URL),
 		fmt.Sprintf("ordering: key\n    handler: {type: http, url: %q, timeout: 30s, response: outputs, encoding: utf8}\n    output: {topic: %s, exactly_once: true}", srv.URL, out), 1))
-	sw, live := testkit.StartHTTPBinary(t, testkit.PerfBinary(t), nil, nil, "swarm", "--config", cfg)
+	sw, live := testkit.StartHTTPBinary(t, testkit.TransactionalBinary(t, side.Client), nil, nil, "swarm", "--config", cfg)
 	var before swarmStatus
 	testkit.Eventually(t, 90*time.Second, "both nodes running, holding partitions, and 1,000 records handled", func() bool {
 		before = readStatus(t, live)

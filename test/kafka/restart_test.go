@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/test/testkit"
 )
 
@@ -183,7 +184,7 @@ func duplicateRanges(handled map[string]int) string {
 }
 
 // A broker killed (SIGKILL) and restarted mid-run while turbo writes
-// outputs exactly once (the sarama side): transactions under way when the
+// outputs exactly once: transactions under way when the
 // broker goes away are aborted, turbo reconnects and writes them again, and
 // a read_committed reader of the output topic finds every input's outputs
 // once, in key order.
@@ -199,12 +200,7 @@ func TestBrokerRestartExactlyOnce(t *testing.T) {
 	defer srv.Close()
 	cfg := testkit.PipelineConfig(t, b.addr, in, in, srv.URL, out, "exactly_once: true", 16,
 		"shutdown_timeout: 10s\nlog: {level: warn, format: json}")
-	// The build without the race detector: produce requests failing while
-	// the broker is away make sarama's transactional producer race with
-	// itself (transitionTo writes its lastError under one lock while
-	// publishTxnPartitions reads it under another: IBM/sarama#2913), which
-	// the race build reports whatever turbo does.
-	run := testkit.StartBinary(t, testkit.PerfBinary(t), nil, nil, "run", "--config", cfg)
+	run := testkit.StartBinary(t, testkit.TransactionalBinary(t, config.KafkaClient(os.Getenv("TURBO_KAFKA_CLIENT"))), nil, nil, "run", "--config", cfg)
 	produced := int64(batch)
 	testkit.Eventually(t, 2*time.Minute, fmt.Sprintf("a third of the %d records handled", produced), func() bool {
 		return handled.Load() >= produced/3

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/turbokafka/turbo/config"
 )
 
 // Helpers for tests that drive the real binary: `turbo dev` as the broker (a
@@ -81,6 +83,20 @@ func Binary(t testing.TB) string {
 func PerfBinary(t testing.TB) string {
 	t.Helper()
 	return perfBin.build(t, EnvPerfBinary, "turbo")
+}
+
+// TransactionalBinary is the turbo binary for a process whose transactions
+// fail on client's side ("" is the default, sarama): Binary, but for
+// sarama, whose transactional producer races with itself once its produce
+// requests fail (transitionTo writes its lastError under one lock while
+// publishTxnPartitions reads it under another: IBM/sarama#2913), which the
+// race build reports whatever turbo does.
+func TransactionalBinary(t testing.TB, client config.KafkaClient) string {
+	t.Helper()
+	if client == "" || client == config.ClientSarama {
+		return PerfBinary(t)
+	}
+	return Binary(t)
 }
 
 func (b *binary) build(t testing.TB, env, name string, flags ...string) string {
