@@ -114,8 +114,7 @@ func (s *treeSpec) newKafkaSide(budget int) kafkaSide {
 			readMeta:    s.consumer.CommitMetadataBytes > 0,
 			stats:       s.stats,
 			txnID:       transactionalID(s.consumer),
-			txnOpts: franzTxnOptions(s.brokers, s.kafka.ClientID, transactionalID(s.consumer),
-				franzBufferedRecords(s.consumer), outputBytes(s.consumer)),
+			txnOpts:     franzTxnOptions(s.brokers, s.kafka.ClientID, s.consumer),
 		}
 	}
 	return &kafkaGroup{

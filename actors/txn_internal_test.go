@@ -3,11 +3,13 @@ package actors
 import (
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fakeTxn is a transactional producer that records what the loop asks of
@@ -208,5 +210,30 @@ func TestTxnLoopRetriesARebalanceThenFails(t *testing.T) {
 	}
 	if err := r.l.commitTxn(); !errors.Is(err, errFakeRebalance) {
 		t.Errorf("a commit after the failure answered %v, want the failure", err)
+	}
+}
+
+// The franz-go side refuses exactly once on brokers whose TxnOffsetCommit
+// carries no member generation (before Kafka 2.5): a stale member's
+// transactional commits would not be fenced.
+func TestFencesStaleMembers(t *testing.T) {
+	t.Parallel()
+	with := func(v int16) *kmsg.ApiVersionsResponse {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MaxVersion = int16(kmsg.TxnOffsetCommit), v
+		resp.ApiKeys = append(resp.ApiKeys, k)
+		return resp
+	}
+	for _, c := range []struct {
+		resp *kmsg.ApiVersionsResponse
+		want bool
+	}{{with(2), false}, {with(3), true}, {with(5), true}, {kmsg.NewPtrApiVersionsResponse(), false}} {
+		if got := fencesStaleMembers(c.resp); got != c.want {
+			t.Errorf("fencesStaleMembers(%v) = %t, want %t", c.resp.ApiKeys, got, c.want)
+		}
+	}
+	if msg := (&txnProtocolError{brokers: []string{"b:9092"}}).Error(); !strings.Contains(msg, "output.exactly_once") || !strings.Contains(msg, "b:9092") {
+		t.Errorf("the refusal %q names neither the key nor the brokers", msg)
 	}
 }

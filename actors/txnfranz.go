@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -55,9 +56,14 @@ type franzTxn struct {
 var _ txnProducer = (*franzTxn)(nil)
 
 // franzTxnOptions are the transactional client's options but its security
-// and logger: kafka.client_id with "-txn", the consumer's transactional
-// id, and the keyed partitioning of Kafka's own producers.
-func franzTxnOptions(brokers []string, clientID, txnID string, buffered, outputBytes int) []kgo.Opt {
+// and logger (nil without output.exactly_once): kafka.client_id with
+// "-txn", the consumer's transactional id, and the keyed partitioning of
+// Kafka's own producers.
+func franzTxnOptions(brokers []string, clientID string, c config.Consumer) []kgo.Opt {
+	txnID := transactionalID(c)
+	if txnID == "" {
+		return nil
+	}
 	return []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ClientID(clientID + "-txn"),
@@ -65,8 +71,8 @@ func franzTxnOptions(brokers []string, clientID, txnID string, buffered, outputB
 		kgo.TransactionTimeout(txnTimeout),
 		kgo.MaxVersions(kversion.V3_9_0()),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-		kgo.MaxBufferedRecords(buffered),
-		kgo.ProducerBatchMaxBytes(int32(max(1_000_012, outputBytes+4096))),
+		kgo.MaxBufferedRecords(franzBufferedRecords(c)),
+		kgo.ProducerBatchMaxBytes(int32(max(1_000_012, outputBytes(c)+4096))),
 		kgo.AllowAutoTopicCreation(),
 	}
 }
