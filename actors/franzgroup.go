@@ -92,6 +92,7 @@ type franzGroup struct {
 	topicIDs  map[string]topicID      // as last read, for the commits (OffsetCommit v10 names topics by id)
 	idLookups topicIDs                // shared among the claims that start together
 	claims    sync.WaitGroup
+	outAcks   outputAcks // at least once: the acknowledged outputs' records, batched
 
 	// Exactly once: the transaction loop and its producer (set by run
 	// before the member joins), the sessions begun, and the running
@@ -186,6 +187,8 @@ func (g *franzGroup) run() {
 	}
 	wg.Go(g.commits.run)
 	wg.Go(func() { g.watermarks(cl) })
+	acksDone := make(chan struct{})
+	wg.Go(func() { g.outAcks.run(g.send, acksDone) })
 	g.joinGate.pass(g.ctx.Done())
 	if g.ctx.Err() == nil {
 		watch, ctx := sync.WaitGroup{}, g.ctx
@@ -227,7 +230,8 @@ func (g *franzGroup) run() {
 		g.txnProd.close()
 	}
 	memberID, _ := cl.GroupMetadata()
-	cl.Close()
+	cl.Close()      // the last outputs' promises have run
+	close(acksDone) // then their batch goes
 	if !g.aborted() && g.protocol == config.GroupConsumer && g.instanceID != "" && memberID != "" {
 		ctx, cancel := context.WithTimeout(g.killCtx, leaveWait)
 		if err := g.leaveStatic(ctx, memberID); err != nil {
@@ -908,9 +912,63 @@ func (g *franzGroup) produceOutputs(recs []*envelope) {
 						g.send(&outputsWritten{failed: rec, err: err})
 					}
 				case rec.outLeft.Add(-1) == 0:
-					g.send(&outputsWritten{written: []*envelope{rec}})
+					g.outAcks.add(rec)
 				}
 			})
+		}
+	}
+}
+
+// outputAcks batches the records whose outputs are all acknowledged into
+// outputsWritten messages: the client's promises run one record at a time,
+// and a message each cost the proxy and the orchestrator a round per record
+// (as sarama's acks goroutine, one message for whatever is ready).
+type outputAcks struct {
+	mu      sync.Mutex
+	written []*envelope
+	wake    chan struct{} // capacity 1
+	once    sync.Once
+}
+
+func (a *outputAcks) init() { a.once.Do(func() { a.wake = make(chan struct{}, 1) }) }
+
+// add queues rec, written.
+func (a *outputAcks) add(rec *envelope) {
+	a.init()
+	a.mu.Lock()
+	first := len(a.written) == 0
+	a.written = append(a.written, rec)
+	a.mu.Unlock()
+	if first {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run sends what was queued, in batches of at most maxOutputsBatch, until
+// done is closed; then what is left.
+func (a *outputAcks) run(send func(any), done <-chan struct{}) {
+	a.init()
+	flush := func() {
+		a.mu.Lock()
+		batch := a.written
+		a.written = nil
+		a.mu.Unlock()
+		for len(batch) > 0 {
+			n := min(len(batch), maxOutputsBatch)
+			send(&outputsWritten{written: batch[:n:n]})
+			batch = batch[n:]
+		}
+	}
+	for {
+		select {
+		case <-a.wake:
+			flush()
+		case <-done:
+			flush()
+			return
 		}
 	}
 }

@@ -2,7 +2,11 @@ package actors_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -13,6 +17,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors"
+	"github.com/turbokafka/turbo/actors/handlers"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/test/testkit"
 )
@@ -30,6 +35,11 @@ import (
 // TURBO_BENCH_OUTPUTS=1 makes the handler copy each record to an output
 // topic (at least once; TURBO_BENCH_OUTPUTS=exactly-once in transactions),
 // for what an output costs.
+//
+// TURBO_BENCH_HANDLER=http puts the http handler in the no-op handler's
+// place, toward an endpoint in the same process that answers at once (with
+// TURBO_BENCH_OUTPUTS, one output per record: handler.response outputs);
+// the endpoint's goroutines carry no label.
 //
 // TURBO_BENCH_HEAPPROFILE=FILE writes a heap profile at the run's peak of
 // live heap (sampled every 100 ms), for where memory goes at many
@@ -79,7 +89,7 @@ func BenchmarkNoopPipeline(b *testing.B) {
 						c.Output.TransactionalID = c.Group
 					}
 				}
-				consumeAll(b, brokers, c, int64(records))
+				consumeAll(b, brokers, c, int64(records), benchHandler(b, c))
 			}
 			b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})
@@ -88,18 +98,13 @@ func BenchmarkNoopPipeline(b *testing.B) {
 
 // consumeAll runs a consumer of c until it has committed want records, then
 // stops it, all under the profiler label phase=consume.
-func consumeAll(b *testing.B, brokers []string, c config.Consumer, want int64) {
+func consumeAll(b *testing.B, brokers []string, c config.Consumer, want int64, h actors.Handler) {
 	b.Helper()
 	pprof.Do(context.Background(), pprof.Labels("phase", "consume"), func(context.Context) {
 		cons, err := actors.New(actors.Options{
 			Consumer: c, Kafka: testkit.Kafka(b, brokers), ShutdownTimeout: 10 * time.Second,
-			Handler: actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
-				if c.Output.Topic == "" {
-					return nil
-				}
-				return actors.Emit(ctx, rec, actors.Output{Key: rec.Key, Value: rec.Value})
-			}),
-			Logger: testkit.Logger(b),
+			Handler: h,
+			Logger:  testkit.Logger(b),
 		})
 		if err != nil {
 			b.Fatalf("starting consumer: %v", err)
@@ -115,6 +120,41 @@ func consumeAll(b *testing.B, brokers []string, c config.Consumer, want int64) {
 			b.Fatalf("stopping: %v", err)
 		}
 	})
+}
+
+// benchHandler is the handler of c's runs: a no-op, or one that copies
+// each record to the output topic, or with TURBO_BENCH_HANDLER=http the
+// http handler toward an endpoint that answers at once (with one output per
+// record when c has an output topic).
+func benchHandler(b *testing.B, c config.Consumer) actors.Handler {
+	b.Helper()
+	if os.Getenv("TURBO_BENCH_HANDLER") != "http" {
+		return actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+			if c.Output.Topic == "" {
+				return nil
+			}
+			return actors.Emit(ctx, rec, actors.Output{Key: rec.Key, Value: rec.Value})
+		})
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if c.Output.Topic == "" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprintf(w, "{\"key\":%q,\"value\":%q}\n", r.Header.Get("Kafka-Key"), base64.StdEncoding.EncodeToString(body))
+	}))
+	b.Cleanup(srv.Close)
+	hc := config.Handler{Type: config.HandlerHTTP, URL: srv.URL, Timeout: 30 * time.Second, Response: config.ResponseIgnore}
+	if c.Output.Topic != "" {
+		hc.Response = config.ResponseOutputs
+	}
+	h, err := handlers.New(hc, c.Concurrency, io.Discard)
+	if err != nil {
+		b.Fatalf("the http handler: %v", err)
+	}
+	return h
 }
 
 // heapPeak samples the live heap every 100 ms and, whenever it passes its

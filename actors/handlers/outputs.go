@@ -56,43 +56,53 @@ func (h *HTTP) readOutputs(body io.Reader) ([]outputLine, error) {
 	if len(data) > maxOutputsBody {
 		return nil, h.badOutputs(fmt.Errorf("the body is over %s", config.ByteSize(maxOutputsBody)))
 	}
+	// One pass, one strict decoder: each value is decoded where it starts
+	// (an object, or a list of them), without a copy of it first.
 	var lines []outputLine
 	dec := json.NewDecoder(bytes.NewReader(data))
-	for n := 0; ; n++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err == io.EOF {
-			break
-		} else if err != nil {
-			return nil, h.badOutputs(fmt.Errorf("output %d: not JSON: %w", n, err))
+	dec.DisallowUnknownFields()
+	for {
+		c, ok := nextValue(data, dec.InputOffset())
+		if !ok {
+			return lines, nil
 		}
-		items := []json.RawMessage{raw}
-		if raw[0] == '[' {
-			if err := json.Unmarshal(raw, &items); err != nil {
-				return nil, h.badOutputs(fmt.Errorf("output %d: %w", n, err))
+		var err error
+		switch c {
+		case '{':
+			lines = append(lines, outputLine{})
+			err = dec.Decode(&lines[len(lines)-1])
+		case '[':
+			var list []outputLine
+			if err = dec.Decode(&list); err == nil {
+				lines = append(lines, list...)
+			}
+		default:
+			var other json.RawMessage
+			if err = dec.Decode(&other); err == nil {
+				err = errors.New("not a JSON object")
 			}
 		}
-		for _, item := range items {
-			l, err := decodeOutputLine(item)
-			if err != nil {
-				return nil, h.badOutputs(fmt.Errorf("output %d: %w", len(lines), err))
+		if err != nil {
+			var syntax *json.SyntaxError
+			if errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = fmt.Errorf("not JSON: %w", err)
 			}
-			lines = append(lines, l)
+			return nil, h.badOutputs(fmt.Errorf("output %d: %w", len(lines), err))
 		}
 	}
-	return lines, nil
 }
 
-func decodeOutputLine(raw json.RawMessage) (outputLine, error) {
-	var l outputLine
-	if len(raw) == 0 || raw[0] != '{' {
-		return l, errors.New("not a JSON object")
+// nextValue returns the first byte of data from off that is not JSON
+// whitespace, and false at the end.
+func nextValue(data []byte, off int64) (byte, bool) {
+	for _, c := range data[off:] {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return c, true
+		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil {
-		return l, err
-	}
-	return l, nil
+	return 0, false
 }
 
 func (h *HTTP) badOutputs(err error) error {
