@@ -293,6 +293,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeBody -fuzztime 20s ./actors/offsetmeta/
 	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime 20s ./supervisor/
 	$(GO) test -run '^$$' -fuzz FuzzMultiStatus -fuzztime 20s ./actors/handlers/
+	$(GO) test -run '^$$' -fuzz FuzzReadOutputs -fuzztime 20s ./actors/handlers/
 	$(GO) test -run '^$$' -fuzz FuzzCreditFlow -fuzztime 20s ./actors/
 
 ## fuzz-config: configuration loading alone, longer (FUZZTIME, default 2m):
