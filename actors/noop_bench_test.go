@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/actors/handlers"
 	"github.com/turbokafka/turbo/config"
@@ -40,6 +41,10 @@ import (
 // place, toward an endpoint in the same process that answers at once (with
 // TURBO_BENCH_OUTPUTS, one output per record: handler.response outputs);
 // the endpoint's goroutines carry no label.
+//
+// TURBO_BENCH_METRICS=1 turns the histograms on (Options.Metrics, as
+// http.listen does) and gathers the consumer's metrics every second, as a
+// scrape of /metrics would (test/bench's metrics cost, in process).
 //
 // TURBO_BENCH_HEAPPROFILE=FILE writes a heap profile at the run's peak of
 // live heap (sampled every 100 ms), for where memory goes at many
@@ -101,13 +106,18 @@ func BenchmarkNoopPipeline(b *testing.B) {
 func consumeAll(b *testing.B, brokers []string, c config.Consumer, want int64, h actors.Handler) {
 	b.Helper()
 	pprof.Do(context.Background(), pprof.Labels("phase", "consume"), func(context.Context) {
+		metrics := os.Getenv("TURBO_BENCH_METRICS") == "1"
 		cons, err := actors.New(actors.Options{
 			Consumer: c, Kafka: testkit.Kafka(b, brokers), ShutdownTimeout: 10 * time.Second,
 			Handler: h,
 			Logger:  testkit.Logger(b),
+			Metrics: metrics,
 		})
 		if err != nil {
 			b.Fatalf("starting consumer: %v", err)
+		}
+		if metrics {
+			defer scrapeEverySecond(b, cons)()
 		}
 		peak := heapPeak(b, os.Getenv("TURBO_BENCH_HEAPPROFILE"))
 		testkit.Eventually(b, 5*time.Minute, fmt.Sprintf("%d records committed", want), func() bool {
@@ -155,6 +165,32 @@ func benchHandler(b *testing.B, c config.Consumer) actors.Handler {
 		b.Fatalf("the http handler: %v", err)
 	}
 	return h
+}
+
+// scrapeEverySecond gathers cons's metrics every second until the returned
+// func is called, which waits for it.
+func scrapeEverySecond(b *testing.B, cons *actors.Consumer) (stop func()) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(cons.Collector()); err != nil {
+		b.Fatalf("registering the consumer's metrics: %v", err)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				if _, err := reg.Gather(); err != nil {
+					b.Errorf("gathering the metrics: %v", err)
+				}
+			case <-done:
+				return
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 // heapPeak samples the live heap every 100 ms and, whenever it passes its

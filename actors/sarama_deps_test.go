@@ -18,7 +18,7 @@ import (
 // nothing else.
 var saramaSide = []string{
 	"caughtup.go", "group.go", "hwmrefresh.go", "kafkaaux.go", "kafkaside.go", "partitioner.go",
-	"session.go", "sessionwatch.go", "tree.go", "txn.go",
+	"session.go", "sessionwatch.go", "tree.go", "txnsarama.go",
 }
 
 func TestOnlyTheSaramaSideImportsSarama(t *testing.T) {
