@@ -132,6 +132,12 @@ func franzOpts(k config.Kafka, brokers []string, c config.Consumer, shutdownTime
 		// by the brokers that allow it.
 		kgo.AllowAutoTopicCreation(),
 	}
+	if c.Output.Enabled() {
+		// An output may be as large as output.max_bytes, plus its framing
+		// (the client's default batch bound, 1,000,012 bytes, is below the
+		// default output.max_bytes).
+		opts = append(opts, kgo.ProducerBatchMaxBytes(outputBatchBytes(c)))
+	}
 	if c.Output.ExactlyOnce {
 		// Read what upstream transactions committed only, and start a
 		// partition from an offset no open transaction holds (KIP-447).

@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,6 +70,39 @@ func TestOutputsOnKafka(t *testing.T) {
 		}
 		if !errors.Is(actors.Emit(context.Background(), nil), actors.ErrNoOutput) {
 			t.Errorf("Emit outside a handler call did not fail with ErrNoOutput")
+		}
+	})
+}
+
+// An output as large as output.max_bytes allows (its default, just under
+// 1 MiB) is written, at least once and exactly once, on every side.
+func TestLargestOutputIsWritten(t *testing.T) {
+	t.Parallel()
+	testkit.EachSide(t, func(t *testing.T, side testkit.Side) {
+		for _, exactlyOnce := range []bool{false, true} {
+			t.Run(fmt.Sprintf("exactly-once=%t", exactlyOnce), func(t *testing.T) {
+				topic, out := testkit.TopicName("t-big-in"), testkit.TopicName("t-big-out")
+				brokers := testkit.Broker(t, 1, topic, out)
+				testkit.Produce(t, brokers, topic, 2, 1)
+				value := bytes.Repeat([]byte("v"), int(config.DefaultOutputBytes)-64)
+				h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+					return actors.Emit(ctx, rec, actors.Output{Key: []byte("k"), Value: value})
+				})
+				e := newEOSRun(t, side, brokers, topic, out, func(c *config.Consumer) {
+					c.Output.ExactlyOnce = exactlyOnce
+					if !exactlyOnce {
+						c.Output.TransactionalID = ""
+					}
+				})
+				cons := e.start("a", h)
+				e.waitCommitted()
+				stop(t, cons)
+				got := testkit.ReadCommitted(t, brokers, out, 30*time.Second)
+				s := cons.Stats()
+				if len(got) != 2 || s.OutputErrors != 0 || s.Restarts != 0 {
+					t.Errorf("%d outputs of %d bytes read, %d output errors, %d restarts; want 2, 0, 0", len(got), len(value), s.OutputErrors, s.Restarts)
+				}
+			})
 		}
 	})
 }
@@ -217,7 +251,9 @@ func newEOSRun(t *testing.T, side testkit.Side, brokers []string, in, out string
 func (e *eosRun) start(name string, h actors.Handler) *actors.Consumer {
 	e.t.Helper()
 	c := e.c
-	c.Output.TransactionalID += "-" + name
+	if c.Output.ExactlyOnce {
+		c.Output.TransactionalID += "-" + name
+	}
 	cons, err := actors.New(actors.Options{Consumer: c, Kafka: e.k, ShutdownTimeout: 10 * time.Second, Handler: h,
 		Logger: testkit.Logger(e.t).With().Str("member", name).Logger(), Restart: fastRestart})
 	if err != nil {

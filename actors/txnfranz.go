@@ -72,9 +72,16 @@ func franzTxnOptions(brokers []string, clientID string, c config.Consumer) []kgo
 		kgo.MaxVersions(kversion.V3_9_0()),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.MaxBufferedRecords(franzBufferedRecords(c)),
-		kgo.ProducerBatchMaxBytes(int32(max(1_000_012, outputBytes(c)+4096))),
+		kgo.ProducerBatchMaxBytes(outputBatchBytes(c)),
 		kgo.AllowAutoTopicCreation(),
 	}
+}
+
+// outputBatchBytes is the franz-go producer's bound on a batch: one output
+// of output.max_bytes with its framing, or the client's default if that is
+// more.
+func outputBatchBytes(c config.Consumer) int32 {
+	return int32(max(1_000_012, outputBytes(c)+4096))
 }
 
 // init fences every earlier producer of the transactional id (and aborts

@@ -18,8 +18,9 @@ import (
 // o%3 outputs "p/o/i" keyed like it, killed with SIGKILL once transactions
 // (or commits) have gone through and records are in flight, then run again
 // to the end. Read committed, the output topic holds every output exactly
-// once with output.exactly_once; at least once, the same crash writes
-// some twice (which shows the ledger can see a duplicate).
+// once with output.exactly_once; at least once (killed with outputs above
+// the committed watermarks, see kill9Outputs), the same crash writes some
+// twice (which shows the ledger can see a duplicate).
 func TestKill9ExactlyOnceOutputs(t *testing.T) {
 	t.Parallel()
 	testkit.EachSide(t, kill9ExactlyOnceOutputs)
@@ -52,25 +53,47 @@ func kill9ExactlyOnceOutputs(t *testing.T, _ testkit.Side) {
 
 // kill9Outputs runs the pipeline from in to out, kills it, runs it again to
 // the end, and judges out read committed.
+//
+// At least once, the control runs without commit metadata, so that every
+// record above a partition's committed watermark runs again after the
+// crash; it is killed once the output topic holds outputs of such records
+// (50 more than the records below the watermarks call for), which the
+// second run then writes again.
 func kill9Outputs(t *testing.T, addr, in, out string, exactlyOnce bool) testkit.OutputVerdict {
 	t.Helper()
 	var handled atomic.Int64
 	srv := testkit.OutputEndpoint(&handled, time.Millisecond) // records stay in flight when the kill lands
 	defer srv.Close()
 	group := "g-" + out
-	cfg := testkit.PipelineConfig(t, addr, group, in, srv.URL, out, fmt.Sprintf("exactly_once: %t", exactlyOnce), 32,
-		"shutdown_timeout: 5s\nlog: {level: warn, format: json}")
+	extra := "shutdown_timeout: 5s\nlog: {level: warn, format: json}"
+	if !exactlyOnce {
+		extra = "    commit_metadata_bytes: 0\n" + extra
+	}
+	cfg := testkit.PipelineConfig(t, addr, group, in, srv.URL, out, fmt.Sprintf("exactly_once: %t", exactlyOnce), 32, extra)
 	run := testkit.Start(t, nil, "run", "--config", cfg)
-	// Kill once a third has been handled and something is committed.
-	testkit.Eventually(t, 60*time.Second, "the first run to handle 1,000 records and commit some", func() bool {
+	outputs := func(off int64) int64 { return off % 3 }
+	testkit.Eventually(t, 60*time.Second, "the first run to handle 1,000 records and commit some (at least once: and to write outputs above the commit)", func() bool {
 		if handled.Load() < 1000 {
 			return false
 		}
-		var sum int64
+		var sum, below int64
 		for _, off := range testkit.CommittedOffsets(t, []string{addr}, group, in) {
 			sum += max(off, 0)
+			for o := range max(off, 0) {
+				below += outputs(o)
+			}
 		}
-		return sum > 0
+		if sum == 0 {
+			return false
+		}
+		if exactlyOnce {
+			return true
+		}
+		var written int64
+		for _, end := range testkit.EndOffsets(t, []string{addr}, out) {
+			written += end
+		}
+		return written >= below+50
 	})
 	if err := run.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -82,7 +105,7 @@ func kill9Outputs(t *testing.T, addr, in, out string, exactlyOnce bool) testkit.
 		t.Fatalf("the restarted turbo exited %d", code)
 	}
 	t.Logf("handled %d records before SIGKILL, %d in all", first, handled.Load())
-	want := testkit.ExpectedOutputs(t, []string{addr}, in, func(off int64) int { return int(off % 3) })
+	want := testkit.ExpectedOutputs(t, []string{addr}, in, func(off int64) int { return int(outputs(off)) })
 	return testkit.JudgeOutputs(t, want, testkit.ReadCommitted(t, []string{addr}, out, 60*time.Second))
 }
 
