@@ -154,16 +154,7 @@ func zombieTransactionIsFenced(t *testing.T, side testkit.Side) {
 	testkit.Eventually(t, 60*time.Second, "the resumed member's transaction to be refused and aborted", func() bool {
 		return pipeStatus(t, aLive).TransactionsAborted > 0
 	})
-	testkit.Eventually(t, 120*time.Second, "the group to commit the end of every partition", func() bool {
-		ends := testkit.EndOffsets(t, []string{addr}, in)
-		committed := testkit.CommittedOffsets(t, []string{addr}, group, in)
-		for p, e := range ends {
-			if committed[p] < e {
-				return false
-			}
-		}
-		return true
-	})
+	testkit.AwaitCommittedEnd(t, []string{addr}, group, in, 120*time.Second)
 	for _, p := range []*testkit.Proc{a, b} {
 		if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -229,15 +220,7 @@ func swarmNodeKilledExactlyOnce(t *testing.T, side testkit.Side) {
 		return len(n) == 2 && n[1].PID != killed.PID && n[1].State == "running" && n[1].Assigned > 0
 	})
 	group := in // swarmConfig's group is the topic's name
-	testkit.Eventually(t, 120*time.Second, "the group to commit the end of every partition", func() bool {
-		committed := testkit.CommittedOffsets(t, []string{addr}, group, in)
-		for p, e := range testkit.EndOffsets(t, []string{addr}, in) {
-			if committed[p] < e {
-				return false
-			}
-		}
-		return true
-	})
+	testkit.AwaitCommittedEnd(t, []string{addr}, group, in, 120*time.Second)
 	if err := sw.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

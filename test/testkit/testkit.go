@@ -7,6 +7,7 @@ package testkit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -110,6 +111,21 @@ func CommittedOffsets(t testing.TB, brokers []string, group, topic string) map[i
 		out[p] = b.Offset
 	}
 	return out
+}
+
+// AwaitCommittedEnd waits, up to timeout, until group has committed the end
+// of every partition of topic.
+func AwaitCommittedEnd(t testing.TB, brokers []string, group, topic string, timeout time.Duration) {
+	t.Helper()
+	Eventually(t, timeout, fmt.Sprintf("group %s to commit the end of every partition of %s", group, topic), func() bool {
+		committed := CommittedOffsets(t, brokers, group, topic)
+		for p, end := range EndOffsets(t, brokers, topic) {
+			if committed[p] < end {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // CommittedMetadata returns the group's committed offset and its metadata
