@@ -184,8 +184,9 @@ func (g *franzGroup) run() {
 
 	var wg sync.WaitGroup
 	if g.txnID != "" {
-		if err := g.startTxn(cl); err != nil {
+		if err := g.startTxn(cl); err != nil { // stopped while it retried
 			cl.Close()
+			g.killCancel()
 			g.stopped(nil)
 			return
 		}
