@@ -148,7 +148,17 @@ func committed(t testing.TB, brokers []string, group, topic string, parts []int3
 			t.Fatalf("partitions of %s: %v", topic, err)
 		}
 	}
-	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: parts})
+	var resp *sarama.OffsetFetchResponse
+	var err error
+	// A coordinator that is loading the group's offsets, or moving, answers
+	// again shortly.
+	for deadline := time.Now().Add(coordinatorWait); ; {
+		resp, err = admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: parts})
+		if !coordinatorBusy(err) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) { // not created yet: nothing committed
 		t.Fatalf("committed offsets of %s: %v", group, err)
 	}
@@ -162,6 +172,16 @@ func committed(t testing.TB, brokers []string, group, topic string, parts []int3
 		}
 	}
 	return out
+}
+
+// coordinatorWait bounds how long committed waits out a busy coordinator.
+const coordinatorWait = 15 * time.Second
+
+// coordinatorBusy reports whether err is a group coordinator that is
+// loading offsets, moving or not yet available: worth asking again.
+func coordinatorBusy(err error) bool {
+	return errors.Is(err, sarama.ErrOffsetsLoadInProgress) || errors.Is(err, sarama.ErrNotCoordinatorForConsumer) ||
+		errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable)
 }
 
 // EndOffsets returns the high watermark of every partition of topic.
