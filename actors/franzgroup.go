@@ -731,6 +731,9 @@ func (g *franzGroup) onLost(_ context.Context, _ *kgo.Client, lost map[string][]
 	}
 	g.endClaims(flatten(lost), endLost)
 	g.endSession()
+	if g.txn != nil {
+		g.txn.commitSoon() // the lost claims' outputs leave the open transaction
+	}
 }
 
 func flatten(m map[string][]int32) []TopicPartition {

@@ -154,6 +154,7 @@ type txnLoop struct {
 	queue   []*envelope // records whose outputs wait for the loop, in the order they finished
 	marks   txnMarks    // of the next transaction, per session
 	waiters []chan error
+	soon    bool          // a commit is asked for that nobody waits for (commitSoon)
 	closed  bool          // the loop takes no more commits
 	wake    chan struct{} // capacity 1: something was queued
 	quit    chan struct{}
@@ -218,6 +219,18 @@ func (l *txnLoop) commitTxn() error {
 	return <-done // the loop answers every waiter, at the latest when it returns
 }
 
+// commitSoon asks the loop for a commit without waiting for it: after
+// claims were lost, so that the open transaction lets their outputs go (it
+// is aborted and made again without them) now, rather than holding
+// read_committed readers of those output partitions until a live claim's
+// next commit, or the transaction timeout.
+func (l *txnLoop) commitSoon() {
+	l.mu.Lock()
+	l.soon = true
+	l.mu.Unlock()
+	l.wakeUp()
+}
+
 // run hands the queued records' outputs and dead letters to the open
 // transaction, and commits it when asked (at most every txnEvery). After a
 // failed commit nothing more goes into the producer: the tree is
@@ -248,12 +261,14 @@ func (l *txnLoop) run() {
 		var marks txnMarks
 		var waiters []chan error
 		var wait time.Duration
+		due := false
 		l.mu.Lock()
 		outs, l.queue = l.queue, outs[:0]
-		if len(l.waiters) > 0 {
+		if len(l.waiters) > 0 || l.soon {
 			if wait = txnEvery - time.Since(last); wait <= 0 || broken != nil {
 				marks, l.marks = l.marks, nil
 				waiters, l.waiters = l.waiters, nil
+				due, l.soon = true, false
 			}
 		}
 		l.mu.Unlock()
@@ -270,7 +285,7 @@ func (l *txnLoop) run() {
 				open = append(open, rec)
 				outs[i] = nil
 			}
-			if waiters != nil {
+			if due {
 				last = time.Now()
 				written, dropped, err := l.commit(marks, open)
 				open = nil

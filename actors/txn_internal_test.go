@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,5 +236,44 @@ func TestFencesStaleMembers(t *testing.T) {
 	}
 	if msg := (&txnProtocolError{brokers: []string{"b:9092"}}).Error(); !strings.Contains(msg, "output.exactly_once") || !strings.Contains(msg, "b:9092") {
 		t.Errorf("the refusal %q names neither the key nor the brokers", msg)
+	}
+}
+
+// After a loss, commitSoon makes the loop let the lost claims' outputs go
+// at once (the open transaction is aborted and made again without them),
+// with no commit waited for.
+func TestTxnLoopCommitSoonAfterALoss(t *testing.T) {
+	t.Parallel()
+	f := &fakeTxn{}
+	var lost atomic.Bool
+	r := startLoop(t, f, func(uint64) bool { return !lost.Load() })
+	r.l.transact(loopSession(1), nil, []*envelope{recAt(1, 0), recAt(1, 1)})
+	awaitLoop(t, "the outputs sent into the open transaction", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.inOpen) == 2
+	})
+	lost.Store(true)
+	r.l.commitSoon()
+	awaitLoop(t, "the lost claim's outputs dropped and the transaction aborted", func() bool {
+		for _, m := range r.messages() {
+			if w, ok := m.(*outputsWritten); ok && len(w.dropped) == 2 {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return f.aborts == 1 && len(f.inOpen) == 0
+			}
+		}
+		return false
+	})
+}
+
+// awaitLoop polls cond for up to 10 s, and fails the test naming what it
+// waited for.
+func awaitLoop(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s, still waiting for %s", what)
+		}
 	}
 }
