@@ -94,7 +94,7 @@ func (l *sideLife) newClaim(s claimSpec) *claim {
 func (c *claim) start() { c.side.send(c.started()) }
 
 func (c *claim) started() *claimStarted {
-	return &claimStarted{tp: c.tp, epoch: c.epoch, gate: c.gate, committed: max(c.committed, -1)}
+	return &claimStarted{tp: c.tp, epoch: c.epoch, gate: c.gate, committed: max(c.committed, -1), finished: c.finished}
 }
 
 // startAll tells the proxy of claims that start together (one message: the

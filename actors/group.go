@@ -534,7 +534,7 @@ func (g *kafkaGroup) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama
 		finished = g.released.finished(tp, id, claim.InitialOffset(), finished)
 	}
 	g.log.Debug().Str("partition", tp.String()).Int64("committed", claim.InitialOffset()).
-		Int("finished_ranges", len(finished)).Msg("claim starts")
+		Int32("generation", sess.GenerationID()).Any("finished", finished).Msg("claim starts")
 	// InitialOffset is the committed offset, or sarama's OffsetOldest or
 	// OffsetNewest (negative) when there is none.
 	c := g.newClaim(claimSpec{tp: tp, committed: claim.InitialOffset(), finished: finished, maxBatch: g.maxBatch,

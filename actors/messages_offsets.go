@@ -1,11 +1,16 @@
 package actors
 
+import "github.com/turbokafka/turbo/actors/offsetmeta"
+
 // Messages handled by the offset controller.
 
-// trackPartition starts a fresh watermark for a new assignment.
+// trackPartition starts a fresh watermark for a new assignment, which an
+// earlier owner left with finished ranges above the committed offset
+// (read-only).
 type trackPartition struct {
-	tp    TopicPartition
-	epoch uint64
+	tp       TopicPartition
+	epoch    uint64
+	finished []offsetmeta.Range
 }
 
 // trackRecords registers records handed out for processing (one partition,

@@ -1,5 +1,7 @@
 package actors
 
+import "github.com/turbokafka/turbo/actors/offsetmeta"
+
 // Messages handled by the orchestrator. It is the only actor that knows the
 // whole flow; every other actor reports to it.
 
@@ -40,10 +42,12 @@ type outputsWritten struct {
 	dropped []*envelope
 }
 
-// partitionAssigned (client proxy → orchestrator).
+// partitionAssigned (client proxy → orchestrator), with what an earlier
+// owner finished above the committed offset (read-only).
 type partitionAssigned struct {
-	tp    TopicPartition
-	epoch uint64
+	tp       TopicPartition
+	epoch    uint64
+	finished []offsetmeta.Range
 }
 
 // partitionRevoked (client proxy → orchestrator): Kafka takes the partition

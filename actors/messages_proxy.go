@@ -1,5 +1,7 @@
 package actors
 
+import "github.com/turbokafka/turbo/actors/offsetmeta"
+
 // Messages handled by the client proxy. The claim* messages come from the
 // goroutines of the proxy's Kafka side (kafkaSide); the others from the
 // orchestrator.
@@ -14,7 +16,8 @@ type claimStarted struct {
 	tp        TopicPartition
 	epoch     uint64
 	gate      *gate
-	committed int64 // the group's committed offset when the claim began, -1 if none
+	committed int64              // the group's committed offset when the claim began, -1 if none
+	finished  []offsetmeta.Range // what an earlier owner finished above it (read-only)
 }
 
 // claimsStarted: claims of one assignment, which start together: the proxy

@@ -57,6 +57,36 @@ type partitionWatermark struct {
 	// the order they finished; fresh says some came since the last publish.
 	pending []*envelope
 	fresh   bool
+	// inherited are the ranges an earlier owner finished above the
+	// committed offset the claim started from, less those the watermark
+	// has passed (see commitPoint).
+	inherited []offsetmeta.Range
+}
+
+// commitPoint returns the offset to commit and the finished ranges above
+// it. The tracker knows the records this claim has read; an earlier
+// owner's finished ranges that it has not read yet are added: a commit
+// before the claim reaches them (a revocation soon after the claim began,
+// say) must still record them, or the partition's next owner would run
+// those records again (and, exactly once, write their outputs twice). A
+// finished range that starts at the tracker's offset moves the offset past
+// it.
+func (p *partitionWatermark) commitPoint() (offset int64, finished []offsetmeta.Range, ok bool) {
+	offset, ok = p.tracker.Committable()
+	if !ok {
+		return offset, nil, false
+	}
+	p.tracker.FinishedAbove(func(from, to int64) { finished = append(finished, offsetmeta.Range{From: from, To: to}) })
+	p.inherited = skipBelow(p.inherited, offset)
+	if len(p.inherited) == 0 {
+		return offset, finished, true
+	}
+	finished = unionRanges(append(finished, p.inherited...))
+	for len(finished) > 0 && finished[0].From <= offset {
+		offset = max(offset, finished[0].To+1)
+		finished = finished[1:]
+	}
+	return offset, finished, true
 }
 
 // takePassed moves to out, in the order they finished, the pending records
@@ -189,7 +219,7 @@ func (oc *offsetController) Receive(c actor.Context) {
 			oc.unrecorded(m.tp, old, 0)
 			old.dropPending()
 		}
-		oc.parts[m.tp] = &partitionWatermark{tp: m.tp, epoch: m.epoch, tracker: watermark.New(), published: -1, limitFrom: -1}
+		oc.parts[m.tp] = &partitionWatermark{tp: m.tp, epoch: m.epoch, tracker: watermark.New(), published: -1, limitFrom: -1, inherited: m.finished}
 	case *finalizePartition:
 		oc.handleFinalize(c, m)
 	case *actor.Started:
@@ -316,8 +346,11 @@ func (oc *offsetController) send(c actor.Context, ps []*partitionWatermark, at t
 	var out []partitionOffset
 	var outputs []*envelope
 	for _, p := range ps {
-		off, ok := p.tracker.Committable()
-		if !ok || !p.dirty { // not dirty: listed twice, sent already
+		if !p.dirty { // listed twice, sent already
+			continue
+		}
+		off, finished, ok := p.commitPoint()
+		if !ok {
 			continue
 		}
 		if !at.IsZero() {
@@ -325,7 +358,7 @@ func (oc *offsetController) send(c actor.Context, ps []*partitionWatermark, at t
 		}
 		p.dirty, p.fresh = false, false
 		p.published = off
-		meta, recorded := oc.metadata(p.tp, p, off)
+		meta, recorded := oc.metadata(p.tp, p, off, finished)
 		if len(p.pending) > 0 {
 			outputs = p.takePassed(off, recorded, outputs)
 		}
@@ -336,16 +369,14 @@ func (oc *offsetController) send(c actor.Context, ps []*partitionWatermark, at t
 	}
 }
 
-// metadata encodes the offsets above the watermark that already finished,
-// within the byte budget (a prefix of them when they do not all fit: still
-// true, and the lowest are the next owner's first records). It returns the
-// ranges it recorded too.
-func (oc *offsetController) metadata(tp TopicPartition, p *partitionWatermark, committed int64) (string, []offsetmeta.Range) {
+// metadata encodes ranges, the offsets above the watermark that already
+// finished (commitPoint), within the byte budget (a prefix of them when
+// they do not all fit: still true, and the lowest are the next owner's
+// first records). It returns the ranges it recorded too.
+func (oc *offsetController) metadata(tp TopicPartition, p *partitionWatermark, committed int64, ranges []offsetmeta.Range) (string, []offsetmeta.Range) {
 	if oc.metaBudget <= 0 {
 		return "", nil
 	}
-	var ranges []offsetmeta.Range
-	p.tracker.FinishedAbove(func(from, to int64) { ranges = append(ranges, offsetmeta.Range{From: from, To: to}) })
 	if len(ranges) == 0 {
 		oc.unrecorded(tp, p, 0)
 		return "", nil
@@ -390,11 +421,11 @@ func (oc *offsetController) handleFinalize(c actor.Context, m *finalizePartition
 		return
 	}
 	delete(oc.parts, m.tp)
-	off, ok := p.tracker.Committable()
+	off, finished, ok := p.commitPoint()
 	final := &partitionFinal{tp: m.tp, epoch: m.epoch, offset: off, ok: ok}
 	if ok {
 		var recorded []offsetmeta.Range
-		final.meta, recorded = oc.metadata(m.tp, p, off)
+		final.meta, recorded = oc.metadata(m.tp, p, off, finished)
 		if len(p.pending) > 0 {
 			final.outputs = p.takePassed(off, recorded, nil)
 		}

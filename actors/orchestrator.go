@@ -51,7 +51,7 @@ func (o *orchestrator) Receive(c actor.Context) {
 	case *committable:
 		c.Send(o.proxy, &commitOffsets{offsets: m.offsets, outputs: m.outputs})
 	case *partitionAssigned:
-		c.Send(o.offsets, &trackPartition{tp: m.tp, epoch: m.epoch})
+		c.Send(o.offsets, &trackPartition{tp: m.tp, epoch: m.epoch, finished: m.finished})
 	case *partitionRevoked:
 		c.Send(o.coord, &revokePartition{tp: m.tp, epoch: m.epoch, leaving: o.leaving})
 	case *revocationExpired:

@@ -7,7 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/turbokafka/turbo/actors/offsetmeta"
+	"github.com/turbokafka/turbo/actors/watermark"
 	"github.com/turbokafka/turbo/config"
 )
 
@@ -146,5 +149,56 @@ func TestTxnMarksLive(t *testing.T) {
 	}
 	if _, stale := m.live(func(uint64) bool { return true }); stale {
 		t.Errorf("every claim alive, yet stale")
+	}
+}
+
+// A commit before the claim has read what an earlier owner finished still
+// records it (a revocation soon after the claim began used to commit the
+// watermark with only what this claim had read, and the next owner ran
+// those records again: exactly once, their outputs were written twice); a
+// finished range at the watermark moves the commit past it.
+func TestCommitPointKeepsWhatAnEarlierOwnerFinished(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		inherited []offsetmeta.Range
+		tracked   []int64 // offsets read, in order
+		done      []int64
+		wantOff   int64
+		want      []offsetmeta.Range
+	}{
+		{"nothing read beyond the watermark", []offsetmeta.Range{{From: 74, To: 99}}, []int64{72, 73}, []int64{72}, 73, []offsetmeta.Range{{From: 74, To: 99}}},
+		{"some of it read", []offsetmeta.Range{{From: 74, To: 99}}, []int64{72, 73, 74, 75}, []int64{72, 74, 75}, 73, []offsetmeta.Range{{From: 74, To: 99}}},
+		{"the claim's own finished records beside it", []offsetmeta.Range{{From: 80, To: 89}}, []int64{72, 73, 74, 75}, []int64{72, 75}, 73, []offsetmeta.Range{{From: 75, To: 75}, {From: 80, To: 89}}},
+		{"finished at the watermark", []offsetmeta.Range{{From: 73, To: 79}, {From: 90, To: 95}}, []int64{72}, []int64{72}, 80, []offsetmeta.Range{{From: 90, To: 95}}},
+		{"passed already", []offsetmeta.Range{{From: 74, To: 79}}, []int64{72, 73, 74, 75, 76, 77, 78, 79, 80, 81}, []int64{72, 73, 74, 75, 76, 77, 78, 79, 81}, 80, []offsetmeta.Range{{From: 81, To: 81}}},
+		{"no earlier owner", nil, []int64{5, 6, 7}, []int64{5, 7}, 6, []offsetmeta.Range{{From: 7, To: 7}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &partitionWatermark{tracker: watermark.New(), inherited: slices.Clone(c.inherited)}
+			for _, off := range c.tracked {
+				if err := p.tracker.Track(off); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, off := range c.done {
+				if err := p.tracker.Done(off); err != nil {
+					t.Fatal(err)
+				}
+			}
+			off, got, ok := p.commitPoint()
+			if !ok || off != c.wantOff || !slices.Equal(got, c.want) {
+				t.Fatalf("commit point %d %v (ok %t); want %d %v", off, got, ok, c.wantOff, c.want)
+			}
+			oc := &offsetController{metaBudget: 4096, stats: &consumerStats{}, log: zerolog.Nop()}
+			meta, recorded := oc.metadata(TopicPartition{Topic: "t"}, p, off, got)
+			decoded, err := offsetmeta.Decode(off, meta)
+			if len(c.want) > 0 && (err != nil || !slices.Equal(decoded, c.want) || !slices.Equal(recorded, c.want)) {
+				t.Fatalf("metadata %q decodes to %v (%v), recorded %v; want %v", meta, decoded, err, recorded, c.want)
+			}
+			// Again: the commit point never goes back.
+			if off2, got2, _ := p.commitPoint(); off2 != off || !slices.Equal(got2, got) {
+				t.Fatalf("second commit point %d %v; want %d %v", off2, got2, off, got)
+			}
+		})
 	}
 }

@@ -234,8 +234,11 @@ func (s *consumerStats) pausedPartitions() []TopicPartition {
 	for tp := range s.pausedParts {
 		out = append(out, tp)
 	}
-	slices.SortFunc(out, func(a, b TopicPartition) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	slices.SortFunc(out, compareTP)
 	return out
+}
+
+// compareTP orders partitions by topic, then number.
+func compareTP(a, b TopicPartition) int {
+	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }

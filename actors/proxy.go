@@ -292,7 +292,7 @@ func (p *clientProxy) handleClaimStarted(c actor.Context, m *claimStarted) {
 	p.stats.moves.Add(1)
 	p.stats.gained.Add(1)
 	p.log.Info().Str("partition", m.tp.String()).Msg("partition assigned")
-	c.Send(c.Parent(), &partitionAssigned{tp: m.tp, epoch: m.epoch})
+	c.Send(c.Parent(), &partitionAssigned{tp: m.tp, epoch: m.epoch, finished: m.finished})
 }
 
 // reshare has the budgets shared out again once the messages already in

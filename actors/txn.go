@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,6 +104,43 @@ func (m txnMarks) live(alive func(epoch uint64) bool) (txnMarks, bool) {
 		}
 	}
 	return out, stale
+}
+
+// String lists the marks, for debug logs: session order, partition,
+// offset and metadata.
+func (m txnMarks) String() string {
+	var b strings.Builder
+	for _, s := range m.sessionsNewestFirst() {
+		for _, tp := range slices.SortedFunc(maps.Keys(m[s]), compareTP) {
+			mk := m[s][tp]
+			fmt.Fprintf(&b, "[s%d %s@%d %q] ", s.order(), tp, mk.offset, mk.meta)
+		}
+	}
+	return b.String()
+}
+
+// recordRanges lists recs' offsets per partition as ranges, for debug logs.
+func recordRanges(recs []*envelope) string {
+	byTP := map[TopicPartition][]int64{}
+	for _, r := range recs {
+		byTP[r.TP()] = append(byTP[r.TP()], r.Offset)
+	}
+	var b strings.Builder
+	for _, tp := range slices.SortedFunc(maps.Keys(byTP), compareTP) {
+		offs := byTP[tp]
+		slices.Sort(offs)
+		fmt.Fprintf(&b, "%s:", tp)
+		for i := 0; i < len(offs); {
+			j := i
+			for j+1 < len(offs) && offs[j+1] <= offs[j]+1 {
+				j++
+			}
+			fmt.Fprintf(&b, "%d-%d,", offs[i], offs[j])
+			i = j + 1
+		}
+		b.WriteString(" ")
+	}
+	return b.String()
 }
 
 // sessionsNewestFirst returns the sessions of marks, the newest first.
@@ -347,6 +385,10 @@ func (l *txnLoop) commit(marks txnMarks, recs []*envelope) (written, dropped []*
 		marks, recs = live, kept
 		start := time.Now()
 		err = l.p.commit(marks)
+		if e := l.log.Debug(); e.Enabled() {
+			e.Int("attempt", attempt).Str("marks", marks.String()).Str("outputs_of", recordRanges(recs)).
+				Int("left_out", len(dropped)).AnErr("error", err).Msg("transaction commit")
+		}
 		if err == nil {
 			l.stats.observeTransaction(start)
 			if err := l.p.begin(); err != nil {

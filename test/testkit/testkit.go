@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -90,9 +91,14 @@ func Holds(t testing.TB, d time.Duration, what string, check func() error) {
 	}
 }
 
-// Logger returns a logger writing to the test's log.
+// Logger returns a logger writing to the test's log, at info level, or at
+// the level TURBO_TEST_LOG names (debug, to follow a failure).
 func Logger(t testing.TB) zerolog.Logger {
-	return zerolog.New(zerolog.ConsoleWriter{Out: testWriter{t}, NoColor: true}).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+	level := zerolog.InfoLevel
+	if l, err := zerolog.ParseLevel(os.Getenv("TURBO_TEST_LOG")); err == nil && l != zerolog.NoLevel {
+		level = l
+	}
+	return zerolog.New(zerolog.ConsoleWriter{Out: testWriter{t}, NoColor: true}).Level(level).With().Timestamp().Logger()
 }
 
 type testWriter struct{ t testing.TB }
