@@ -63,6 +63,7 @@ type franzGroup struct {
 	maxBatch    int
 	revokeWait  time.Duration
 	dlqTopic    string
+	dlqLimit    int // deadLetterLimit
 	readMeta    bool
 	stats       *consumerStats
 	released    *releasedAt
@@ -811,10 +812,10 @@ func (g *franzGroup) deadLetter(fs []recordFailure) {
 			continue
 		}
 		rec := f.rec
-		headers := deadLetterHeaders(f, time.Now(), func(k string, v []byte) kgo.RecordHeader {
+		key, value, headers := deadLetter(f, time.Now(), g.dlqLimit, func(k string, v []byte) kgo.RecordHeader {
 			return kgo.RecordHeader{Key: k, Value: v}
 		})
-		cl.Produce(context.Background(), &kgo.Record{Topic: g.dlqTopic, Key: rec.Key, Value: rec.Value, Headers: headers},
+		cl.Produce(context.Background(), &kgo.Record{Topic: g.dlqTopic, Key: key, Value: value, Headers: headers},
 			func(_ *kgo.Record, err error) { g.deadLettered(rec, err) })
 	}
 }
@@ -874,7 +875,7 @@ func (g *franzGroup) dialTxn(member *kgo.Client) (*franzTxn, error) {
 	}
 	ctx, cancel := context.WithCancel(g.killCtx)
 	t := &franzTxn{cl: cl, ctx: ctx, cancel: cancel, groupID: g.groupID, txnID: g.txnID, instanceID: g.instanceID,
-		dlqTopic: g.dlqTopic, member: member.GroupMetadata, tell: g.send, log: g.log}
+		dlqTopic: g.dlqTopic, dlqLimit: g.dlqLimit, member: member.GroupMetadata, tell: g.send, log: g.log}
 	ictx, icancel := context.WithTimeout(g.ctx, dialWait+txnTimeout)
 	defer icancel()
 	if err := t.init(ictx); err != nil {

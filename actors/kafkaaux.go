@@ -401,7 +401,7 @@ func (a *kafkaAux) feed() {
 		a.mu.Unlock()
 		for i, f := range batch {
 			select {
-			case a.producer.Input() <- deadLetterMessage(a.dlqTopic, f):
+			case a.producer.Input() <- a.deadLetterMessage(f):
 				batch[i] = recordFailure{} // the record is the producer's now
 			case <-a.quit:
 				return
@@ -502,15 +502,18 @@ func outputMessage(rec *envelope, i int) *sarama.ProducerMessage {
 }
 
 // deadLetterMessage is the record as written to the dead-letter topic: its
-// key, value and headers, plus where it came from and why it failed.
-func deadLetterMessage(topic string, f recordFailure) *sarama.ProducerMessage {
-	rec := f.rec
-	headers := deadLetterHeaders(f, time.Now(), func(k string, v []byte) sarama.RecordHeader {
+// key, value and headers, plus where it came from and why it failed,
+// within deadLetterLimit (deadLetter).
+func (a *kafkaAux) deadLetterMessage(f recordFailure) *sarama.ProducerMessage {
+	key, value, headers := deadLetter(f, time.Now(), deadLetterLimit(a.outputBytes), func(k string, v []byte) sarama.RecordHeader {
 		return sarama.RecordHeader{Key: []byte(k), Value: v}
 	})
-	m := &sarama.ProducerMessage{Topic: topic, Value: sarama.ByteEncoder(rec.Value), Headers: headers, Metadata: rec}
-	if rec.Key != nil {
-		m.Key = sarama.ByteEncoder(rec.Key)
+	m := &sarama.ProducerMessage{Topic: a.dlqTopic, Headers: headers, Metadata: f.rec}
+	if key != nil {
+		m.Key = sarama.ByteEncoder(key)
+	}
+	if value != nil {
+		m.Value = sarama.ByteEncoder(value)
 	}
 	return m
 }

@@ -297,21 +297,79 @@ func finishedIn(tp TopicPartition, committed int64, meta string, warned *sync.On
 	return ranges
 }
 
-// deadLetterHeaders are a dead letter's headers in the side's own header
-// type (made by mk): the record's own, then where it came from and why it
-// failed.
-func deadLetterHeaders[H any](f recordFailure, at time.Time, mk func(key string, value []byte) H) []H {
+// deadLetter is what a side writes to the dead-letter topic for a failed
+// record: its key, value and headers, then where it came from and why it
+// failed (turbo-original-topic, -partition, -offset, turbo-error,
+// turbo-attempts, turbo-failed-at), in the side's own header type (made by
+// mk).
+//
+// A dead letter weighs at most limit bytes (deadLetterLimit): one the
+// producers or the brokers refuse for its size would be refused again
+// after every restart of the tree, which runs the record again, forever. So
+// the error text is cut to maxDeadLetterError bytes, and a dead letter
+// still too large leaves out the record's value (turbo-value-dropped: its
+// size), then its headers (turbo-headers-dropped: how many), then its key
+// (turbo-key-dropped: its size). The record itself stays in its topic, at
+// turbo-original-offset, for as long as the topic's retention keeps it.
+func deadLetter[H any](f recordFailure, at time.Time, limit int, mk func(key string, value []byte) H) (key, value []byte, headers []H) {
 	rec := f.rec
-	headers := make([]H, 0, len(rec.Headers)+6)
-	for _, h := range rec.Headers {
+	errText := fmt.Sprint(f.err)
+	if len(errText) > maxDeadLetterError {
+		errText = errText[:maxDeadLetterError] + "…"
+	}
+	turbo := [][2]string{
+		{"turbo-original-topic", rec.Topic},
+		{"turbo-original-partition", strconv.FormatInt(int64(rec.Partition), 10)},
+		{"turbo-original-offset", strconv.FormatInt(rec.Offset, 10)},
+		{"turbo-error", errText},
+		{"turbo-attempts", strconv.Itoa(rec.attempts)},
+		{"turbo-failed-at", at.UTC().Format(time.RFC3339Nano)},
+	}
+	key, value, own := rec.Key, rec.Value, rec.Headers
+	var dropped [][2]string
+	size := func() int {
+		n := len(key) + len(value)
+		for _, h := range own {
+			n += len(h.Key) + len(h.Value) + headerOverhead
+		}
+		for _, h := range append(turbo, dropped...) {
+			n += len(h[0]) + len(h[1]) + headerOverhead
+		}
+		return n
+	}
+	if size() > limit && value != nil {
+		dropped = append(dropped, [2]string{"turbo-value-dropped", strconv.Itoa(len(value))})
+		value = nil
+	}
+	if size() > limit && len(own) > 0 {
+		dropped = append(dropped, [2]string{"turbo-headers-dropped", strconv.Itoa(len(own))})
+		own = nil
+	}
+	if size() > limit && key != nil {
+		dropped = append(dropped, [2]string{"turbo-key-dropped", strconv.Itoa(len(key))})
+		key = nil
+	}
+	headers = make([]H, 0, len(own)+len(turbo)+len(dropped))
+	for _, h := range own {
 		headers = append(headers, mk(h.Key, h.Value))
 	}
-	return append(headers,
-		mk("turbo-original-topic", []byte(rec.Topic)),
-		mk("turbo-original-partition", []byte(strconv.FormatInt(int64(rec.Partition), 10))),
-		mk("turbo-original-offset", []byte(strconv.FormatInt(rec.Offset, 10))),
-		mk("turbo-error", []byte(fmt.Sprint(f.err))),
-		mk("turbo-attempts", []byte(strconv.Itoa(rec.attempts))),
-		mk("turbo-failed-at", []byte(at.UTC().Format(time.RFC3339Nano))),
-	)
+	for _, h := range append(turbo, dropped...) {
+		headers = append(headers, mk(h[0], []byte(h[1])))
+	}
+	return key, value, headers
 }
+
+// maxDeadLetterError bounds the error text a dead letter carries
+// (turbo-error).
+const maxDeadLetterError = 4096
+
+// headerOverhead is what a record header costs besides its key and value
+// (sarama counts two varints of at most 5 bytes).
+const headerOverhead = 10
+
+// deadLetterLimit is the most a dead letter's key, value and headers may
+// weigh: what both sides' producers accept (sarama's MaxMessageBytes,
+// franz-go's ProducerBatchMaxBytes: 1,000,000 bytes, or output.max_bytes
+// and its framing when more), less room for the record's and its batch's
+// framing (sarama counts 36 bytes, a batch of one takes about 80).
+func deadLetterLimit(outputBytes int) int { return max(1_000_000, outputBytes+4096) - 128 }

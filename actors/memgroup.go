@@ -29,6 +29,7 @@ type memGroup struct {
 	maxBatch   int
 	revokeWait time.Duration
 	dlqTopic   string
+	dlqLimit   int // deadLetterLimit
 	readMeta   bool
 	stats      *consumerStats
 	log        zerolog.Logger
@@ -89,7 +90,7 @@ func (g *memGroup) deadLetter(fs []recordFailure) {
 	for _, f := range fs {
 		err := errNoDeadLetterProducer
 		if g.dlqTopic != "" {
-			err = g.member.DeadLetter(deadLetterRecord(g.dlqTopic, f))
+			err = g.member.DeadLetter(deadLetterRecord(g.dlqTopic, g.dlqLimit, f))
 		}
 		g.deadLettered(f.rec, err)
 	}
@@ -115,7 +116,7 @@ func (g *memGroup) produceOutputs(recs []*envelope) {
 		if rec.deadErr != nil {
 			err := errNoDeadLetterProducer
 			if g.dlqTopic != "" {
-				err = g.member.DeadLetter(deadLetterRecord(g.dlqTopic, recordFailure{rec: rec, err: rec.deadErr}))
+				err = g.member.DeadLetter(deadLetterRecord(g.dlqTopic, g.dlqLimit, recordFailure{rec: rec, err: rec.deadErr}))
 			}
 			if err != nil {
 				if i > 0 {
@@ -144,12 +145,11 @@ func (g *memGroup) produceOutputs(recs []*envelope) {
 
 // deadLetterRecord is the record as written to the dead-letter topic, with
 // the same headers as the sarama producer's deadLetterMessage.
-func deadLetterRecord(topic string, f recordFailure) memkafka.Record {
-	rec := f.rec
-	headers := deadLetterHeaders(f, time.Now(), func(k string, v []byte) memkafka.Header {
+func deadLetterRecord(topic string, limit int, f recordFailure) memkafka.Record {
+	key, value, headers := deadLetter(f, time.Now(), limit, func(k string, v []byte) memkafka.Header {
 		return memkafka.Header{Key: k, Value: v}
 	})
-	return memkafka.Record{Topic: topic, Key: rec.Key, Value: rec.Value, Headers: headers, Timestamp: time.Now()}
+	return memkafka.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: time.Now()}
 }
 
 // run is the session: it claims the partitions the cluster assigns, revokes

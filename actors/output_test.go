@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -280,4 +281,61 @@ func (e *eosRun) want(never []string) map[string]bool {
 		}
 	}
 	return want
+}
+
+// A failed record too large for a dead letter (the producers take
+// 1,000,000 bytes, or about 1 MiB with outputs; here a ~1 MiB record whose
+// error text is long) is dead-lettered without its value, at least once
+// (without outputs) and exactly once, on every side: the dead letter names
+// the value's size, keeps the key, where the record came from and the
+// error, and the tree does not restart (a dead letter refused for its size
+// was refused again after every restart, forever).
+func TestOversizedRecordIsDeadLetteredWithoutItsValue(t *testing.T) {
+	t.Parallel()
+	testkit.EachSide(t, func(t *testing.T, side testkit.Side) {
+		for _, exactlyOnce := range []bool{false, true} {
+			t.Run(fmt.Sprintf("exactly-once=%t", exactlyOnce), func(t *testing.T) {
+				topic, out, dlq := testkit.TopicName("t-huge-in"), testkit.TopicName("t-huge-out"), testkit.TopicName("t-huge-dlq")
+				brokers := testkit.Broker(t, 1, topic, out, dlq)
+				testkit.Produce(t, brokers, topic, 3, 1)
+				testkit.ProduceSized(t, brokers, topic, 1, 1, testkit.MaxRecordValue)
+				testkit.Produce(t, brokers, topic, 3, 1)
+				why := strings.Repeat("the downstream refused it; ", 120) // 3,240 bytes
+				h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+					if len(rec.Value) > 1000 {
+						return fmt.Errorf("%s: %w", why, actors.ErrPermanent)
+					}
+					if exactlyOnce {
+						return actors.Emit(ctx, rec, actors.Output{Key: rec.Key, Value: rec.Value})
+					}
+					return nil
+				})
+				e := newEOSRun(t, side, brokers, topic, out, func(c *config.Consumer) {
+					c.OnFailure = config.OnFailureDLQ
+					c.DLQTopic = dlq
+					if !exactlyOnce {
+						c.Output.Topic, c.Output.ExactlyOnce, c.Output.TransactionalID = "", false, ""
+					}
+				})
+				cons := e.start("a", h)
+				e.waitCommitted()
+				stop(t, cons)
+				dead := testkit.ReadCommitted(t, brokers, dlq, 30*time.Second)
+				s := cons.Stats()
+				if len(dead) != 1 || s.Dead != 1 || s.Restarts != 0 {
+					t.Fatalf("%d dead letters read, %d counted, %d restarts; want 1, 1, 0", len(dead), s.Dead, s.Restarts)
+				}
+				d := dead[0]
+				hs := map[string]string{}
+				for _, rh := range d.Headers {
+					hs[string(rh.Key)] = string(rh.Value)
+				}
+				if len(d.Value) != 0 || string(d.Key) != "key-0" || hs["turbo-value-dropped"] != strconv.Itoa(testkit.MaxRecordValue) ||
+					hs["turbo-original-offset"] != "3" || hs["turbo-original-topic"] != topic || !strings.Contains(hs["turbo-error"], why) {
+					t.Errorf("dead letter: key %q, %d value bytes, headers %.300v; want key-0, none, turbo-value-dropped %d, offset 3 of %s and the error",
+						d.Key, len(d.Value), hs, testkit.MaxRecordValue, topic)
+				}
+			})
+		}
+	})
 }

@@ -41,6 +41,7 @@ type franzTxn struct {
 	txnID      string
 	instanceID string
 	dlqTopic   string
+	dlqLimit   int                                        // deadLetterLimit
 	member     func() (memberID string, generation int32) // the group member's now
 	tell       func(msg any)                              // to the proxy
 	log        zerolog.Logger
@@ -109,10 +110,10 @@ func (t *franzTxn) inTxn() bool { return t.open }
 
 func (t *franzTxn) send(rec *envelope, _ <-chan struct{}) bool {
 	if rec.deadErr != nil {
-		headers := deadLetterHeaders(recordFailure{rec: rec, err: rec.deadErr}, time.Now(), func(k string, v []byte) kgo.RecordHeader {
+		key, value, headers := deadLetter(recordFailure{rec: rec, err: rec.deadErr}, time.Now(), t.dlqLimit, func(k string, v []byte) kgo.RecordHeader {
 			return kgo.RecordHeader{Key: k, Value: v}
 		})
-		if !t.produce(rec, &kgo.Record{Topic: t.dlqTopic, Key: rec.Key, Value: rec.Value, Headers: headers}) {
+		if !t.produce(rec, &kgo.Record{Topic: t.dlqTopic, Key: key, Value: value, Headers: headers}) {
 			return false
 		}
 	}

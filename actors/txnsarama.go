@@ -61,7 +61,7 @@ func (t saramaTxn) inTxn() bool {
 func (t saramaTxn) send(rec *envelope, quit <-chan struct{}) bool {
 	in := t.a.producer.Input()
 	if rec.deadErr != nil {
-		m := deadLetterMessage(t.a.dlqTopic, recordFailure{rec: rec, err: rec.deadErr})
+		m := t.a.deadLetterMessage(recordFailure{rec: rec, err: rec.deadErr})
 		m.Metadata = (*outputOf)(rec) // judged like an output
 		select {
 		case in <- m:
