@@ -487,10 +487,30 @@ func (g *kafkaGroup) Setup(sess sarama.ConsumerGroupSession) error {
 	return nil
 }
 
-// Cleanup implements sarama.ConsumerGroupHandler.
+// Cleanup implements sarama.ConsumerGroupHandler. Exactly once, a session
+// that was lost has the transaction loop commit soon: every claim of it has
+// ended (sarama calls Cleanup after the last), so the commit leaves their
+// outputs out of the open transaction at once, rather than holding
+// read_committed readers of those output partitions until the next
+// session's first commit, or until the brokers abort it after the
+// transaction timeout (which fences the producer, and restarts the tree).
 func (g *kafkaGroup) Cleanup(sarama.ConsumerGroupSession) error {
+	lost := false
+	if w := g.watch.Load(); w != nil {
+		select {
+		case <-w.lost:
+			lost = true
+		default:
+		}
+	}
 	g.stopWatch()
 	g.stats.sessionEnded()
+	g.mu.Lock()
+	aux := g.aux
+	g.mu.Unlock()
+	if lost && aux != nil && aux.txn != nil {
+		aux.txn.commitSoon()
+	}
 	return nil
 }
 
