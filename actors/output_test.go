@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/config"
 	"github.com/turbokafka/turbo/test/testkit"
@@ -95,11 +97,7 @@ func TestLargestOutputIsWritten(t *testing.T) {
 						c.Output.TransactionalID = ""
 					}
 				})
-				cons := e.start("a", h)
-				e.waitCommitted()
-				stop(t, cons)
-				got := testkit.ReadCommitted(t, brokers, out, 30*time.Second)
-				s := cons.Stats()
+				got, s := e.runToEnd(h, out)
 				if len(got) != 2 || s.OutputErrors != 0 || s.Restarts != 0 {
 					t.Errorf("%d outputs of %d bytes read, %d output errors, %d restarts; want 2, 0, 0", len(got), len(value), s.OutputErrors, s.Restarts)
 				}
@@ -264,6 +262,16 @@ func (e *eosRun) start(name string, h actors.Handler) *actors.Consumer {
 	return cons
 }
 
+// runToEnd runs member a with h until everything is committed, stops it,
+// and reads topic (read committed).
+func (e *eosRun) runToEnd(h actors.Handler, topic string) ([]*sarama.ConsumerMessage, actors.Snapshot) {
+	e.t.Helper()
+	cons := e.start("a", h)
+	e.waitCommitted()
+	stop(e.t, cons)
+	return testkit.ReadCommitted(e.t, e.brokers, topic, 30*time.Second), cons.Stats()
+}
+
 func (e *eosRun) waitCommitted() {
 	e.t.Helper()
 	(&run{t: e.t, brokers: e.brokers, topic: e.in}).waitCommitted(e.c.Group, 90*time.Second)
@@ -317,11 +325,7 @@ func TestOversizedRecordIsDeadLetteredWithoutItsValue(t *testing.T) {
 						c.Output.Topic, c.Output.ExactlyOnce, c.Output.TransactionalID = "", false, ""
 					}
 				})
-				cons := e.start("a", h)
-				e.waitCommitted()
-				stop(t, cons)
-				dead := testkit.ReadCommitted(t, brokers, dlq, 30*time.Second)
-				s := cons.Stats()
+				dead, s := e.runToEnd(h, dlq)
 				if len(dead) != 1 || s.Dead != 1 || s.Restarts != 0 {
 					t.Fatalf("%d dead letters read, %d counted, %d restarts; want 1, 1, 0", len(dead), s.Dead, s.Restarts)
 				}
