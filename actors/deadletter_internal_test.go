@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // A dead letter keeps to its limit: what would not fit leaves first the
@@ -39,6 +40,7 @@ func TestDeadLetterKeepsToItsLimit(t *testing.T) {
 		{"large headers", base(5, 10, 100), errors.New("boom"), 5, 0, 0, map[string]string{"turbo-value-dropped": "10", "turbo-headers-dropped": "100"}},
 		{"large key", base(20_000, 10, 1), errors.New("boom"), 0, 0, 0, map[string]string{"turbo-value-dropped": "10", "turbo-headers-dropped": "1", "turbo-key-dropped": "20000"}},
 		{"long error", base(5, 100, 0), errors.New(strings.Repeat("e", 9000)), 5, 100, 0, map[string]string{}},
+		{"long error of wide characters", base(5, 100, 0), errors.New(strings.Repeat("€", 3000)), 5, 100, 0, map[string]string{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			key, value, headers := deadLetter(recordFailure{rec: c.rec, err: c.err}, at, limit, mk)
@@ -71,7 +73,7 @@ func TestDeadLetterKeepsToItsLimit(t *testing.T) {
 				if w, ok := want[h.k]; ok && w != h.v {
 					t.Errorf("header %s = %q; want %q", h.k, h.v, w)
 				}
-				if h.k == "turbo-error" && (len(h.v) > maxDeadLetterError+len("…") || !strings.HasPrefix(c.err.Error(), strings.TrimSuffix(h.v, "…"))) {
+				if h.k == "turbo-error" && (len(h.v) > maxDeadLetterError+len("…") || !utf8.ValidString(h.v) || !strings.HasPrefix(c.err.Error(), strings.TrimSuffix(h.v, "…"))) {
 					t.Errorf("turbo-error of %d bytes (%.20q…); want the error, cut to %d", len(h.v), h.v, maxDeadLetterError)
 				}
 			}

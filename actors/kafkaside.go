@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"math/rand/v2"
 
@@ -315,7 +316,11 @@ func deadLetter[H any](f recordFailure, at time.Time, limit int, mk func(key str
 	rec := f.rec
 	errText := fmt.Sprint(f.err)
 	if len(errText) > maxDeadLetterError {
-		errText = errText[:maxDeadLetterError] + "…"
+		cut := maxDeadLetterError
+		for cut > 0 && !utf8.RuneStart(errText[cut]) {
+			cut-- // not inside a character
+		}
+		errText = errText[:cut] + "…"
 	}
 	turbo := [][2]string{
 		{"turbo-original-topic", rec.Topic},
