@@ -690,7 +690,7 @@ func (g *franzGroup) newFranzClaim(cl *kgo.Client, sess *franzSession, tp TopicP
 		finished = g.released.finished(tp, id, committed, fromMeta)
 	}
 	g.log.Debug().Str("partition", tp.String()).Int64("committed", committed).
-		Int("finished_ranges", len(finished)).Msg("claim starts")
+		Any("finished", finished).Msg("claim starts")
 	f := &franzFeed{g: g, tp: tp, id: id, wake: make(chan struct{}, 1), revoked: make(chan struct{}), lost: make(chan struct{}),
 		hw: -1, returned: make(chan struct{}), marks: marksFor(g.fetch)}
 	c := g.newClaim(claimSpec{tp: tp, committed: max(committed, -1), finished: finished, maxBatch: g.maxBatch,
