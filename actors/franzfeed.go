@@ -379,6 +379,9 @@ func (s *franzSession) lose() {
 	for _, f := range s.g.feeds {
 		f.lose()
 	}
+	for _, f := range s.g.ending {
+		f.lose()
+	}
 }
 
 // commitWait bounds one Commit, its retries included.

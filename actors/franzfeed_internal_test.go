@@ -2,6 +2,7 @@ package actors
 
 import (
 	"testing"
+	"testing/synctest"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -54,5 +55,64 @@ func TestFranzFeedResumesAsItsPauseSays(t *testing.T) {
 	}
 	if _, _, resume := unread.take(true); !resume {
 		t.Error("starved feed not resumed once its queue was empty")
+	}
+}
+
+// A stop hands every partition over while the consumer protocol's
+// heartbeats go on, so the group may revoke a partition whose handover is
+// under way. The revocation must wait for that claim's return (its final
+// commit, exactly once its transaction): returning at once lets the client
+// give the partition up, and its next owner start below the commit still
+// to come, running those records (and writing their outputs) again.
+func TestRevocationWaitsForAHandoverUnderWay(t *testing.T) {
+	for _, end := range []claimEnd{endRevoked, endLost} {
+		synctest.Test(t, func(t *testing.T) {
+			tp := TopicPartition{Topic: "t", Partition: 2}
+			f := &franzFeed{tp: tp, revoked: make(chan struct{}), lost: make(chan struct{}), returned: make(chan struct{})}
+			g := &franzGroup{feeds: map[TopicPartition]*franzFeed{tp: f}, ending: map[TopicPartition]*franzFeed{},
+				assigned: map[TopicPartition]bool{}}
+			f.g = g
+
+			stopped := make(chan struct{})
+			go func() { g.endClaims(g.ownedNow(), endRevoked); close(stopped) }() // the stop's handover
+			synctest.Wait()
+			select {
+			case <-f.revoked:
+			default:
+				t.Error("the stop did not revoke the claim")
+			}
+
+			revoked := make(chan struct{})
+			go func() { g.endClaims([]TopicPartition{tp}, end); close(revoked) }() // the group's callback
+			synctest.Wait()
+			select {
+			case <-revoked:
+				t.Errorf("end %v of a partition whose handover is under way returned before its claim did", end)
+			default:
+			}
+			select {
+			case <-f.lost:
+				if end != endLost {
+					t.Error("a revocation dropped the claim handing over")
+				}
+			default:
+				if end == endLost {
+					t.Error("a loss left the claim handing over to commit")
+				}
+			}
+
+			close(f.returned) // the claim's final commit is made
+			synctest.Wait()
+			for what, ch := range map[string]chan struct{}{"the stop": stopped, "the group's callback": revoked} {
+				select {
+				case <-ch:
+				default:
+					t.Errorf("%s still waits after the claim returned", what)
+				}
+			}
+			if len(g.ending) != 0 || len(g.feeds) != 0 {
+				t.Errorf("%d claims still ending, %d feeds, after every claim returned", len(g.ending), len(g.feeds))
+			}
+		})
 	}
 }

@@ -88,10 +88,11 @@ type franzGroup struct {
 	pauses    *fetchPauses // cl's, set with it
 	sess      *franzSession
 	feeds     map[TopicPartition]*franzFeed
-	assigned  map[TopicPartition]bool // assigned, their offsets not yet fetched
-	lost      lostClaims              // lost claims whose final watermark is still to come
-	topicIDs  map[string]topicID      // as last read, for the commits (OffsetCommit v10 names topics by id)
-	idLookups topicIDs                // shared among the claims that start together
+	ending    map[TopicPartition]*franzFeed // claims handing over or dropped, until they return
+	assigned  map[TopicPartition]bool       // assigned, their offsets not yet fetched
+	lost      lostClaims                    // lost claims whose final watermark is still to come
+	topicIDs  map[string]topicID            // as last read, for the commits (OffsetCommit v10 names topics by id)
+	idLookups topicIDs                      // shared among the claims that start together
 	claims    sync.WaitGroup
 	outAcks   outputAcks // at least once: the acknowledged outputs' records, batched
 
@@ -166,6 +167,7 @@ func (g *franzGroup) start(send func(msg any)) {
 	g.commits = newCommitter(g.stats)
 	g.hwmReq = make(chan []partitionHWM)
 	g.feeds = make(map[TopicPartition]*franzFeed)
+	g.ending = make(map[TopicPartition]*franzFeed)
 	g.assigned = make(map[TopicPartition]bool)
 	go g.run()
 }
@@ -760,18 +762,23 @@ func (g *franzGroup) ownedNow() []TopicPartition {
 
 // endClaims ends the claims of tps as end says (revoked: handed over; lost:
 // dropped) and waits until each has returned; a killed side's claims return
-// at once.
+// at once. A claim that another call is ending already (a stop hands every
+// partition over while the consumer protocol's heartbeats go on, so the
+// group may revoke one meanwhile) is waited for too: the client lets a
+// partition go, and the group gives it to another member, only once its
+// final commit (exactly once, its transaction) is made.
 func (g *franzGroup) endClaims(tps []TopicPartition, end claimEnd) {
-	var ending []*franzFeed
+	var ending, others []*franzFeed
 	g.mu.Lock()
 	for _, tp := range tps {
 		delete(g.assigned, tp)
-		f := g.feeds[tp]
-		if f == nil {
-			continue
+		if f := g.feeds[tp]; f != nil {
+			delete(g.feeds, tp)
+			g.ending[tp] = f
+			ending = append(ending, f)
+		} else if f := g.ending[tp]; f != nil {
+			others = append(others, f)
 		}
-		delete(g.feeds, tp)
-		ending = append(ending, f)
 	}
 	g.mu.Unlock()
 	for _, f := range ending {
@@ -781,13 +788,24 @@ func (g *franzGroup) endClaims(tps []TopicPartition, end claimEnd) {
 			f.revoke()
 		}
 	}
+	for _, f := range others {
+		if end == endLost {
+			f.lose() // its handover's commit would not be the member's any more
+		}
+	}
 	for _, f := range ending {
 		<-f.returned
 		g.mu.Lock()
+		if g.ending[f.tp] == f {
+			delete(g.ending, f.tp)
+		}
 		if g.sess != nil {
 			g.sess.forget(f.tp)
 		}
 		g.mu.Unlock()
+	}
+	for _, f := range others {
+		<-f.returned
 	}
 }
 
