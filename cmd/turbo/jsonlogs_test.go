@@ -199,3 +199,52 @@ func TestDroppedLinesNoticeIsJSON(t *testing.T) {
 		t.Errorf("the notices report %v dropped lines, want %d:\n%s", reported, sink.Dropped(), out.String())
 	}
 }
+
+// blockedWriter holds each Write until release is closed, saying when one
+// has begun.
+type blockedWriter struct {
+	began   chan struct{}
+	release chan struct{}
+}
+
+func (w *blockedWriter) Write(p []byte) (int, error) {
+	w.began <- struct{}{}
+	<-w.release
+	return len(p), nil
+}
+
+// Switching sarama's logger (to none, before the exit summary) waits for a
+// line being written with the old one: none of sarama's lines can follow
+// the summary. The wait is the point: a switch that returned while the
+// line was still being written would let it land after the summary.
+func TestSaramaLoggerSwitchWaitsForALineBeingWritten(t *testing.T) {
+	w := &blockedWriter{began: make(chan struct{}, 1), release: make(chan struct{})}
+	useSaramaLogger(zerolog.New(w).Level(zerolog.DebugLevel))
+	t.Cleanup(func() { useSaramaLogger(zerolog.Nop()) })
+	written := make(chan struct{})
+	go func() { saramaLog.Printf("Closed connection to broker %s", "127.0.0.1:9092"); close(written) }()
+	select {
+	case <-w.began:
+	case <-time.After(10 * time.Second):
+		t.Fatal("sarama's line was not written within 10 s")
+	}
+	switched := make(chan struct{})
+	go func() { useSaramaLogger(zerolog.Nop()); close(switched) }()
+	select {
+	case <-switched:
+		t.Error("the switch returned while sarama's line was still being written")
+	case <-time.After(50 * time.Millisecond): // the switch waits, as it must
+	}
+	close(w.release)
+	for what, ch := range map[string]chan struct{}{"the line": written, "the switch": switched} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not end within 10 s of the write's end", what)
+		}
+	}
+	saramaLog.Printf("after the switch")
+	if len(w.began) != 0 {
+		t.Error("a line after the switch went to the old logger")
+	}
+}

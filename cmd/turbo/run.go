@@ -557,10 +557,13 @@ var timeFormatOnce sync.Once
 // saramaLogger routes sarama's chatter to debug level, on the logger of the
 // latest run: sarama.Logger is a process-wide variable its goroutines read
 // without synchronisation, so it is set once and what it writes to is
-// swapped atomically (a second in-process run, in tests, raced with the
-// first one's closing clients).
+// swapped (a second in-process run, in tests, raced with the first one's
+// closing clients). A swap waits for the lines being written with the
+// logger it replaces: once it returns, none of them can follow (the exit
+// summary is a run's last line).
 type saramaLogger struct {
-	log atomic.Pointer[zerolog.Logger]
+	mu  sync.RWMutex
+	log zerolog.Logger
 }
 
 var (
@@ -569,13 +572,25 @@ var (
 )
 
 func useSaramaLogger(l zerolog.Logger) {
-	saramaLog.log.Store(&l)
+	saramaLog.mu.Lock()
+	saramaLog.log = l
+	saramaLog.mu.Unlock()
 	saramaLogOnce.Do(func() { sarama.Logger = &saramaLog })
 }
 
-func (s *saramaLogger) Print(v ...any)                 { s.log.Load().Debug().Msg(fmt.Sprint(v...)) }
-func (s *saramaLogger) Printf(format string, v ...any) { s.log.Load().Debug().Msgf(format, v...) }
-func (s *saramaLogger) Println(v ...any)               { s.log.Load().Debug().Msg(fmt.Sprint(v...)) }
+func (s *saramaLogger) write(msg func() string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if e := s.log.Debug(); e.Enabled() {
+		e.Msg(msg())
+	}
+}
+
+func (s *saramaLogger) Print(v ...any) { s.write(func() string { return fmt.Sprint(v...) }) }
+func (s *saramaLogger) Printf(format string, v ...any) {
+	s.write(func() string { return fmt.Sprintf(format, v...) })
+}
+func (s *saramaLogger) Println(v ...any) { s.write(func() string { return fmt.Sprint(v...) }) }
 
 // loadSelected loads the --config file (environment overrides included) and
 // applies the consumer and topic filters.
