@@ -60,7 +60,7 @@ func TestOutputsOnKafka(t *testing.T) {
 			total += int(end)
 		}
 		v := testkit.JudgeOutputs(t, want, testkit.ReadTopic(t, brokers, out, total, 30*time.Second))
-		t.Logf("OUTPUT LEDGER: %s; %d restart(s)", v, cons.Stats().Restarts)
+		t.Logf("FIGURES output ledger (at least once): %s; %d restart(s)", v, cons.Stats().Restarts)
 		if v.Missing > 0 || v.Disorder > 0 || v.Foreign > 0 {
 			t.Errorf("at least once: %s", v)
 		}
@@ -147,7 +147,7 @@ func exactlyOnceLedger(t *testing.T, side testkit.Side) {
 
 	v := testkit.JudgeOutputs(t, e.want(nil), testkit.ReadCommitted(t, brokers, out, 30*time.Second))
 	sa, sb := a.Stats(), b.Stats()
-	t.Logf("EXACTLY-ONCE LEDGER: %s; restarts %d; transactions %d committed, %d aborted",
+	t.Logf("FIGURES exactly-once ledger (rebalances, a restart): %s; restarts %d; transactions %d committed, %d aborted",
 		v, sa.Restarts+sb.Restarts, sa.Transactions+sb.Transactions, sa.TransactionsAborted+sb.TransactionsAborted)
 	if v.Missing != 0 || v.Duplicated != 0 || v.Disorder != 0 || v.Foreign != 0 {
 		t.Errorf("exactly once: %s", v)
@@ -197,7 +197,7 @@ func exactlyOnceDeadLetters(t *testing.T, side testkit.Side) {
 	v := testkit.JudgeOutputs(t, e.want(deadRecs), testkit.ReadCommitted(t, brokers, out, 30*time.Second))
 	dead := testkit.ReadCommitted(t, brokers, dlq, 30*time.Second)
 	s := cons.Stats()
-	t.Logf("EXACTLY-ONCE LEDGER (dead letters): %s; %d dead letters read, %d counted; transactions %d", v, len(dead), s.Dead, s.Transactions)
+	t.Logf("FIGURES exactly-once ledger (dead letters): %s; %d dead letters read, %d counted; transactions %d", v, len(dead), s.Dead, s.Transactions)
 	if v.Missing != 0 || v.Duplicated != 0 || v.Disorder != 0 || v.Foreign != 0 {
 		t.Errorf("exactly once: %s", v)
 	}
