@@ -48,8 +48,8 @@ WITH_BINS = TURBO_TEST_BINARY=$(CURDIR)/$(TEST_BIN_DIR)/turbo-race TURBO_TEST_PE
 #    once; exactly once across a restart, rebalances, dead letters, kill -9
 #    and a zombie) (test/kafka/line.sh);
 #  - the newest line, KAFKA_FULL_LINE, instead of KAFKA_CORE: every test of
-#    KAFKA_SUITES but KAFKA_EMBEDDED_ONLY, beside test/kafka; the secured
-#    runs begin once every suite but the first (the longest) has ended.
+#    KAFKA_SUITES but KAFKA_EMBEDDED_ONLY, beside test/kafka; then the
+#    secured runs.
 KAFKA_LINES     ?= 3.9 4
 KAFKA_FULL_LINE := 4
 # The sides of each line (see TEST_SIDES): KAFKA_SIDES_<line> for the side

@@ -23,10 +23,8 @@
 #    one package at a time): their bounds are turbo's, one line is enough;
 # 2. the suites, and beside them test/kafka and CLUSTER_RUN on its
 #    cluster;
-# 3. (SECURED) the secured runs, once the suites but the first of
-#    KAFKA_SUITES (the longest) have ended: beside its last part, and
-#    test/kafka's if it has not ended; then a search of everything printed
-#    for the broker's secrets.
+# 3. (SECURED) the secured runs, still beside test/kafka if it has not
+#    ended, then a search of everything printed for the broker's secrets.
 #
 # Each phase prints what test/kafka/gotest.sh prints once it ends; the line
 # stops at the first phase that fails.
@@ -76,22 +74,13 @@ if [[ -n ${CLUSTER_RUN:-} ]]; then
 	cluster=$!
 fi
 # shellcheck disable=SC2086 # KAFKA_SUITES is a list of packages
-read -r first others <<<"$KAFKA_SUITES"
+gotest "$state/plain.log" "$GO" "${crowd[@]}" "$SUITES_FLAG" "$SUITES_EXPR" $KAFKA_SUITES || rc=$?
 if [[ $SECURED == 1 ]]; then
-	# The secured runs are suites again: they begin once the suites but the
-	# first (the longest) have ended, and run beside its last part. They
-	# judge by ledgers, not by time, as the cluster's tests do.
-	gotest "$state/plain-first.log" "$GO" "${crowd[@]}" "$SUITES_FLAG" "$SUITES_EXPR" "$first" >"$state/first.out" 2>&1 &
-	firstpid=$!
-	# shellcheck disable=SC2086 # the other suites are a list of packages
-	gotest "$state/plain.log" "$GO" "${crowd[@]}" "$SUITES_FLAG" "$SUITES_EXPR" $others || rc=$?
+	# The secured runs are suites again: after the first pass, which
+	# keeps two cores busy.
 	if ((rc == 0)); then
 		onside bash "$here/secured-runs.sh" suites "$GO" "$TEST_TIMEOUT" "$TEST_PAR" || rc=$?
 	fi
-	wait "$firstpid" || rc=$?
-	cat "$state/first.out"
-else
-	gotest "$state/plain.log" "$GO" "${crowd[@]}" "$SUITES_FLAG" "$SUITES_EXPR" $KAFKA_SUITES || rc=$?
 fi
 wait "$kafka" || rc=$?
 cat "$state/kafka.out"
