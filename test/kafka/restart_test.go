@@ -62,11 +62,11 @@ func (b *broker) script(cmd string, args ...string) string {
 // produced after each restart; nothing is lost, per-key order and
 // exclusivity hold, and the run ends with everything committed.
 func TestBrokerRestartMidRun(t *testing.T) {
+	t.Parallel() // on a broker of its own
 	const batch, keys, concurrency = 3000, 200, 16
 	b := startBroker(t)
-	t.Setenv(testkit.BrokersEnv, b.addr) // topics and commits on this broker
 	topic := testkit.TopicName("restart")
-	testkit.Cluster(t, 8, topic)
+	testkit.CreateTopics(t, b.addr, 8, topic)
 	testkit.ProduceWithBinary(t, b.addr, topic, batch, keys)
 
 	ledger := testkit.NewLedger(20 * time.Millisecond) // a batch takes 16 runners about 4 s
@@ -189,11 +189,11 @@ func duplicateRanges(handled map[string]int) string {
 // a read_committed reader of the output topic finds every input's outputs
 // once, in key order.
 func TestBrokerRestartExactlyOnce(t *testing.T) {
+	t.Parallel() // on a broker of its own
 	const batch, keys = 3000, 200
 	b := startBroker(t)
-	t.Setenv(testkit.BrokersEnv, b.addr) // topics and commits on this broker
 	in, out := testkit.TopicName("restart-eos-in"), testkit.TopicName("restart-eos-out")
-	testkit.Cluster(t, 8, in, out)
+	testkit.CreateTopics(t, b.addr, 8, in, out)
 	testkit.ProduceWithBinary(t, b.addr, in, batch, keys)
 	var handled atomic.Int64
 	srv := testkit.OutputEndpoint(&handled, 5*time.Millisecond)

@@ -63,7 +63,7 @@ func noSecrets(t *testing.T, what, out string, secrets []string) {
 // loaded file cannot show: exit 2) and one line naming the cause, and
 // `turbo produce` with the same line; none prints a secret.
 func TestSecuredMistakesEndTheRunWithTheirCause(t *testing.T) {
-	t.Parallel() // topics of its own; TestBrokerRestartMidRun, which is not, runs on its own
+	t.Parallel() // topics of its own
 	s := securedFromEnv(t)
 	topic := testkit.TopicName("secured-mistakes")
 	testkit.Cluster(t, 2, topic)
@@ -207,7 +207,7 @@ func TestProduceByFlagsExplainsARefusal(t *testing.T) {
 // old one expires and re-authenticates its connections (KIP-368). The
 // ledger judges the run as any other.
 func TestOAuthBearerRunOutlivesItsTokens(t *testing.T) {
-	t.Parallel() // topics of its own; TestBrokerRestartMidRun, which is not, runs on its own
+	t.Parallel() // topics of its own
 	s := securedFromEnv(t)
 	topic := testkit.TopicName("oauth")
 	testkit.Cluster(t, 4, topic)

@@ -35,7 +35,7 @@ const (
 // (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER) and over SSL with a
 // client certificate.
 func TestSecuredRoundTrip(t *testing.T) {
-	t.Parallel() // topics of its own; TestBrokerRestartMidRun, which is not, runs on its own
+	t.Parallel() // topics of its own
 	s := securedEnv(t)
 	t.Logf("Kafka %s: SASL_SSL %v, SSL %v", s.KafkaVersion, s.SASLSSLBrokers, s.SSLBrokers)
 	for _, m := range []testkit.Mechanism{
@@ -74,7 +74,7 @@ func TestSecuredRoundTrip(t *testing.T) {
 // producing for longer than a token's lifetime must get new tokens, and every
 // record still arrives.
 func TestSecuredOAuthTokenRenewal(t *testing.T) {
-	t.Parallel() // topics of its own; TestBrokerRestartMidRun, which is not, runs on its own
+	t.Parallel() // topics of its own
 	s := securedEnv(t)
 	source := &testkit.TokenSource{Client: s.OAuth}
 	tok, err := source.Token()
@@ -109,7 +109,7 @@ func TestSecuredOAuthTokenRenewal(t *testing.T) {
 // The secured listeners refuse what they must, each within a bounded time
 // and with an error that says why (and never holds a password).
 func TestSecuredRefusals(t *testing.T) {
-	t.Parallel() // topics of its own; TestBrokerRestartMidRun, which is not, runs on its own
+	t.Parallel() // topics of its own
 	s := securedEnv(t)
 	otherCA := clientTLS(t, s, testkit.TLSOtherCAFile, "", "")
 	cases := []struct {
