@@ -22,7 +22,7 @@ const (
 	// SeedEnv replays a run: the seed printed in its figures line.
 	SeedEnv = "TURBO_CHAOS_SEED"
 	// defaultSoak keeps `make test` and `make test-kafka` bounded.
-	defaultSoak = 90 * time.Second
+	defaultSoak = 60 * time.Second
 )
 
 var (
