@@ -198,8 +198,10 @@ func TestBrokerRestartExactlyOnce(t *testing.T) {
 	var handled atomic.Int64
 	srv := testkit.OutputEndpoint(&handled, 5*time.Millisecond)
 	defer srv.Close()
+	// At info level: should the run stall after the crash, its log says
+	// where (connected, partitions assigned, the status every 10 s).
 	cfg := testkit.PipelineConfig(t, b.addr, in, in, srv.URL, out, "exactly_once: true", 16,
-		"shutdown_timeout: 10s\nlog: {level: warn, format: json}")
+		"shutdown_timeout: 10s\nlog: {level: info, format: json}")
 	run := testkit.StartBinary(t, testkit.TransactionalBinary(t, config.KafkaClient(os.Getenv("TURBO_KAFKA_CLIENT"))), nil, nil, "run", "--config", cfg)
 	produced := int64(batch)
 	testkit.Eventually(t, 2*time.Minute, fmt.Sprintf("a third of the %d records handled", produced), func() bool {
