@@ -1,8 +1,14 @@
 package actors
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -114,5 +120,30 @@ func TestRevocationWaitsForAHandoverUnderWay(t *testing.T) {
 				t.Errorf("%d claims still ending, %d feeds, after every claim returned", len(g.ending), len(g.feeds))
 			}
 		})
+	}
+}
+
+// A partition whose committed offset a transaction still holds
+// (UNSTABLE_OFFSET_COMMIT: kgo asks again every second, logging at info)
+// is said in turbo's log at warn level, naming the partition, at most once
+// every heldEvery; kgo's other informational messages stay out.
+func TestFranzLoggerSaysWhatHoldsAPartition(t *testing.T) {
+	var out bytes.Buffer
+	l := franzLogger{log: zerolog.New(&out), held: &heldNotice{}}
+	if l.Level() != kgo.LogLevelInfo {
+		t.Fatalf("level %v: kgo would not pass its informational messages", l.Level())
+	}
+	held := []any{"group", "g", "topic", "orders", "partition", int32(2), "err", kerr.UnstableOffsetCommit}
+	l.Log(kgo.LogLevelInfo, heldMsg+", waiting 1s and retrying", held...)
+	l.Log(kgo.LogLevelInfo, heldMsg+", waiting 1s and retrying", held...)
+	l.Log(kgo.LogLevelInfo, heldMsg+", waiting 1s and retrying", "topic", "orders", "partition", int32(3), "err", kerr.UnknownTopicID)
+	l.Log(kgo.LogLevelInfo, "assigning partitions", "group", "g")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"level":"warn"`) || !strings.Contains(lines[0], `"partition":"orders/2"`) ||
+		!strings.Contains(lines[0], "UNSTABLE_OFFSET_COMMIT") {
+		t.Fatalf("logged %q, want one warning naming orders/2 and UNSTABLE_OFFSET_COMMIT", out.String())
+	}
+	if !l.held.due(time.Now().Add(heldEvery)) {
+		t.Error("no warning due a heldEvery after the last one")
 	}
 }

@@ -451,7 +451,7 @@ func (s sizes) of(topics []string) int {
 // falls back to the classic one (brokers that offer the request but turn
 // the protocol down) ends the consumer as the missing request does.
 func (g *franzGroup) logger() franzLogger {
-	l := franzLogger{log: g.log}
+	l := franzLogger{log: g.log, held: &heldNotice{}}
 	if g.protocol == config.GroupConsumer {
 		l.fallback = func() {
 			err := &groupProtocolError{brokers: g.brokers}
@@ -1123,15 +1123,18 @@ func (g *franzGroup) rememberLost(tp TopicPartition, epoch uint64, fc finalCommi
 }
 
 // franzLogger passes the client's warnings and errors to turbo's log. Of
-// its informational messages it watches one: the client falling back to
-// the classic protocol when the brokers turn the consumer protocol down.
+// its informational messages it watches two: the client falling back to
+// the classic protocol when the brokers turn the consumer protocol down,
+// and a partition's committed offset held by a transaction still open
+// (heldNotice).
 type franzLogger struct {
 	log      zerolog.Logger
-	fallback func() // nil: the classic protocol was asked for
+	fallback func()      // nil: the classic protocol was asked for
+	held     *heldNotice // nil: not the group's client
 }
 
 func (l franzLogger) Level() kgo.LogLevel {
-	if l.fallback != nil {
+	if l.fallback != nil || l.held != nil {
 		return kgo.LogLevelInfo
 	}
 	return kgo.LogLevelWarn
@@ -1141,10 +1144,65 @@ func (l franzLogger) Level() kgo.LogLevel {
 // protocol (consumer_group_848.go).
 const fallbackMsg = "falling back to standard consumer group management"
 
+// heldMsg starts kgo's message when it fetches a newly assigned
+// partition's committed offset again in a second (consumer_group.go).
+const heldMsg = "fetch offsets failed with retryable partition error"
+
+// heldEvery is the least time between two warnings of heldNotice.
+const heldEvery = 10 * time.Second
+
+// heldNotice warns, at most every heldEvery, that a partition waits for its
+// committed offset because a transaction holding offsets of the group is
+// still open (UNSTABLE_OFFSET_COMMIT: the client asks again every second,
+// with no bound, as the protocol has it): an operator sees why the
+// partition does not start, and that it starts once the transaction ends.
+type heldNotice struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// due reports whether a warning is due now, and notes it.
+func (h *heldNotice) due(now time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.last.IsZero() && now.Sub(h.last) < heldEvery {
+		return false
+	}
+	h.last = now
+	return true
+}
+
+// warnHeld warns of a partition whose committed offset a transaction holds,
+// when kgo's keyvals say so and a warning is due.
+func (l franzLogger) warnHeld(keyvals []any) {
+	var topic any
+	var partition any
+	held := false
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		switch keyvals[i] {
+		case "topic":
+			topic = keyvals[i+1]
+		case "partition":
+			partition = keyvals[i+1]
+		case "err":
+			err, _ := keyvals[i+1].(error)
+			held = errors.Is(err, kerr.UnstableOffsetCommit)
+		}
+	}
+	if !held || !l.held.due(time.Now()) {
+		return
+	}
+	l.log.Warn().Str("partition", fmt.Sprintf("%v/%v", topic, partition)).
+		Msg("the partition waits for its committed offset: a transaction holding offsets of the group is still open (UNSTABLE_OFFSET_COMMIT); it starts once that transaction commits, aborts or times out")
+}
+
 func (l franzLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	if level > kgo.LogLevelWarn {
-		if l.fallback != nil && strings.HasPrefix(msg, fallbackMsg) {
+		switch {
+		case l.fallback != nil && strings.HasPrefix(msg, fallbackMsg):
 			l.fallback()
+		case l.held != nil && strings.HasPrefix(msg, heldMsg):
+			l.warnHeld(keyvals)
 		}
 		return
 	}
