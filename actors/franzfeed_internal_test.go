@@ -147,3 +147,29 @@ func TestFranzLoggerSaysWhatHoldsAPartition(t *testing.T) {
 		t.Error("no warning due a heldEvery after the last one")
 	}
 }
+
+// Exactly once, a claim's marks and outputs commit only in the membership
+// it ran in. Under the consumer protocol a zombie (its session expired
+// while it was stopped) is fenced and joins again with the same member id
+// and a new member epoch: its claims ended with the loss, so they must not
+// be alive in the new membership, or the transaction under way would commit
+// their outputs with the new epoch, after another member took their
+// partitions.
+func TestAClaimIsNotAliveAfterItsMemberLostItsPartitions(t *testing.T) {
+	life := franzLife{memberID: "m-1", losses: 2}
+	for _, c := range []struct {
+		name     string
+		memberID string
+		losses   uint64
+		want     bool
+	}{
+		{"the same membership", "m-1", 2, true},
+		{"fenced and joined again with the same member id (a zombie)", "m-1", 3, false},
+		{"joined again with a new member id", "m-2", 2, false},
+		{"out of the group", "", 2, false},
+	} {
+		if got := life.alive(c.memberID, c.losses); got != c.want {
+			t.Errorf("%s: alive = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -97,12 +97,29 @@ type franzGroup struct {
 	outAcks   outputAcks // at least once: the acknowledged outputs' records, batched
 
 	// Exactly once: the transaction loop and its producer (set by run
-	// before the member joins), the sessions begun, and the running
-	// claims' member ids (claimAlive).
+	// before the member joins), the sessions begun, the running claims'
+	// member ids and losses (claimAlive), and the member's losses so far.
 	txn        *txnLoop
 	txnProd    *franzTxn
 	sessions   atomic.Uint64
-	claimLives sync.Map
+	claimLives sync.Map // claim epoch → franzLife
+	losses     atomic.Uint64
+}
+
+// franzLife is what a running claim began under: the member id, and how
+// many times the member had lost its partitions.
+type franzLife struct {
+	memberID string
+	losses   uint64
+}
+
+// alive reports whether a claim that began as l may still commit, now that
+// the member is memberID and has lost its partitions losses times. Under
+// the consumer protocol a member that was fenced (a zombie: its session
+// expired) joins again with the same member id and a new member epoch, so
+// the member id alone cannot tell that its claims ended with the loss.
+func (l franzLife) alive(memberID string, losses uint64) bool {
+	return memberID != "" && memberID == l.memberID && losses == l.losses
 }
 
 // franzOpts maps turbo's configuration onto the kgo client options of a
@@ -634,11 +651,12 @@ func (g *franzGroup) onFetched(_ context.Context, cl *kgo.Client, resp *kmsg.Off
 		cs[i], fs[i] = g.newFranzClaim(cl, sess, s.tp, s.offset, s.meta)
 	}
 	g.startAll(cs)
+	losses := g.losses.Load() // before the member id: one read after a loss and its rejoin sees the loss
 	memberID, _ := cl.GroupMetadata()
 	for i := range cs {
 		c, f := cs[i], fs[i]
 		if g.txnID != "" {
-			g.claimLives.Store(c.epoch, memberID)
+			g.claimLives.Store(c.epoch, franzLife{memberID: memberID, losses: losses})
 		}
 		g.claims.Go(func() {
 			defer close(f.returned)
@@ -726,6 +744,10 @@ func (g *franzGroup) onRevoked(_ context.Context, _ *kgo.Client, revoked map[str
 // (its session expired, or it was fenced), so its claims are dropped
 // without a commit, and the session ends.
 func (g *franzGroup) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	// First: the client joins again (a new member epoch, under the consumer
+	// protocol the same member id) only once this returns, and nothing the
+	// lost claims marked may be committed in that membership.
+	g.losses.Add(1)
 	g.mu.Lock()
 	sess := g.sess
 	g.mu.Unlock()
@@ -893,7 +915,7 @@ func (g *franzGroup) dialTxn(member *kgo.Client) (*franzTxn, error) {
 	}
 	ctx, cancel := context.WithCancel(g.killCtx)
 	t := &franzTxn{cl: cl, ctx: ctx, cancel: cancel, groupID: g.groupID, txnID: g.txnID, instanceID: g.instanceID,
-		dlqTopic: g.dlqTopic, dlqLimit: g.dlqLimit, member: member.GroupMetadata, tell: g.send, log: g.log}
+		dlqTopic: g.dlqTopic, dlqLimit: g.dlqLimit, member: member.GroupMetadata, alive: g.claimAlive, tell: g.send, log: g.log}
 	ictx, icancel := context.WithTimeout(g.ctx, dialWait+txnTimeout)
 	defer icancel()
 	if err := t.init(ictx); err != nil {
@@ -904,7 +926,8 @@ func (g *franzGroup) dialTxn(member *kgo.Client) (*franzTxn, error) {
 }
 
 // claimAlive reports whether the claim of epoch still runs (its final
-// commit included) under the member id it began with (see kafkaGroup's).
+// commit included) under the member it began with, the member having lost
+// nothing since (see kafkaGroup's, and franzLife).
 func (g *franzGroup) claimAlive(epoch uint64) bool {
 	v, ok := g.claimLives.Load(epoch)
 	if !ok {
@@ -915,7 +938,7 @@ func (g *franzGroup) claimAlive(epoch uint64) bool {
 		return false
 	}
 	memberID, _ := cl.GroupMetadata()
-	return memberID == v.(string)
+	return v.(franzLife).alive(memberID, g.losses.Load())
 }
 
 // produceOutputs implements kafkaSide: the client's producer writes them

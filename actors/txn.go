@@ -30,9 +30,12 @@ import (
 //
 // Only what a live claim holds may be committed: a claim that ended
 // without its final commit (its partition lost with the session), or whose
-// member was replaced by a new member id (a zombie that rejoined), makes
-// the transaction start again without that claim's outputs and marks; the
-// partition's next owner runs those records again. A commit the group
+// member has lost its partitions since it began (a zombie that rejoined:
+// with a new member id, or under the consumer protocol the same one and a
+// new member epoch), makes the transaction start again without that
+// claim's outputs and marks; the partition's next owner runs those records
+// again. The franz-go side checks that once more after it has read the
+// membership its offsets commit in. A commit the group
 // refuses because it moved to a new generation meanwhile (a cooperative
 // rebalance under the commit) is aborted and made again, with what live
 // claims still hold, up to txnAttempts times; any other failure aborts the

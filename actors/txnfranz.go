@@ -43,6 +43,7 @@ type franzTxn struct {
 	dlqTopic   string
 	dlqLimit   int                                        // deadLetterLimit
 	member     func() (memberID string, generation int32) // the group member's now
+	alive      func(epoch uint64) bool                    // whether a claim may still commit (claimAlive)
 	tell       func(msg any)                              // to the proxy
 	log        zerolog.Logger
 
@@ -202,6 +203,18 @@ func (t *franzTxn) commitOffsets(ctx context.Context, marks txnMarks) error {
 	memberID, generation := t.member()
 	if memberID == "" {
 		return kerr.RebalanceInProgress // between sessions: again once the member is back
+	}
+	// The membership read above must be the one the marks' claims ran in:
+	// a member that lost its partitions since the loop judged them (a
+	// zombie fenced and joined again, with the same member id under the
+	// consumer protocol) would commit them in a membership that never held
+	// them. Read after the member, a loss before it shows here.
+	for _, ms := range marks {
+		for tp, m := range ms {
+			if !t.alive(m.epoch) {
+				return fmt.Errorf("the claim of %s ended with a loss of the member's partitions: %w", tp, kerr.RebalanceInProgress)
+			}
+		}
 	}
 	id, epoch, err := t.cl.ProducerID(ctx)
 	if err != nil {
