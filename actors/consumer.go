@@ -84,6 +84,7 @@ type Consumer struct {
 	maxHandler time.Duration // max_handler_time, for Live
 	log        zerolog.Logger
 	control    *controlLog // Pause and Resume's lines
+	cfg        config.Consumer
 }
 
 // New validates the options and starts the consumer: its actor tree runs
@@ -135,7 +136,7 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 	}
 	sys := newSystem(log)
 	c := &Consumer{name: cc.Name, group: cc.Group, sys: sys, stats: &consumerStats{}, stopped: make(chan struct{}), pool: newWorkerPool(300),
-		shutdown: cfg.ShutdownTimeout, maxHandler: cc.MaxHandlerTime, log: log}
+		shutdown: cfg.ShutdownTimeout, maxHandler: cc.MaxHandlerTime, log: log, cfg: cc}
 	c.control = newControlLog(log, func() (bool, int) { return c.stats.suspended.Load(), int(c.stats.partsPaused.Load()) })
 	if opts.Metrics {
 		c.stats.enableHistograms(cc.Name)
@@ -297,7 +298,7 @@ func (c *Consumer) tellCoordinator() {
 	select {
 	case <-c.stopped: // its actor system is gone
 	default:
-		c.sys.Root.Send(c.pid, &pauseChanged{})
+		c.sys.Root.Send(c.pid, &controlChanged{})
 	}
 }
 

@@ -23,21 +23,26 @@ import (
 // leave in its Out into sends, spawns, credits and timers.
 type coordinator struct {
 	pausesSeen uint64 // consumerStats.pausesChanged when the holds were last synced
-	ordering   config.Ordering
-	ctx        context.Context
-	handler    Handler
-	stats      *consumerStats
-	props      func(actor.Actor, ...actor.PropsOption) *actor.Props
-	log        zerolog.Logger
-	maxTime    time.Duration // max_handler_time
-	outputs    *outputRules  // the runners' output rules; nil: no outputs
-	runners    int           // concurrency
-	metaOn     bool          // commits record what finished above the watermark (commit_metadata_bytes > 0)
-	limit      *rate.Limiter // rate.limit; nil: none
-	batch      BatchHandler  // nil: one record per handler call
-	fill       int           // batch.max_records
-	fillWait   time.Duration // batch.max_wait
-	maxBytes   int64         // batch.max_bytes
+	tunesSeen  uint64 // consumerStats.tunesChanged when the tuning was last applied
+	// The configuration's concurrency and rate limiter, which a retune
+	// replaces while it holds (SetConcurrency, SetRate).
+	fileRunners int
+	fileLimit   *rate.Limiter
+	ordering    config.Ordering
+	ctx         context.Context
+	handler     Handler
+	stats       *consumerStats
+	props       func(actor.Actor, ...actor.PropsOption) *actor.Props
+	log         zerolog.Logger
+	maxTime     time.Duration // max_handler_time
+	outputs     *outputRules  // the runners' output rules; nil: no outputs
+	runners     int           // concurrency
+	metaOn      bool          // commits record what finished above the watermark (commit_metadata_bytes > 0)
+	limit       *rate.Limiter // rate.limit; nil: none
+	batch       BatchHandler  // nil: one record per handler call
+	fill        int           // batch.max_records
+	fillWait    time.Duration // batch.max_wait
+	maxBytes    int64         // batch.max_bytes
 	// adapt is the adaptive concurrency limit (concurrency_mode adaptive),
 	// nil when concurrency is fixed; backoffUntil is when dispatch may go
 	// on after a Retry-After it honoured (at most retry.max_backoff away).
@@ -69,25 +74,27 @@ type coordinator struct {
 
 func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 	co := &coordinator{
-		ordering:   spec.consumer.Ordering,
-		runners:    spec.consumer.Concurrency,
-		ctx:        ctx,
-		maxTime:    spec.consumer.MaxHandlerTime,
-		outputs:    newOutputRules(spec.consumer.Output),
-		limit:      spec.limit,
-		handler:    spec.handler,
-		batch:      spec.batch,
-		fill:       spec.consumer.Batch.Records(),
-		fillWait:   spec.consumer.Batch.MaxWait,
-		maxBytes:   int64(spec.consumer.Batch.MaxBytes),
-		maxBackoff: spec.consumer.Retry.MaxBackoff,
-		stats:      spec.stats,
-		props:      spec.props,
-		parts:      make(map[uint64]*assignment),
-		policy:     newFailurePolicy(spec.consumer),
-		metaOn:     spec.consumer.CommitMetadataBytes > 0,
-		log:        spec.log,
-		parked:     make(map[*envelope]scheduler.CancelFunc),
+		ordering:    spec.consumer.Ordering,
+		runners:     spec.consumer.Concurrency,
+		ctx:         ctx,
+		maxTime:     spec.consumer.MaxHandlerTime,
+		outputs:     newOutputRules(spec.consumer.Output),
+		limit:       spec.limit,
+		fileLimit:   spec.limit,
+		fileRunners: spec.consumer.Concurrency,
+		handler:     spec.handler,
+		batch:       spec.batch,
+		fill:        spec.consumer.Batch.Records(),
+		fillWait:    spec.consumer.Batch.MaxWait,
+		maxBytes:    int64(spec.consumer.Batch.MaxBytes),
+		maxBackoff:  spec.consumer.Retry.MaxBackoff,
+		stats:       spec.stats,
+		props:       spec.props,
+		parts:       make(map[uint64]*assignment),
+		policy:      newFailurePolicy(spec.consumer),
+		metaOn:      spec.consumer.CommitMetadataBytes > 0,
+		log:         spec.log,
+		parked:      make(map[*envelope]scheduler.CancelFunc),
 	}
 	co.stats.limit.Store(int64(co.runners))
 	if spec.consumer.Adaptive() {
@@ -105,7 +112,34 @@ func newCoordinator(ctx context.Context, spec *treeSpec) *coordinator {
 	if co.adapt != nil {
 		co.p.SetLimit(co.adapt.Limit())
 	}
+	co.retune() // a retune made before this generation holds in it too
 	return co
+}
+
+// retune applies SetConcurrency and SetRate: the tuning as it stands, over
+// the configuration's values.
+func (co *coordinator) retune() {
+	co.tunesSeen = co.stats.tunesChanged.Load()
+	t := co.stats.tuning()
+	co.runners = co.fileRunners
+	if t.concurrency > 0 {
+		co.runners = t.concurrency
+	}
+	co.p.SetMax(co.runners)
+	if co.adapt != nil {
+		co.adapt.SetMax(co.runners)
+		co.p.SetLimit(co.adapt.Limit())
+		co.stats.limit.Store(int64(co.adapt.Limit()))
+	} else {
+		co.stats.limit.Store(int64(co.runners))
+	}
+	co.limit = co.fileLimit
+	if t.rate != nil {
+		co.limit = nil
+		if perSecond, burst, ok := t.rate.Bucket(); ok {
+			co.limit = rate.NewLimiter(rate.Limit(perSecond), burst)
+		}
+	}
 }
 
 // assignment is what the coordinator itself keeps of one partition
@@ -165,7 +199,7 @@ func (co *coordinator) receive(c actor.Context) {
 	case *fillTurn:
 		co.filler = nil
 		co.dispatch()
-	case *pauseChanged:
+	case *controlChanged:
 		co.dispatch() // which syncs the holds first
 
 	case *revokePartition:
@@ -248,16 +282,19 @@ func (co *coordinator) apply(c actor.Context) {
 func (co *coordinator) dispatch() {
 	co.dispatched = true
 	// A partition paused since the last dispatch is held before anything
-	// starts, even when the pauseChanged message is still on its way: once
+	// starts, even when the controlChanged message is still on its way: once
 	// Consumer.Pause(tps...) has returned, none of their records starts —
 	// a retry coming due included.
 	if v := co.stats.pausesChanged.Load(); v != co.pausesSeen {
 		co.pausesSeen = v
 		co.syncHolds()
 	}
+	if co.stats.tunesChanged.Load() != co.tunesSeen {
+		co.retune()
+	}
 	switch {
 	case co.stats.suspended.Load():
-		co.p.SetQuota(0) // Resume sends pauseChanged: dispatch again then
+		co.p.SetQuota(0) // Resume sends controlChanged: dispatch again then
 		return
 	case (co.fillWait > 0 || co.adapt != nil) && co.holding(time.Now()): // no clock read otherwise
 		co.p.SetQuota(0) // the fillTurn dispatches when the hold is up

@@ -89,10 +89,11 @@ type flushFinished struct{}
 // wake the coordinator to take them back.
 type stealCheck struct{}
 
-// pauseChanged (Consumer → restarter → orchestrator → coordinator): Pause
-// or Resume flipped consumerStats.suspended; the coordinator dispatches
-// again (or stops dispatching).
-type pauseChanged struct{}
+// controlChanged (Consumer → restarter → orchestrator → coordinator): Pause
+// or Resume flipped consumerStats.suspended, paused or resumed partitions or
+// topics, or SetConcurrency or SetRate retuned the consumer; the coordinator
+// applies what changed and dispatches again (or stops dispatching).
+type controlChanged struct{}
 
 // fillTurn is the coordinator's timer while it holds records back for a
 // batch to fill (batch.max_wait): it fires when they have waited enough.

@@ -42,7 +42,7 @@ func (o *orchestrator) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *pingTree:
 		c.Respond(&treePong{})
-	case *pauseChanged:
+	case *controlChanged:
 		c.Send(o.coord, m)
 	case *recordsFetched:
 		o.handleFetched(c, m)

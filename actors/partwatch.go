@@ -59,7 +59,7 @@ func (s *consumerStats) trackPartition(tp TopicPartition, g *gate) {
 		s.parts = make(map[TopicPartition]*gate)
 	}
 	s.parts[tp] = g
-	g.partHeld.Store(s.pausedParts[tp])
+	g.partHeld.Store(s.heldLocked(tp))
 	if !s.suspended.Load() {
 		g.wakeUp() // a claim that began while paused may wait for it (see resumeGates)
 	}
@@ -191,7 +191,8 @@ func (g *gate) pipeline() (running, buffered int64) {
 
 // pausePartitions pauses (on) or resumes the partitions: their gates give
 // no credits while paused, and a resumed one's claim is woken. A partition
-// not held now is paused from its next assignment.
+// not held now is paused from its next assignment. A partition of a paused
+// topic stays paused until its topic is resumed.
 func (s *consumerStats) pausePartitions(tps []TopicPartition, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -204,26 +205,88 @@ func (s *consumerStats) pausePartitions(tps []TopicPartition, on bool) {
 		} else {
 			delete(s.pausedParts, tp)
 		}
-		if g := s.parts[tp]; g != nil {
-			g.partHeld.Store(on)
-			if !on {
-				g.wakeUp()
+		s.rehold(tp)
+	}
+	s.pausesCountedLocked()
+}
+
+// pauseTopics pauses (on) or resumes whole topics: every partition of
+// them, held now or assigned later. Resuming a topic resumes its partitions
+// paused one by one too: nothing of it stays paused.
+func (s *consumerStats) pauseTopics(topics []string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pausedTopics == nil {
+		s.pausedTopics = make(map[string]bool)
+	}
+	for _, t := range topics {
+		if on {
+			s.pausedTopics[t] = true
+			continue
+		}
+		delete(s.pausedTopics, t)
+		for tp := range s.pausedParts {
+			if tp.Topic == t {
+				delete(s.pausedParts, tp)
 			}
 		}
 	}
-	s.partsPaused.Store(int64(len(s.pausedParts)))
+	for tp := range s.parts {
+		if slices.Contains(topics, tp.Topic) {
+			s.rehold(tp)
+		}
+	}
+	s.pausesCountedLocked()
+}
+
+// rehold sets the gate of tp, if it is held now, to what the pauses say,
+// and wakes its claim when it is free to go on. s.mu is held.
+func (s *consumerStats) rehold(tp TopicPartition) {
+	g := s.parts[tp]
+	if g == nil {
+		return
+	}
+	held := s.heldLocked(tp)
+	g.partHeld.Store(held)
+	if !held {
+		g.wakeUp()
+	}
+}
+
+// pausesCountedLocked publishes the number of pauses (read without the
+// lock) and counts the change. s.mu is held.
+func (s *consumerStats) pausesCountedLocked() {
+	s.partsPaused.Store(int64(len(s.pausedParts) + len(s.pausedTopics)))
 	s.pausesChanged.Add(1)
 }
 
-// partitionPaused reports whether tp is paused (Consumer.Pause(tp)); cheap
-// while none is.
+// heldLocked reports whether tp is paused, by itself or by its topic. s.mu
+// is held.
+func (s *consumerStats) heldLocked(tp TopicPartition) bool {
+	return s.pausedParts[tp] || s.pausedTopics[tp.Topic]
+}
+
+// partitionPaused reports whether tp is paused (Consumer.Pause(tp), or
+// PauseTopics of its topic); cheap while none is.
 func (s *consumerStats) partitionPaused(tp TopicPartition) bool {
 	if s.partsPaused.Load() == 0 {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pausedParts[tp]
+	return s.heldLocked(tp)
+}
+
+// pausedTopicList lists the topics paused by PauseTopics.
+func (s *consumerStats) pausedTopicList() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.pausedTopics))
+	for t := range s.pausedTopics {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // pausedPartitions lists the paused partitions.

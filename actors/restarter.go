@@ -82,7 +82,7 @@ func (s *restarter) Receive(c actor.Context) {
 		} else {
 			c.Respond(&treePong{})
 		}
-	case *pauseChanged:
+	case *controlChanged:
 		if s.child != nil && !s.stopping {
 			c.Forward(s.child) // a generation started later reads the flag itself
 		}

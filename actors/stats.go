@@ -72,7 +72,12 @@ type consumerStats struct {
 	// partsPaused is their number, read without the lock; pausesChanged
 	// counts the calls, so the coordinator can tell before any dispatch
 	// that its holds are behind (see coordinator.dispatch).
-	pausedParts   map[TopicPartition]bool
+	pausedParts  map[TopicPartition]bool
+	pausedTopics map[string]bool // by Consumer.PauseTopics: every partition of them
+	// tuned: SetConcurrency and SetRate; tunesChanged counts the calls, so
+	// that the coordinator applies them before its next dispatch.
+	tuned         tuning
+	tunesChanged  atomic.Uint64
 	partsPaused   atomic.Int64
 	pausesChanged atomic.Uint64
 	running       []*atomic.Int64 // per runner: when its current handler call began (unix ns), 0 when idle

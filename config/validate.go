@@ -475,3 +475,7 @@ func oneOf[T ~string](key string, v T, allowed ...T) error {
 	}
 	return fieldErr(key, fmt.Sprintf("must be one of %s (got %s)", strings.Join(names, ", "), quoteValue(string(v))))
 }
+
+// Check validates a rate given at run time (a consumer retuned live), with
+// the rules and the messages of the configuration's rate block.
+func (r Rate) Check() error { return r.validate("rate") }

@@ -74,6 +74,15 @@ func New(min, max int) *Limiter {
 	return &Limiter{min: float64(min), max: float64(max), limit: float64(min), slowStart: true}
 }
 
+// SetMax moves the upper bound to n (at least 1; the lower bound comes
+// down to it if it was above): a limit above it comes down to it at once,
+// and from below the rule grows it as before.
+func (l *Limiter) SetMax(n int) {
+	l.max = float64(max(n, 1))
+	l.min = min(l.min, l.max)
+	l.limit = min(l.limit, l.max)
+}
+
 // Limit is how many attempts may be in flight now.
 func (l *Limiter) Limit() int { return int(l.limit) }
 

@@ -219,6 +219,26 @@ func (h *Harness) Resume(tps ...actors.TopicPartition) { h.consumer.Resume(tps..
 // PausedPartitions lists the partitions paused by Pause(tps...).
 func (h *Harness) PausedPartitions() []actors.TopicPartition { return h.consumer.PausedPartitions() }
 
+// PauseTopics pauses whole topics (actors.Consumer.PauseTopics): their
+// partitions, held now or assigned later.
+func (h *Harness) PauseTopics(topics ...string) { h.consumer.PauseTopics(topics...) }
+
+// ResumeTopics resumes topics (actors.Consumer.ResumeTopics).
+func (h *Harness) ResumeTopics(topics ...string) { h.consumer.ResumeTopics(topics...) }
+
+// PausedTopics lists the topics paused by PauseTopics.
+func (h *Harness) PausedTopics() []string { return h.consumer.PausedTopics() }
+
+// SetConcurrency retunes the consumer's concurrency live
+// (actors.Consumer.SetConcurrency).
+func (h *Harness) SetConcurrency(n int) error { return h.consumer.SetConcurrency(n) }
+
+// SetRate retunes the consumer's rate limit live (actors.Consumer.SetRate).
+func (h *Harness) SetRate(r config.Rate) error { return h.consumer.SetRate(r) }
+
+// Tuning reports the consumer's concurrency and rate limit as they stand.
+func (h *Harness) Tuning() actors.Tuning { return h.consumer.Tuning() }
+
 // Stats returns the consumer's live counters.
 func (h *Harness) Stats() actors.Snapshot { return h.consumer.Stats() }
 

@@ -200,6 +200,19 @@ func (p *Pipeline[T]) SetBatchSize(n int) { p.batch = max(1, n) }
 // are busy.
 func (p *Pipeline[T]) SetLimit(n int) { p.limit = min(max(n, 1), p.max) }
 
+// SetMax changes the most runners (the consumer's concurrency, retuned):
+// raised, more may be made; lowered, no batch goes out while as many as
+// that are busy, so the busy runners above it finish and none replaces
+// them. The limit (SetLimit) follows: unchanged when it was below both
+// the old and the new maximum, the new maximum otherwise.
+func (p *Pipeline[T]) SetMax(n int) {
+	n = max(n, 1)
+	if p.limit >= p.max || p.limit > n {
+		p.limit = n
+	}
+	p.max = n
+}
+
 // SetQuota bounds the records the following Dispatches give out in all (a
 // rate limit's tokens): each record given out, a retry too, uses one. -1
 // lifts the bound.
