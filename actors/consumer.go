@@ -63,6 +63,9 @@ type Options struct {
 	// its operator's pauses over this way. Resume ends them.
 	Paused           bool
 	PausedPartitions []TopicPartition
+	// PausedTopics starts the consumer with those topics paused
+	// (PauseTopics).
+	PausedTopics []string
 
 	// watermarkRefresh replaces the high watermark refresh interval
 	// (tests: export_test.go); 0 keeps the default.
@@ -148,6 +151,10 @@ func start(opts Options, cluster *memkafka.Cluster) (*Consumer, error) {
 	if len(opts.PausedPartitions) > 0 {
 		c.stats.pausePartitions(opts.PausedPartitions, true)
 		log.Info().Stringer("partitions", tpList(opts.PausedPartitions)).Msg("consumer starts with partitions paused")
+	}
+	if len(opts.PausedTopics) > 0 {
+		c.stats.pauseTopics(opts.PausedTopics, true)
+		log.Info().Strs("topics", opts.PausedTopics).Msg("consumer starts with topics paused")
 	}
 	topics, err := cc.Subscription()
 	if err != nil {

@@ -45,6 +45,7 @@ type PartitionStats struct {
 	// waiting for a runner, a retry or their key.
 	Buffered int64
 	Paused   bool // not fetched now: its share of the budget is used up
+	Held     bool // paused by the operator: Pause(tp), or PauseTopics of its topic
 	// OldestUnfinished is when the oldest of its records that has not
 	// finished arrived (zero when none is unfinished): the committed offset
 	// cannot pass it, so a growing age means a stuck key.
@@ -159,6 +160,7 @@ func (g *gate) stats(tp TopicPartition) PartitionStats {
 		HighWatermark:  w.hwm.Load(),
 		Lag:            w.lag.Load(),
 		Paused:         w.paused.Load(),
+		Held:           g.partHeld.Load(),
 	}
 	p.InFlight, p.Buffered = g.pipeline()
 	if ns := w.oldest.Load(); ns != 0 {

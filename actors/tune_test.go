@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,15 +72,14 @@ func (p *peakCounter) enter() {
 // retune holds across a tree restart. Every record is handled once.
 func TestSetConcurrencyLive(t *testing.T) {
 	t.Parallel()
-	const records = 3000
+	const records = 6000
 	c := harness.Consumer("retune", "t")
 	c.Ordering = config.OrderingUnordered
 	c.Concurrency = 8
 	c.MaxBuffered = 200
-	c.Retry.MaxAttempts = 1 // no retry: the failure at 1500 escalates and restarts the tree
+	c.Retry.MaxAttempts = 1 // no retry: a failure escalates and restarts the tree
 	var calls peakCounter
-	var mu sync.Mutex
-	failOnce := map[int64]bool{1500: true} // a tree restart halfway (Escalate)
+	var fail atomic.Bool // the next call fails: the tree restarts
 	h := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
 		calls.enter()
 		defer calls.now.Add(-1)
@@ -90,10 +88,7 @@ func TestSetConcurrencyLive(t *testing.T) {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if failOnce[rec.Offset] {
-			delete(failOnce, rec.Offset)
+		if fail.CompareAndSwap(true, false) {
 			return fmt.Errorf("a failure that restarts the tree")
 		}
 		return nil
@@ -125,14 +120,15 @@ func TestSetConcurrencyLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs.Await("12 calls at once after SetConcurrency(12)", func() bool { return calls.peak.Load() == 12 })
+	fail.Store(true)
 	hs.Await("the tree restart", func() bool { return hs.Restarts() == 1 })
 	calls.peak.Store(0)
 	hs.Await("12 calls at once after the tree restart", func() bool { return calls.peak.Load() == 12 })
+	hs.AwaitHandled(records)
+	hs.AwaitAllCommitted()
 	if p := calls.peak.Load(); p > 12 {
 		t.Fatalf("%d calls at once at concurrency 12", p)
 	}
-	hs.AwaitHandled(records)
-	hs.AwaitAllCommitted()
 	for _, bad := range []int{0, config.MaxConcurrency + 1} {
 		if err := hs.SetConcurrency(bad); err == nil {
 			t.Fatalf("SetConcurrency(%d) accepted", bad)

@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
 )
 
 // HTTP configures the process's one HTTP listener: GET /metrics
@@ -14,11 +16,19 @@ type HTTP struct {
 	// opens no port. Port 0 takes any free port: the address bound is logged
 	// at start, in the line "http listening: ..." (field addr).
 	Listen string `mapstructure:"listen"`
-	// Control turns on POST /consumers/{name}/pause and .../resume (off by
-	// default). They answer clients on the loopback interface only, and
-	// refuse requests a browser sends across origins (an Origin header).
-	// `turbo run` only; it needs Listen.
+	// Control turns on the control commands, POST
+	// /consumers/{name}/{action}: pause and resume a consumer, a topic or a
+	// partition, retune concurrency and the rate limit (off by default).
+	// Without ControlTokenFile they answer clients on the loopback interface
+	// only, and Listen must be a loopback address. They refuse requests a
+	// browser sends from another origin. `turbo run` only; it needs Listen.
 	Control bool `mapstructure:"control"`
+	// ControlTokenFile is a file holding the bearer token every control
+	// command must carry (Authorization: Bearer <token>), from any client:
+	// 16 bytes to 4 KiB, white space around it ignored. It is read again
+	// when it changes, so a rotated token works without a restart. Needed
+	// when Listen is not a loopback address.
+	ControlTokenFile string `mapstructure:"control_token_file"`
 }
 
 // Tracing configures OpenTelemetry spans: one per handler attempt, a child
@@ -45,7 +55,32 @@ func (h *HTTP) validate() error {
 	if h.Control && h.Listen == "" {
 		return fieldErr("http.control", "needs http.listen: the control routes are served there")
 	}
+	if h.ControlTokenFile != "" {
+		if !h.Control {
+			return fieldErr("http.control_token_file", "needs http.control: true (the token guards the control commands)")
+		}
+		if _, err := ReadControlToken(h.ControlTokenFile); err != nil {
+			return fieldErr("http.control_token_file", err.Error())
+		}
+	}
+	if h.Control && h.ControlTokenFile == "" && !loopbackListen(h.Listen) {
+		return fieldErr("http.control", fmt.Sprintf("on a listener other hosts can reach (http.listen %s) needs http.control_token_file: without a token, anyone who reaches the port could pause your consumers", quoteValue(h.Listen)))
+	}
 	return nil
+}
+
+// loopbackListen reports whether a listen address accepts loopback
+// clients only: an IP address on the loopback interface, or localhost.
+func loopbackListen(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (t *Tracing) validate() error {

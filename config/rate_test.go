@@ -1,7 +1,12 @@
 package config
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -119,4 +124,54 @@ func TestHTTPControl(t *testing.T) {
 	}
 	_, err = Load(writeConfig(t, "app.yaml", oneConsumer(nil, "http: {control: true}")), noEnv)
 	checkInvalid(t, err, "http.control", "needs http.listen")
+}
+
+// TestHTTPControlToken: a listener other hosts can reach takes control only
+// with a token file; the token file needs control, and one that is short,
+// missing or not a regular file is refused with its path named and its
+// content never shown.
+func TestHTTPControlToken(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "token")
+	if err := os.WriteFile(good, []byte("  s3cr3t-t0ken-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("tiny-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, listen := range []string{":9100", "0.0.0.0:9100", "192.0.2.1:9100", "[::]:9100"} {
+		_, err := Load(writeConfig(t, "app.yaml", oneConsumer(nil, fmt.Sprintf("http: {listen: %q, control: true}", listen))), noEnv)
+		checkInvalid(t, err, "http.control", "needs http.control_token_file")
+		c, err := Load(writeConfig(t, "app.yaml", oneConsumer(nil, fmt.Sprintf("http: {listen: %q, control: true, control_token_file: %q}", listen, good))), noEnv)
+		if err != nil || c.HTTP.ControlTokenFile != good {
+			t.Fatalf("%s with a token file: %v", listen, err)
+		}
+	}
+	for _, listen := range []string{"127.0.0.1:0", "localhost:9100", "[::1]:9100"} {
+		if _, err := Load(writeConfig(t, "app.yaml", oneConsumer(nil, fmt.Sprintf("http: {listen: %q, control: true}", listen))), noEnv); err != nil {
+			t.Fatalf("%s (loopback) without a token file: %v", listen, err)
+		}
+	}
+	_, err := Load(writeConfig(t, "app.yaml", oneConsumer(nil, fmt.Sprintf("http: {listen: \"127.0.0.1:0\", control_token_file: %q}", good))), noEnv)
+	checkInvalid(t, err, "http.control_token_file", "needs http.control")
+	for path, want := range map[string]string{
+		short:                        "shorter than 16 bytes",
+		filepath.Join(dir, "absent"): "cannot read",
+		fifo:                         "not a regular file",
+	} {
+		_, err := Load(writeConfig(t, "app.yaml", oneConsumer(nil, fmt.Sprintf("http: {listen: \"127.0.0.1:0\", control: true, control_token_file: %q}", path))), noEnv)
+		checkInvalid(t, err, "http.control_token_file", want, path)
+		if err != nil && strings.Contains(err.Error(), "tiny-secret") {
+			t.Fatalf("the error shows the token: %v", err)
+		}
+	}
+	b, err := ReadControlToken(good)
+	if err != nil || string(b) != "s3cr3t-t0ken-0123456789abcdef" {
+		t.Fatalf("ReadControlToken = %q, %v; want the token without its white space", b, err)
+	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -485,4 +486,28 @@ func secretSource(key string, v Secret, fileKey, file string) error {
 		}
 	}
 	return nil
+}
+
+// Bounds of a control token (http.control_token_file), after surrounding
+// white space is trimmed: at least 16 bytes (128 bits when drawn at random,
+// e.g. `openssl rand -hex 32`), at most 4 KiB.
+const (
+	MinControlToken = 16
+	MaxControlToken = 4 << 10
+)
+
+// ReadControlToken reads a control token file: a regular file whose
+// content, less surrounding white space, is MinControlToken to
+// MaxControlToken bytes. An error names the file, never what it holds.
+func ReadControlToken(path string) ([]byte, error) {
+	b, err := readFileLimited(path, MaxControlToken)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < MinControlToken {
+		clear(b)
+		return nil, fmt.Errorf("%s holds a token shorter than %d bytes (white space around it does not count)", path, MinControlToken)
+	}
+	return b, nil
 }

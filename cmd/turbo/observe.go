@@ -33,9 +33,8 @@ type observer struct {
 }
 
 type observed struct {
-	c           *actors.Consumer
-	stuckAfter  time.Duration
-	concurrency int
+	c          *actors.Consumer
+	stuckAfter time.Duration
 }
 
 func newObserver() *observer {
@@ -52,7 +51,7 @@ func (o *observer) add(c *actors.Consumer, cc config.Consumer) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.consumers = append(o.consumers, observed{c: c, stuckAfter: stuckAfter(cc), concurrency: cc.Concurrency})
+	o.consumers = append(o.consumers, observed{c: c, stuckAfter: stuckAfter(cc)})
 	return nil
 }
 
@@ -165,12 +164,14 @@ func (o *observer) consumerStatus(oc observed, now time.Time) web.Consumer {
 		DeadLettered: s.Dead, Outputs: s.Outputs, OutputErrors: s.OutputErrors,
 		Transactions: s.Transactions, TransactionsAborted: s.TransactionsAborted, Inherited: s.Inherited, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
 		InFlight: s.InFlight, Buffered: s.Buffered, PausedPartitions: s.Paused, AssignedPartitions: s.Assigned, Lag: s.Lag,
-		StuckAfterSeconds: oc.stuckAfter.Seconds(), KafkaError: s.KafkaError, Concurrency: oc.concurrency,
+		StuckAfterSeconds: oc.stuckAfter.Seconds(), KafkaError: s.KafkaError,
 	}
+	tu := c.Tuning()
+	wc.Concurrency, wc.RateLimit, wc.Retuned, wc.PausedTopics = tu.Concurrency, tu.Rate.Limit, tu.Retuned, c.PausedTopics()
 	for _, p := range parts {
 		wp := web.Partition{
 			Topic: p.Topic, Partition: p.Partition, Owner: o.owner, Committed: p.Committed, HighWatermark: p.HighWatermark,
-			Lag: p.Lag, InFlight: p.InFlight, Buffered: p.Buffered, Paused: p.Paused,
+			Lag: p.Lag, InFlight: p.InFlight, Buffered: p.Buffered, Paused: p.Paused, Held: p.Held,
 		}
 		if !p.OldestUnfinished.IsZero() {
 			wp.OldestUnfinishedSeconds = max(now.Sub(p.OldestUnfinished), 0).Seconds()
@@ -221,23 +222,13 @@ func (o *observer) encodeStatus() ([]byte, error) {
 	return b, nil
 }
 
-// Pause implements web.Controller (http.control): it pauses the consumer
-// named (actors.Consumer.Pause).
-func (o *observer) Pause(name string) error {
-	return o.control(name, func(c *actors.Consumer) { c.Pause() })
-}
-
-// Resume implements web.Controller.
-func (o *observer) Resume(name string) error {
-	return o.control(name, func(c *actors.Consumer) { c.Resume() })
-}
-
-func (o *observer) control(name string, do func(*actors.Consumer)) error {
-	for _, oc := range o.list() {
-		if oc.c.Name() == name {
-			do(oc.c)
-			return nil
-		}
+// running lists the consumers running now (http.control's commands go to
+// them: control.Consumers).
+func (o *observer) running() []*actors.Consumer {
+	list := o.list()
+	out := make([]*actors.Consumer, len(list))
+	for i, oc := range list {
+		out[i] = oc.c
 	}
-	return web.ErrNoConsumer
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/turbokafka/turbo/actors/control"
 	"io"
 	"os"
 	"sync"
@@ -104,9 +105,10 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	} else if observe {
 		var ctl web.Controller // nil: the control routes answer 403
 		if cfg.HTTP.Control {
-			ctl = obs
+			ctl = control.Consumers(obs.running)
 		}
-		srv, err := web.Start(web.Options{Addr: cfg.HTTP.Listen, Key: "http.listen", Gatherer: obs.reg, Source: obs, Control: ctl, Log: log})
+		srv, err := web.Start(web.Options{Addr: cfg.HTTP.Listen, Key: "http.listen", Gatherer: obs.reg, Source: obs,
+			Control: ctl, ControlTokenFile: cfg.HTTP.ControlTokenFile, Log: log})
 		if err != nil {
 			return err
 		}
@@ -223,7 +225,10 @@ type consumerSet struct {
 type pauseState struct {
 	paused     bool
 	partitions []actors.TopicPartition
+	topics     []string
 }
+
+func (p pauseState) any() bool { return p.paused || len(p.partitions) > 0 || len(p.topics) > 0 }
 
 // pausesOf reads the pauses of consumers that stopped for a reload, for
 // the consumers of next that bear their names; a paused consumer that next
@@ -235,8 +240,8 @@ func pausesOf(consumers []*actors.Consumer, next *config.Config, log zerolog.Log
 	}
 	out := map[string]pauseState{}
 	for _, c := range consumers {
-		p := pauseState{paused: c.Paused(), partitions: c.PausedPartitions()}
-		if !p.paused && len(p.partitions) == 0 {
+		p := pauseState{paused: c.Paused(), partitions: c.PausedPartitions(), topics: c.PausedTopics()}
+		if !p.any() {
 			continue
 		}
 		if !kept[c.Name()] {
@@ -259,13 +264,13 @@ func (g *consumerSet) start() error {
 		if err == nil {
 			var c *actors.Consumer
 			p := g.pauses[cc.Name]
-			if p.paused || len(p.partitions) > 0 {
-				g.o.log.Info().Str("consumer", cc.Name).Bool("paused", p.paused).Int("paused_partitions", len(p.partitions)).
+			if p.any() {
+				g.o.log.Info().Str("consumer", cc.Name).Bool("paused", p.paused).Int("paused_partitions", len(p.partitions)).Strs("paused_topics", p.topics).
 					Msg("SIGHUP: the consumer was paused before the reload and stays so; resume it to go on")
 			}
 			c, err = actors.New(actors.Options{
 				Consumer: cc, Kafka: g.kafka, ShutdownTimeout: g.cfg.ShutdownTimeout, Handler: h, Logger: g.o.log, Metrics: g.metrics,
-				TracerProvider: g.tp, JoinGate: g.joinGate, Paused: p.paused, PausedPartitions: p.partitions,
+				TracerProvider: g.tp, JoinGate: g.joinGate, Paused: p.paused, PausedPartitions: p.partitions, PausedTopics: p.topics,
 			})
 			if err == nil {
 				g.consumers = append(g.consumers, c)

@@ -36,9 +36,13 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// Source is what /healthz, /readyz, /status and the console show.
 	Source Source
-	// Control pauses and resumes consumers (POST /consumers/{name}/pause
-	// and /resume); nil answers those routes 403 (http.control is off).
+	// Control carries out control commands (POST
+	// /consumers/{name}/{action}: WithControl); nil answers those routes
+	// 403 (http.control is off).
 	Control Controller
+	// ControlTokenFile is http.control_token_file: commands need its token
+	// as a bearer token; "" lets loopback clients in only.
+	ControlTokenFile string
 	// Limits: the zero value is DefaultLimits, and unset fields take
 	// DefaultLimits'.
 	Limits Limits
@@ -68,13 +72,26 @@ func Start(o Options) (*Server, error) {
 	}
 	lim := o.Limits.withDefaults()
 	log := o.Log.With().Str("component", "http").Logger()
-	s, err := Listen(o.Addr, o.Key, WithControl(Handler(o.Gatherer, o.Source, log), o.Control), lim, log)
+	ctl := NewControl(o.Control, o.ControlTokenFile, log)
+	s, err := Listen(o.Addr, o.Key, WithControl(Handler(o.Gatherer, withCommands{o.Source, ctl}, log), ctl), lim, log)
 	if err != nil {
 		return nil, err
 	}
 	log.Info().Str("addr", s.Addr()).Int("max_connections", lim.MaxConns).
 		Stringer("idle_timeout", lim.Idle).Msg("http listening: /metrics /healthz /readyz /status, console on /")
 	return s, nil
+}
+
+// withCommands is a Source whose Status shows the last control commands.
+type withCommands struct {
+	Source
+	ctl *Control
+}
+
+func (w withCommands) Status() Status {
+	st := w.Source.Status()
+	st.Commands = w.ctl.Recent()
+	return st
 }
 
 // Listen serves h on addr with the limits lim (unset fields from

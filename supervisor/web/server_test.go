@@ -131,8 +131,8 @@ func TestStatusShape(t *testing.T) {
 	want := map[string][]string{
 		"status":    {"config", "consumers", "live", "mode", "nodes", "ready", "time"},
 		"config":    {"last_error", "loaded_at", "refused", "reloads"},
-		"consumer":  {"assigned_partitions", "buffered", "commits", "committed", "concurrency", "dead_lettered", "failed", "fetched", "group", "in_flight", "inherited", "kafka_error", "lag", "name", "node", "output_errors", "outputs", "partitions", "paused", "paused_partitions", "processed", "ready", "restarts", "retries", "skipped", "stuck_after_seconds"},
-		"partition": {"buffered", "committed", "high_watermark", "in_flight", "lag", "oldest_unfinished_seconds", "owner", "partition", "paused", "topic"},
+		"consumer":  {"assigned_partitions", "buffered", "commits", "committed", "concurrency", "dead_lettered", "failed", "fetched", "group", "in_flight", "inherited", "kafka_error", "lag", "name", "node", "output_errors", "outputs", "partitions", "paused", "paused_partitions", "processed", "rate_limit", "ready", "restarts", "retries", "skipped", "stuck_after_seconds"},
+		"partition": {"buffered", "committed", "held", "high_watermark", "in_flight", "lag", "oldest_unfinished_seconds", "owner", "partition", "paused", "topic"},
 		"node": {"assigned_partitions", "buffered", "heap_bytes", "in_flight", "index", "lag", "last_exit", "partition_moves", "pid",
 			"processed", "ready", "restarts", "rss_bytes", "seconds_since_report", "state", "status_name"},
 	}

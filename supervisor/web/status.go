@@ -34,6 +34,8 @@ type Status struct {
 	// Config: when the configuration took effect, and its reloads
 	// (SIGHUP); a turbo run's, and a swarm's own.
 	Config *ConfigState `json:"config,omitempty"`
+	// Commands are the last control commands (http.control), oldest first.
+	Commands []CommandEntry `json:"commands,omitempty"`
 }
 
 // ConfigState is the life of a process's configuration: when the one
@@ -61,9 +63,15 @@ type Consumer struct {
 	// Paused: paused by its operator (Consumer.Pause, POST
 	// /consumers/{name}/pause), not by back-pressure (see PausedPartitions).
 	Paused bool `json:"paused"`
-	// Concurrency is the consumer's configured concurrency (adaptive: its
-	// ceiling).
-	Concurrency int `json:"concurrency"`
+	// Concurrency is the consumer's concurrency (adaptive: its ceiling),
+	// RateLimit its rate limit in records a second (0: none), as they
+	// stand: Retuned says a control command changed one of them.
+	Concurrency int     `json:"concurrency"`
+	RateLimit   float64 `json:"rate_limit"`
+	Retuned     bool    `json:"retuned,omitempty"`
+	// PausedTopics are the topics its operator paused (every partition of
+	// them).
+	PausedTopics []string `json:"paused_topics,omitempty"`
 
 	Fetched      int64 `json:"fetched"`
 	Processed    int64 `json:"processed"`
@@ -106,6 +114,8 @@ type Partition struct {
 	InFlight      int64 `json:"in_flight"`
 	Buffered      int64 `json:"buffered"`
 	Paused        bool  `json:"paused"`
+	// Held: paused by its operator (the partition, or its topic).
+	Held bool `json:"held"`
 	// OldestUnfinishedSeconds is the age of the oldest record fetched and
 	// not finished; 0: nothing unfinished.
 	OldestUnfinishedSeconds float64 `json:"oldest_unfinished_seconds"`

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/turbokafka/turbo/supervisor/web"
 	"github.com/turbokafka/turbo/test/testkit"
 	"github.com/turbokafka/turbo/test/testkit/scrape"
 )
@@ -79,10 +81,56 @@ log: {level: info, format: json}
 		return nil
 	})
 
+	// Retuned live, then reloaded: the file's concurrency is the truth
+	// again.
+	post(t, base+"/consumers/ctl/retune", http.StatusOK, `{"concurrency":2,"rate":1000}`)
+	if c := statusOf(t, base); c.Concurrency != 2 || c.RateLimit != 1000 || !c.Retuned {
+		t.Fatalf("/status after the retune: %+v, want concurrency 2, rate limit 1000, retuned", c)
+	}
+	post(t, base+"/consumers/ctl/retune", http.StatusBadRequest, `{"concurrency":0}`)
+	run.Signal(t, syscall.SIGHUP)
+	testkit.Eventually(t, time.Minute, "the second reload to be applied and the consumer to be back", func() bool {
+		return statusReloads(t, base) == 2 && testkit.Reachable(listen) && statusReady(t, base)
+	})
+	if c := statusOf(t, base); c.Concurrency != 16 || c.RateLimit != 0 || c.Retuned || !c.Paused {
+		t.Fatalf("/status after a reload: %+v, want the file's concurrency 16 and no rate limit, still paused", c)
+	}
+
+	// The topic paused and resumed: every partition held, then none.
+	post(t, base+"/consumers/ctl/pause", http.StatusOK, fmt.Sprintf(`{"topic":%q}`, topic))
+	if c := statusOf(t, base); !slices.Equal(c.PausedTopics, []string{topic}) || !allHeld(c.Partitions, true) {
+		t.Fatalf("/status after pausing the topic: paused topics %v, partitions %+v", c.PausedTopics, c.Partitions)
+	}
+	post(t, base+"/consumers/ctl/resume", http.StatusOK, fmt.Sprintf(`{"topic":%q}`, topic))
+	if c := statusOf(t, base); len(c.PausedTopics) != 0 || !allHeld(c.Partitions, false) {
+		t.Fatalf("/status after resuming the topic: paused topics %v, partitions %+v", c.PausedTopics, c.Partitions)
+	}
+
+	// Partition 0 paused on its own: after the resume, the others drain
+	// while it holds, and /status marks it held; then it is resumed too.
+	post(t, base+"/consumers/ctl/pause", http.StatusOK, fmt.Sprintf(`{"topic":%q,"partition":0}`, topic))
 	post(t, base+"/consumers/ctl/resume", http.StatusOK)
+	testkit.Eventually(t, time.Minute, "the other partitions' records delivered", func() bool {
+		c := statusOf(t, base)
+		for _, p := range c.Partitions {
+			if p.Partition != 0 && p.Lag != 0 {
+				return false
+			}
+		}
+		return len(c.Partitions) == 4
+	})
+	for _, p := range statusOf(t, base).Partitions {
+		if held := p.Partition == 0; p.Held != held {
+			t.Fatalf("partition %d held %v, want %v", p.Partition, p.Held, held)
+		}
+	}
+	post(t, base+"/consumers/ctl/resume", http.StatusOK, fmt.Sprintf(`{"topic":%q,"partition":0}`, topic))
 	testkit.Eventually(t, time.Minute, "every record delivered after the resume", func() bool { return ledger.Report().Distinct == first+second })
 	if statusPaused(t, base) {
 		t.Fatal("/status still shows the consumer paused after the resume")
+	}
+	if cmds := statusOf(t, base).commands; len(cmds) == 0 {
+		t.Fatal("/status lists no control command")
 	}
 	rep := ledger.Report()
 	if rep.Duplicates != 0 || rep.Overlaps != 0 || rep.OrderViolations != 0 {
@@ -114,9 +162,11 @@ log: {level: info, format: json}
 	}
 }
 
-func post(t *testing.T, url string, want int) {
+// post sends a control command (its JSON body, "" for none) and wants
+// status want.
+func post(t *testing.T, url string, want int, body ...string) {
 	t.Helper()
-	resp, err := http.Post(url, "", nil)
+	resp, err := http.Post(url, "application/json", strings.NewReader(strings.Join(body, "")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,4 +231,30 @@ func getJSON(t *testing.T, url string, into any) {
 	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
+}
+
+// ctlStatus is the one consumer of /status, and the control commands.
+type ctlStatus struct {
+	web.Consumer
+	commands []web.CommandEntry
+}
+
+func statusOf(t *testing.T, base string) ctlStatus {
+	t.Helper()
+	var st web.Status
+	getJSON(t, base+"/status", &st)
+	if len(st.Consumers) != 1 {
+		t.Fatalf("/status shows %d consumers, want 1", len(st.Consumers))
+	}
+	return ctlStatus{st.Consumers[0], st.Commands}
+}
+
+// allHeld reports whether every partition (at least one) is held, or none.
+func allHeld(parts []web.Partition, held bool) bool {
+	for _, p := range parts {
+		if p.Held != held {
+			return false
+		}
+	}
+	return len(parts) > 0
 }
