@@ -1,10 +1,14 @@
 package config
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
+	"time"
 )
 
 // HTTP configures the process's one HTTP listener: GET /metrics
@@ -29,6 +33,9 @@ type HTTP struct {
 	// when it changes, so a rotated token works without a restart. Needed
 	// when Listen is not a loopback address.
 	ControlTokenFile string `mapstructure:"control_token_file"`
+	// TLS serves the listener over HTTPS (and can verify client
+	// certificates).
+	TLS ListenerTLS `mapstructure:"tls"`
 }
 
 // Tracing configures OpenTelemetry spans: one per handler attempt, a child
@@ -63,10 +70,22 @@ func (h *HTTP) validate() error {
 			return fieldErr("http.control_token_file", err.Error())
 		}
 	}
-	if h.Control && h.ControlTokenFile == "" && !loopbackListen(h.Listen) {
-		return fieldErr("http.control", fmt.Sprintf("on a listener other hosts can reach (http.listen %s) needs http.control_token_file: without a token, anyone who reaches the port could pause your consumers", quoteValue(h.Listen)))
+	if err := h.TLS.validate(h.Listen, time.Now()); err != nil {
+		return err
+	}
+	if h.Control && h.ControlTokenFile == "" && h.TLS.ClientCAFile == "" && !loopbackListen(h.Listen) {
+		return fieldErr("http.control", fmt.Sprintf("on a listener other hosts can reach (http.listen %s) needs http.control_token_file or http.tls.client_ca_file: without either, anyone who reaches the port could pause your consumers", quoteValue(h.Listen)))
 	}
 	return nil
+}
+
+// ServerTLS is the listener's TLS configuration; nil when http.tls is not
+// set (plain HTTP).
+func (h HTTP) ServerTLS() (*tls.Config, error) {
+	if !h.TLS.IsSet() {
+		return nil, nil
+	}
+	return h.TLS.ServerConfig()
 }
 
 // loopbackListen reports whether a listen address accepts loopback
@@ -112,4 +131,117 @@ func printable(s string) bool {
 		}
 	}
 	return true
+}
+
+// ListenerTLS is http.tls: the listener serves HTTPS, and can verify
+// client certificates.
+type ListenerTLS struct {
+	// CertFile and KeyFile are the listener's certificate (PEM, its chain
+	// after it) and key. Both, or no TLS. They are read again when they
+	// change on disk (a renewed certificate is served without a restart).
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+	// ClientCAFile is a PEM bundle of the authorities that sign client
+	// certificates. A client that presents one is verified against it, and
+	// a verified client certificate lets control commands in, as the token
+	// does.
+	ClientCAFile string `mapstructure:"client_ca_file"`
+	// RequireClientCert refuses, at the handshake, every client without a
+	// certificate signed by ClientCAFile: every route then needs one, the
+	// probes and the metrics scrape too.
+	RequireClientCert bool `mapstructure:"require_client_cert"`
+}
+
+// IsSet reports whether any setting is given.
+func (t ListenerTLS) IsSet() bool { return t != ListenerTLS{} }
+
+func (t *ListenerTLS) validate(listen string, now time.Time) error {
+	if !t.IsSet() {
+		return nil
+	}
+	switch {
+	case listen == "":
+		return fieldErr("http.tls", "needs http.listen: it is that listener's TLS")
+	case t.CertFile == "":
+		return fieldErr("http.tls.cert_file", "is required with http.tls (and http.tls.key_file)")
+	case t.KeyFile == "":
+		return fieldErr("http.tls.key_file", "is required with http.tls.cert_file")
+	case t.RequireClientCert && t.ClientCAFile == "":
+		return fieldErr("http.tls.require_client_cert", "needs http.tls.client_ca_file: the authorities client certificates are checked against")
+	}
+	pair := TLS{CertFile: t.CertFile, KeyFile: t.KeyFile}
+	if err := pair.validateFiles("http.tls", now); err != nil {
+		return err
+	}
+	if t.ClientCAFile != "" {
+		if _, err := (TLS{CAFile: t.ClientCAFile}).CertPool(); err != nil {
+			return fieldErr("http.tls.client_ca_file", err.Error())
+		}
+	}
+	return nil
+}
+
+// ServerConfig is the listener's TLS: its certificate read again when a
+// file of it changes, client certificates verified against ClientCAFile
+// when given (required with RequireClientCert).
+func (t ListenerTLS) ServerConfig() (*tls.Config, error) {
+	pair := &servedPair{files: TLS{CertFile: t.CertFile, KeyFile: t.KeyFile}}
+	if _, err := pair.get(); err != nil {
+		return nil, err
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return pair.get() }}
+	if t.ClientCAFile != "" {
+		pool, err := (TLS{CAFile: t.ClientCAFile}).CertPool()
+		if err != nil {
+			return nil, fmt.Errorf("http.tls.client_ca_file: %w", err)
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
+		if t.RequireClientCert {
+			tc.ClientAuth = tls.RequireAndVerifyClientCert
+		}
+	}
+	return tc, nil
+}
+
+// servedPair is a certificate and key read again when either file's size,
+// time or identity changes, and kept otherwise (a handshake does not read
+// two files).
+type servedPair struct {
+	files TLS
+
+	mu        sync.Mutex
+	cert, key os.FileInfo
+	c         *tls.Certificate
+	checkedAt time.Time
+}
+
+// pairRecheck is how often the files are looked at (stat) for a change.
+const pairRecheck = time.Second
+
+func (p *servedPair) get() (*tls.Certificate, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.c != nil && now.Sub(p.checkedAt) < pairRecheck {
+		return p.c, nil
+	}
+	p.checkedAt = now
+	cert, err1 := os.Stat(p.files.CertFile)
+	key, err2 := os.Stat(p.files.KeyFile)
+	if p.c != nil && err1 == nil && err2 == nil && sameFile(p.cert, cert) && sameFile(p.key, key) {
+		return p.c, nil
+	}
+	c, _, err := p.files.clientCertificate("http.tls")
+	if err != nil {
+		if p.c != nil {
+			return p.c, nil // keep serving the last good pair while a renewal is half written
+		}
+		return nil, err
+	}
+	p.c, p.cert, p.key = c, cert, key
+	return c, nil
+}
+
+func sameFile(a, b os.FileInfo) bool {
+	return a != nil && b != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }

@@ -95,8 +95,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				Msg("the open-files limit is tight: http.listen holds fewer connections, to keep descriptors for node restarts")
 		}
 	}
+	tc, err := s.o.HTTP.ServerTLS()
+	if err != nil {
+		r.health.close()
+		return err
+	}
 	srv, err := web.Start(web.Options{
-		Addr: s.o.HTTP.Listen, Key: "http.listen", Gatherer: s.gatherer(), Source: httpSource{s}, Limits: lim, Log: r.log,
+		Addr: s.o.HTTP.Listen, Key: "http.listen", Gatherer: s.gatherer(), Source: httpSource{s}, Limits: lim, TLS: tc, Log: r.log,
 	})
 	if err != nil {
 		r.health.close()

@@ -107,8 +107,12 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 		if cfg.HTTP.Control {
 			ctl = control.Consumers(obs.running)
 		}
+		tc, err := cfg.HTTP.ServerTLS()
+		if err != nil {
+			return err
+		}
 		srv, err := web.Start(web.Options{Addr: cfg.HTTP.Listen, Key: "http.listen", Gatherer: obs.reg, Source: obs,
-			Control: ctl, ControlTokenFile: cfg.HTTP.ControlTokenFile, Log: log})
+			Control: ctl, ControlTokenFile: cfg.HTTP.ControlTokenFile, TLS: tc, Log: log})
 		if err != nil {
 			return err
 		}

@@ -97,7 +97,7 @@ type Answer struct {
 type CommandEntry struct {
 	At      time.Time `json:"at"`
 	From    string    `json:"from"` // the client's address
-	Auth    string    `json:"auth"` // "token" or "loopback"
+	Auth    string    `json:"auth"` // "token", "loopback", or "client certificate" and its subject
 	Command Command   `json:"command"`
 	OK      bool      `json:"ok"`
 	Result  string    `json:"result"`
@@ -146,8 +146,10 @@ func (c *Control) Recent() []CommandEntry {
 // WithControl adds POST /consumers/{name}/{action} to h, guarded by c (nil:
 // every request 403, control is off). A request is let in when:
 //   - control is on;
-//   - it carries the bearer token of http.control_token_file, or, without
-//     one configured, comes from the loopback interface;
+//   - it comes with a client certificate the TLS listener verified
+//     (http.tls.client_ca_file), or carries the bearer token of
+//     http.control_token_file, or, without one configured, comes from the
+//     loopback interface;
 //   - it does not come from another origin: a browser's Origin header, when
 //     there is one, names this listener, and its Sec-Fetch-Site says
 //     same-origin;
@@ -212,14 +214,18 @@ func (c *Control) admit(r *http.Request) (auth string, code int, why string) {
 	if why := crossOrigin(r); why != "" {
 		return "", http.StatusForbidden, why
 	}
-	if c.token != nil {
+	switch {
+	case r.TLS != nil && len(r.TLS.VerifiedChains) > 0:
+		// http.tls.client_ca_file verified it at the handshake.
+		auth = "client certificate " + r.TLS.VerifiedChains[0][0].Subject.String()
+	case c.token != nil:
 		if why := c.token.admit(r.Header.Get("Authorization")); why != "" {
 			return "", http.StatusForbidden, why
 		}
 		auth = "token"
-	} else {
+	default:
 		if !fromLoopback(r.RemoteAddr) {
-			return "", http.StatusForbidden, "control answers clients on the loopback interface only (set http.control_token_file to command from elsewhere)"
+			return "", http.StatusForbidden, "control answers clients on the loopback interface only (set http.control_token_file, or http.tls.client_ca_file, to command from elsewhere)"
 		}
 		auth = "loopback"
 	}

@@ -11,6 +11,7 @@ package web
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	stdlog "log"
@@ -43,6 +44,9 @@ type Options struct {
 	// ControlTokenFile is http.control_token_file: commands need its token
 	// as a bearer token; "" lets loopback clients in only.
 	ControlTokenFile string
+	// TLS, when set, serves HTTPS (http.tls: config.ListenerTLS.ServerConfig);
+	// a client certificate it verified lets control commands in.
+	TLS *tls.Config
 	// Limits: the zero value is DefaultLimits, and unset fields take
 	// DefaultLimits'.
 	Limits Limits
@@ -73,11 +77,11 @@ func Start(o Options) (*Server, error) {
 	lim := o.Limits.withDefaults()
 	log := o.Log.With().Str("component", "http").Logger()
 	ctl := NewControl(o.Control, o.ControlTokenFile, log)
-	s, err := Listen(o.Addr, o.Key, WithControl(Handler(o.Gatherer, withCommands{o.Source, ctl}, log), ctl), lim, log)
+	s, err := listen(o.Addr, o.Key, WithControl(Handler(o.Gatherer, withCommands{o.Source, ctl}, log), ctl), lim, log, o.TLS)
 	if err != nil {
 		return nil, err
 	}
-	log.Info().Str("addr", s.Addr()).Int("max_connections", lim.MaxConns).
+	log.Info().Str("addr", s.Addr()).Bool("tls", o.TLS != nil).Int("max_connections", lim.MaxConns).
 		Stringer("idle_timeout", lim.Idle).Msg("http listening: /metrics /healthz /readyz /status, console on /")
 	return s, nil
 }
@@ -100,6 +104,11 @@ func (w withCommands) Status() Status {
 // key names addr's configuration key in the error when addr cannot be
 // listened on. An empty addr serves nothing.
 func Listen(addr, key string, h http.Handler, lim Limits, log zerolog.Logger) (*Server, error) {
+	return listen(addr, key, h, lim, log, nil)
+}
+
+// listen is Listen, over TLS when tc is set.
+func listen(addr, key string, h http.Handler, lim Limits, log zerolog.Logger, tc *tls.Config) (*Server, error) {
 	s := &Server{}
 	if addr == "" {
 		return s, nil
@@ -110,6 +119,11 @@ func Listen(addr, key string, h http.Handler, lim Limits, log zerolog.Logger) (*
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	s.ln = newLimitListener(ln, lim.MaxConns, lim.PerPeer)
+	if tc != nil {
+		// The limits hold connections before their handshake; the
+		// server's read-header timeout bounds the handshake itself.
+		s.ln = tls.NewListener(s.ln, tc)
+	}
 	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsLoopback() {
 		h = loopbackHosts(h)
 	}
