@@ -165,6 +165,10 @@ func (r *runner) handleCall(call []*envelope, start time.Time) (end time.Time, f
 			r.errs[i] = err
 			continue
 		}
+		if rec.skip.Load() { // skipped by its operator: not sent
+			r.errs[i] = ErrSkipped
+			continue
+		}
 		recs = append(recs, &rec.Record)
 	}
 	if len(recs) > 0 {

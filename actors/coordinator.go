@@ -201,6 +201,8 @@ func (co *coordinator) receive(c actor.Context) {
 		co.dispatch()
 	case *controlChanged:
 		co.dispatch() // which syncs the holds first
+	case *skipRecord:
+		m.reply <- co.skip(m.tp, m.offset)
 
 	case *revokePartition:
 		co.handleRevoke(c, m)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/turbokafka/turbo/actors/pipeline"
+	"github.com/turbokafka/turbo/config"
 )
 
 // failed applies the failure policy to a record whose attempt failed, and
@@ -12,6 +13,9 @@ import (
 // pipeline keeps the record's unit pinned (parked for a retry, or waiting for
 // the dead-letter topic's acknowledgement).
 func (co *coordinator) failed(rec *envelope, err error) pipeline.Verdict {
+	if rec.skip.Load() {
+		return co.skipped(rec, err)
+	}
 	rec.attempts++
 	co.stats.failed.Add(1)
 	if outOfFiles(err) {
@@ -33,6 +37,22 @@ func (co *coordinator) failed(rec *envelope, err error) pipeline.Verdict {
 	default:
 		return pipeline.Escalate
 	}
+}
+
+// skipped is the verdict on a record its operator skipped, whatever its
+// last attempt ended with (ErrSkipped when none ran, else the handler's
+// error, which its dead letter then carries): not retried, but
+// dead-lettered when the consumer has a dead-letter topic, else skipped
+// and counted.
+func (co *coordinator) skipped(rec *envelope, err error) pipeline.Verdict {
+	log := co.log.Warn().Err(err).Str("topic", rec.Topic).Int32("partition", rec.Partition).Int64("offset", rec.Offset).Int("attempts", rec.attempts)
+	if co.policy.onFailure == config.OnFailureDLQ {
+		log.Msg("skipped by its operator: to the dead-letter topic")
+		return pipeline.DeadLetter
+	}
+	co.stats.skipped.Add(1)
+	log.Msg("skipped by its operator")
+	return pipeline.Finished
 }
 
 // park arms the retry timer of a record the pipeline parked: retryDue makes

@@ -25,6 +25,9 @@ var (
 	// ErrHandlerTimeout is the failure of a handler that ran longer than
 	// max_handler_time (its context was cancelled).
 	ErrHandlerTimeout = errors.New("actors: handler exceeded max_handler_time")
+	// ErrSkipped is the failure of a record its operator skipped
+	// (Consumer.Skip): what its dead letter's headers carry.
+	ErrSkipped = errors.New("actors: skipped by its operator")
 	// ErrHandlerFailed wraps the error of a record whose handler failed for
 	// good under on_failure: fail, which made the tree restart.
 	ErrHandlerFailed = errors.New("actors: handler failed")

@@ -95,6 +95,15 @@ type stealCheck struct{}
 // applies what changed and dispatches again (or stops dispatching).
 type controlChanged struct{}
 
+// skipRecord (Consumer → restarter → orchestrator → coordinator): Skip
+// asks the coordinator to skip the record at offset of tp; it answers on
+// reply (buffered), once.
+type skipRecord struct {
+	tp     TopicPartition
+	offset int64
+	reply  chan<- SkipResult
+}
+
 // fillTurn is the coordinator's timer while it holds records back for a
 // batch to fill (batch.max_wait): it fires when they have waited enough.
 type fillTurn struct{}

@@ -44,6 +44,8 @@ func (o *orchestrator) Receive(c actor.Context) {
 		c.Respond(&treePong{})
 	case *controlChanged:
 		c.Send(o.coord, m)
+	case *skipRecord:
+		c.Send(o.coord, m)
 	case *recordsFetched:
 		o.handleFetched(c, m)
 	case *recordsFinished:

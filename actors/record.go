@@ -71,6 +71,10 @@ type envelope struct {
 	// already finished (read from the commit metadata): it is tracked for
 	// the watermark but never run again.
 	inherited bool
+	// skip: its operator skipped it (Consumer.Skip). A runner that reaches
+	// it runs no handler; whatever an attempt already running ends with, it
+	// is not retried: it is dead-lettered or skipped (coordinator.failed).
+	skip atomic.Bool
 }
 
 // recordSize is the bytes of a record that count against

@@ -86,6 +86,10 @@ func (s *restarter) Receive(c actor.Context) {
 		if s.child != nil && !s.stopping {
 			c.Forward(s.child) // a generation started later reads the flag itself
 		}
+	case *skipRecord:
+		if s.child != nil && !s.stopping {
+			c.Forward(s.child) // else unanswered: Skip says the tree did not answer
+		}
 	case *treeDrained:
 		if m.gen == s.gen && s.child != nil && !s.stopping {
 			s.stopChild(c)

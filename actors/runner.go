@@ -70,7 +70,11 @@ func (r *runner) run(b *runBatch) *ranRecords {
 			ctx = rec.ctx
 		}
 		err := ctx.Err() // a cancelled generation (or lost partition) runs nothing more
-		if err == nil {
+		switch {
+		case err != nil:
+		case rec.skip.Load(): // skipped by its operator: no handler runs
+			err = ErrSkipped
+		default:
 			start, err = r.handle(ctx, rec, start)
 			m.note(err)
 		}

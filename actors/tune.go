@@ -1,9 +1,13 @@
 package actors
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/turbokafka/turbo/actors/pipeline"
 	"github.com/turbokafka/turbo/config"
 )
 
@@ -104,4 +108,106 @@ func (s *consumerStats) tuning() tuning {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tuned
+}
+
+// SkipResult is what Skip did.
+type SkipResult struct {
+	TopicPartition
+	Offset int64
+	// Found: the record is here (fetched, not finished); else nothing was
+	// done.
+	Found bool
+	// Where it stood: "running" (its handler runs now), "parked" (failed,
+	// waiting for a retry), "due" (its retry came due), "queued" (given to a
+	// runner, not started) or "waiting" (behind its key or for a runner).
+	Where string
+	// Attempts is how many of its attempts had failed.
+	Attempts int
+	// DeadLetter: it goes to the dead-letter topic (on_failure: dlq); else
+	// it is skipped and counted in Stats().Skipped.
+	DeadLetter bool
+	// Again: it had been skipped already.
+	Again bool
+}
+
+func (r SkipResult) String() string {
+	at := fmt.Sprintf("%s@%d", r.TopicPartition, r.Offset)
+	if !r.Found {
+		return at + " is not in flight here: finished already, not fetched yet, or another member's"
+	}
+	fate := "skipped"
+	if r.DeadLetter {
+		fate = "dead-lettered"
+	}
+	switch r.Where {
+	case "running":
+		return fmt.Sprintf("%s is running (%d attempts failed before): when its handler returns it is %s, not retried; max_handler_time cancels a handler that runs too long", at, r.Attempts, fate)
+	case "parked":
+		return fmt.Sprintf("%s was waiting for a retry (%d attempts failed): %s now, without running again", at, r.Attempts, fate)
+	}
+	return fmt.Sprintf("%s was %s (%d attempts failed): %s when its turn comes, without running", at, r.Where, r.Attempts, fate)
+}
+
+// ErrSkipTimeout: Skip had no answer from the consumer in time (its tree
+// restarting, or stopping).
+var ErrSkipTimeout = errors.New("actors: the consumer did not answer the skip (its tree may be restarting): try again")
+
+// skipAnswerTimeout bounds Skip's wait for the coordinator.
+const skipAnswerTimeout = 5 * time.Second
+
+// Skip skips the record at offset of tp, for a record that is failing,
+// stuck or must not be processed: it is not run (again) and not retried;
+// it goes to the dead-letter topic when the consumer has one (on_failure:
+// dlq), else it is skipped and counted. Its key then goes on, and the
+// committed offset passes it. A record running now is not cancelled: when
+// its handler returns, whatever it returns, it is skipped (max_handler_time
+// bounds how long that may be). A record this consumer does not hold (not
+// fetched, finished, another member's) is reported not found; skipping
+// twice is skipping once.
+func (c *Consumer) Skip(ctx context.Context, tp TopicPartition, offset int64) (SkipResult, error) {
+	reply := make(chan SkipResult, 1)
+	select {
+	case <-c.stopped:
+		return SkipResult{}, ErrSkipTimeout
+	default:
+		c.sys.Root.Send(c.pid, &skipRecord{tp: tp, offset: offset, reply: reply})
+	}
+	ctx, cancel := context.WithTimeout(ctx, skipAnswerTimeout)
+	defer cancel()
+	select {
+	case r := <-reply:
+		if r.Found && !r.Again {
+			c.log.Warn().Stringer("partition", tp).Int64("offset", offset).Str("was", r.Where).Bool("dead_letter", r.DeadLetter).Msg("record skipped by its operator")
+		}
+		return r, nil
+	case <-ctx.Done():
+		return SkipResult{}, ErrSkipTimeout
+	case <-c.stopped:
+		return SkipResult{}, ErrSkipTimeout
+	}
+}
+
+// skip marks the record at offset of tp skipped, wherever it stands here,
+// and lets a parked one run (to be skipped) at once.
+func (co *coordinator) skip(tp TopicPartition, offset int64) SkipResult {
+	res := SkipResult{TopicPartition: tp, Offset: offset}
+	rec, place := co.p.Find(func(r *envelope) bool {
+		return r.Offset == offset && r.Partition == tp.Partition && r.Topic == tp.Topic
+	})
+	if place == pipeline.Absent {
+		return res
+	}
+	res.Found, res.Where, res.Attempts = true, place.String(), rec.attempts
+	res.DeadLetter = co.policy.onFailure == config.OnFailureDLQ
+	res.Again = rec.skip.Swap(true)
+	if place == pipeline.Parked {
+		if cancel := co.parked[rec]; cancel != nil {
+			cancel()
+		}
+		if co.p.RetryDue(rec) {
+			delete(co.parked, rec)
+		}
+	}
+	co.dispatch()
+	return res
 }

@@ -22,7 +22,8 @@ type HTTP struct {
 	Listen string `mapstructure:"listen"`
 	// Control turns on the control commands, POST
 	// /consumers/{name}/{action}: pause and resume a consumer, a topic or a
-	// partition, retune concurrency and the rate limit (off by default).
+	// partition, retune concurrency and the rate limit, skip a record (off
+	// by default).
 	// Without ControlTokenFile they answer clients on the loopback interface
 	// only, and Listen must be a loopback address. They refuse requests a
 	// browser sends from another origin. `turbo run` only; it needs Listen.

@@ -1,10 +1,11 @@
 // Package control carries out the control commands of the HTTP routes
-// (supervisor/web: pause, resume, retune) on a process's consumers, so that
+// (supervisor/web: pause, resume, retune, skip) on a process's consumers, so that
 // `turbo run` and a service that embeds consumers and serves web's routes
 // do the same thing.
 package control
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -35,6 +36,16 @@ func Do(c *actors.Consumer, cmd web.Command) (string, error) {
 		return pause(c, cmd), nil
 	case web.ActionRetune:
 		return retune(c, cmd)
+	case web.ActionSkip:
+		tp := actors.TopicPartition{Topic: cmd.Topic, Partition: *cmd.Partition}
+		res, err := c.Skip(context.Background(), tp, *cmd.Offset)
+		switch {
+		case err != nil:
+			return "", err
+		case !res.Found:
+			return "", fmt.Errorf("%w: %s", web.ErrNotHere, res)
+		}
+		return res.String(), nil
 	}
 	return "", fmt.Errorf("%w: no action %q", web.ErrBadCommand, cmd.Action)
 }

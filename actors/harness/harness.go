@@ -236,6 +236,11 @@ func (h *Harness) SetConcurrency(n int) error { return h.consumer.SetConcurrency
 // SetRate retunes the consumer's rate limit live (actors.Consumer.SetRate).
 func (h *Harness) SetRate(r config.Rate) error { return h.consumer.SetRate(r) }
 
+// Skip skips a record (actors.Consumer.Skip).
+func (h *Harness) Skip(topic string, partition int32, offset int64) (actors.SkipResult, error) {
+	return h.consumer.Skip(context.Background(), actors.TopicPartition{Topic: topic, Partition: partition}, offset)
+}
+
 // Tuning reports the consumer's concurrency and rate limit as they stand.
 func (h *Harness) Tuning() actors.Tuning { return h.consumer.Tuning() }
 

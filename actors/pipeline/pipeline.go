@@ -716,6 +716,77 @@ func (p *Pipeline[T]) unpin(unit string) {
 	}
 }
 
+// Place is where a record stands in the Pipeline (Find).
+type Place int8
+
+// The places of Find.
+const (
+	Absent  Place = iota // not in the Pipeline (finished, or never added)
+	Waiting              // waiting for a runner, or for its unit
+	Queued               // in a runner's batch, not started yet
+	Running              // claimed by its runner and not finished
+	Parked               // failed, waiting for its retry to come due
+	Due                  // its retry came due, waiting for a runner (or its partition's Release)
+)
+
+func (pl Place) String() string {
+	return [...]string{"absent", "waiting", "queued", "running", "parked", "due"}[pl]
+}
+
+// Find looks for the record match accepts among those in the Pipeline and
+// says where it stands. A record in a runner's batch may move on (start,
+// finish) as Find reads: the place is what was seen. It costs O(records
+// here): for rare events (an operator looking for one record).
+func (p *Pipeline[T]) Find(match func(T) bool) (T, Place) {
+	var zero T
+	for _, b := range p.batches {
+		if b == nil {
+			continue
+		}
+		claimed := int(b.next.Load())
+		for i := b.Done(); i < b.limit && i < len(b.records); i++ {
+			if rec := b.records[i]; match(rec) {
+				if i < claimed {
+					return rec, Running
+				}
+				return rec, Queued
+			}
+		}
+	}
+	for rec := range p.parked {
+		if match(rec) {
+			return rec, Parked
+		}
+	}
+	due := p.ready
+	for _, a := range p.parts {
+		due = append(due[:len(due):len(due)], a.ready...)
+	}
+	for _, rec := range due {
+		if match(rec) {
+			return rec, Due
+		}
+	}
+	found, place := zero, Absent
+	p.sched.Each(func(rec T) bool {
+		if match(rec) {
+			found, place = rec, Waiting
+			return false
+		}
+		return true
+	})
+	if place == Absent {
+		for _, a := range p.parts {
+			for _, rec := range a.waiting {
+				if match(rec) {
+					return rec, Waiting
+				}
+			}
+		}
+	}
+	return found, place
+}
+
 // RetryDue makes a parked record ready: it runs again alone (it is the
 // oldest of its unit, which waited for it), due retries taking turns with
 // fresh records when both can run (Dispatch). It

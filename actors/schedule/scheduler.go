@@ -357,6 +357,25 @@ func (s *Scheduler[T]) DropIf(drop func(T) bool) []T {
 	return out
 }
 
+// Each calls f with every waiting item, in no particular order, until f
+// returns false. It changes nothing; f must not call back into the
+// Scheduler. It costs O(n): for rare events (an operator looking for one
+// record).
+func (s *Scheduler[T]) Each(f func(T) bool) {
+	for _, it := range s.unordered.buf[s.unordered.head:] {
+		if !f(it.v) {
+			return
+		}
+	}
+	for _, u := range s.units {
+		for _, it := range u.q.buf[u.q.head:] {
+			if !f(it.v) {
+				return
+			}
+		}
+	}
+}
+
 func (s *Scheduler[T]) newUnit(name string) *unit[T] {
 	var u *unit[T]
 	if n := len(s.spare); n > 0 {

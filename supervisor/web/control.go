@@ -26,6 +26,8 @@ type Command struct {
 	// of it), or one partition of it; neither, the whole consumer.
 	Topic     string `json:"topic,omitempty"`
 	Partition *int32 `json:"partition,omitempty"`
+	// Offset is skip's: the record of Topic and Partition to skip.
+	Offset *int64 `json:"offset,omitempty"`
 	// Concurrency, Rate and Burst are retune's: the most handler calls at
 	// once, the rate limit in records a second (0 lifts it) and its burst.
 	Concurrency *int     `json:"concurrency,omitempty"`
@@ -38,12 +40,20 @@ const (
 	ActionPause  = "pause"
 	ActionResume = "resume"
 	ActionRetune = "retune"
+	ActionSkip   = "skip"
 )
 
 // check refuses a command whose arguments do not fit its action.
 func (c Command) check() error {
 	switch c.Action {
+	case ActionSkip:
+		if c.Topic == "" || c.Partition == nil || c.Offset == nil || c.Concurrency != nil || c.Rate != nil || c.Burst != nil {
+			return fmt.Errorf("%w: skip takes a topic, a partition and an offset, and nothing else", ErrBadCommand)
+		}
 	case ActionPause, ActionResume:
+		if c.Offset != nil {
+			return fmt.Errorf("%w: %s takes no offset", ErrBadCommand, c.Action)
+		}
 		if c.Concurrency != nil || c.Rate != nil || c.Burst != nil {
 			return fmt.Errorf("%w: %s takes a topic and a partition, not concurrency, rate or burst", ErrBadCommand, c.Action)
 		}
@@ -51,8 +61,8 @@ func (c Command) check() error {
 			return fmt.Errorf("%w: a partition needs its topic", ErrBadCommand)
 		}
 	case ActionRetune:
-		if c.Topic != "" || c.Partition != nil {
-			return fmt.Errorf("%w: retune applies to the whole consumer: no topic or partition", ErrBadCommand)
+		if c.Topic != "" || c.Partition != nil || c.Offset != nil {
+			return fmt.Errorf("%w: retune applies to the whole consumer: no topic, partition or offset", ErrBadCommand)
 		}
 		if c.Concurrency == nil && c.Rate == nil {
 			return fmt.Errorf("%w: retune needs concurrency, rate, or both", ErrBadCommand)
@@ -61,7 +71,7 @@ func (c Command) check() error {
 			return fmt.Errorf("%w: a burst needs its rate", ErrBadCommand)
 		}
 	default:
-		return fmt.Errorf("%w: no action %q: pause, resume or retune", errNoAction, c.Action)
+		return fmt.Errorf("%w: no action %q: pause, resume, retune or skip", errNoAction, c.Action)
 	}
 	return nil
 }
@@ -81,7 +91,10 @@ var (
 	ErrNoConsumer = errors.New("web: no such consumer")
 	// ErrBadCommand: the command's arguments are refused.
 	ErrBadCommand = errors.New("web: bad command")
-	errNoAction   = errors.New("web: no such action")
+	// ErrNotHere: what the command is about is not in this process (a
+	// record to skip that is not in flight here).
+	ErrNotHere  = errors.New("web: not here")
+	errNoAction = errors.New("web: no such action")
 )
 
 // Answer is what a control request gets back: the verdict and what was
@@ -196,6 +209,8 @@ func (c *Control) serve(r *http.Request) (int, Answer) {
 		code, did = http.StatusNotFound, fmt.Sprintf("no consumer %q", cmd.Consumer)
 	case errors.Is(err, ErrBadCommand):
 		code, did = http.StatusBadRequest, reason(err)
+	case errors.Is(err, ErrNotHere):
+		code, did = http.StatusConflict, strings.TrimPrefix(err.Error(), ErrNotHere.Error()+": ")
 	case err != nil:
 		code, did = http.StatusInternalServerError, err.Error()
 	}
@@ -263,6 +278,7 @@ func readArgs(r *http.Request, cmd *Command) error {
 	var args struct {
 		Topic       string   `json:"topic"`
 		Partition   *int32   `json:"partition"`
+		Offset      *int64   `json:"offset"`
 		Concurrency *int     `json:"concurrency"`
 		Rate        *float64 `json:"rate"`
 		Burst       *int     `json:"burst"`
@@ -273,11 +289,12 @@ func readArgs(r *http.Request, cmd *Command) error {
 	case errors.Is(err, io.EOF):
 		return nil
 	case err != nil:
-		return fmt.Errorf("the body is not a command's JSON object (topic, partition, concurrency, rate, burst; at most %d bytes): %v", maxCommandBody, err)
+		return fmt.Errorf("the body is not a command's JSON object (topic, partition, offset, concurrency, rate, burst; at most %d bytes): %v", maxCommandBody, err)
 	case dec.More():
 		return errors.New("the body holds more than one JSON object")
 	}
-	cmd.Topic, cmd.Partition, cmd.Concurrency, cmd.Rate, cmd.Burst = args.Topic, args.Partition, args.Concurrency, args.Rate, args.Burst
+	cmd.Topic, cmd.Partition, cmd.Offset = args.Topic, args.Partition, args.Offset
+	cmd.Concurrency, cmd.Rate, cmd.Burst = args.Concurrency, args.Rate, args.Burst
 	return nil
 }
 

@@ -23,6 +23,8 @@ func (f *fakeControl) Do(cmd Command) (string, error) {
 		return "", ErrNoConsumer
 	case cmd.Concurrency != nil && *cmd.Concurrency > 100:
 		return "", fmt.Errorf("%w: concurrency must be 1 to 100", ErrBadCommand)
+	case cmd.Offset != nil && *cmd.Offset == 99:
+		return "", fmt.Errorf("%w: t/0@99 is not in flight here", ErrNotHere)
 	}
 	b, _ := json.Marshal(cmd)
 	f.calls = append(f.calls, string(b))
@@ -89,6 +91,11 @@ func TestControlRoutes(t *testing.T) {
 			`{"consumer":"orders","action":"resume","topic":"t"}`},
 		{"retune", false, request{path: "/consumers/orders/retune", body: `{"concurrency":4,"rate":50.5,"burst":5}`}, 200, "retune done",
 			`{"consumer":"orders","action":"retune","concurrency":4,"rate":50.5,"burst":5}`},
+		{"skip", false, request{path: "/consumers/orders/skip", body: `{"topic":"t","partition":0,"offset":7}`}, 200, "skip done",
+			`{"consumer":"orders","action":"skip","topic":"t","partition":0,"offset":7}`},
+		{"skip what is not here", false, request{path: "/consumers/orders/skip", body: `{"topic":"t","partition":0,"offset":99}`}, 409, "not in flight here", ""},
+		{"skip without an offset", false, request{path: "/consumers/orders/skip", body: `{"topic":"t","partition":0}`}, 400, "a topic, a partition and an offset", ""},
+		{"pause with an offset", false, request{path: "/consumers/orders/pause", body: `{"topic":"t","partition":0,"offset":7}`}, 400, "takes no offset", ""},
 		{"same origin", false, request{path: "/consumers/orders/pause", header: map[string]string{"Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"}}, 200, "pause done",
 			`{"consumer":"orders","action":"pause"}`},
 		{"control off", true, request{path: "/consumers/orders/pause"}, 403, "control is off", ""},

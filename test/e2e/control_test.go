@@ -88,6 +88,8 @@ log: {level: info, format: json}
 		t.Fatalf("/status after the retune: %+v, want concurrency 2, rate limit 1000, retuned", c)
 	}
 	post(t, base+"/consumers/ctl/retune", http.StatusBadRequest, `{"concurrency":0}`)
+	// Every record so far finished: there is nothing in flight to skip.
+	post(t, base+"/consumers/ctl/skip", http.StatusConflict, fmt.Sprintf(`{"topic":%q,"partition":0,"offset":0}`, topic))
 	run.Signal(t, syscall.SIGHUP)
 	testkit.Eventually(t, time.Minute, "the second reload to be applied and the consumer to be back", func() bool {
 		return statusReloads(t, base) == 2 && testkit.Reachable(listen) && statusReady(t, base)
