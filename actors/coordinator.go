@@ -52,6 +52,7 @@ type coordinator struct {
 
 	p      *pipeline.Pipeline[*envelope]
 	pids   []*actor.PID           // by runner id
+	runs   []*runner              // by runner id: Skip cancels a call through them
 	parts  map[uint64]*assignment // by epoch
 	timers *scheduler.TimerScheduler
 	check  scheduler.CancelFunc // the armed stealCheck, nil if none
@@ -420,6 +421,7 @@ func (co *coordinator) spawn(c actor.Context, id int) {
 		r.handlerTime, r.waitTime = co.stats.handlerTime.shard(id), co.stats.waitTime.shard(id)
 	}
 	co.pids = append(co.pids, c.Spawn(co.props(r)))
+	co.runs = append(co.runs, r)
 }
 
 func (co *coordinator) handleSchedule(m *scheduleRecords) {

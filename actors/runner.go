@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,31 @@ type runner struct {
 	errs       []error
 	// The duration histograms, nil when off (Options.Metrics).
 	handlerTime, waitTime prometheus.Observer
+	// Under max_handler_time, the call running and its context's cancel,
+	// for Skip (cancelCall); nil when none runs.
+	callMu     sync.Mutex
+	calling    *envelope
+	callCancel context.CancelFunc
+}
+
+// cancelCall cancels the handler call of rec if it is the one this runner
+// runs now (under max_handler_time: only then has a call a context of its
+// own), and reports whether it did.
+func (r *runner) cancelCall(rec *envelope) bool {
+	r.callMu.Lock()
+	defer r.callMu.Unlock()
+	if r.calling != rec || r.callCancel == nil {
+		return false
+	}
+	r.callCancel()
+	return true
+}
+
+// calls notes the call running (rec and its cancel) or its end (nil).
+func (r *runner) calls(rec *envelope, cancel context.CancelFunc) {
+	r.callMu.Lock()
+	r.calling, r.callCancel = rec, cancel
+	r.callMu.Unlock()
 }
 
 func (r *runner) Receive(c actor.Context) {
@@ -135,7 +161,9 @@ func (r *runner) handle(parent context.Context, rec *envelope, start time.Time) 
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, r.maxTime, ErrHandlerTimeout)
 	defer cancel()
+	r.calls(rec, cancel)
 	err = safeHandle(ctx, r.handler, &rec.Record)
+	r.calls(nil, nil)
 	if err != nil && context.Cause(ctx) == ErrHandlerTimeout && parent.Err() == nil {
 		err = fmt.Errorf("%w (%s): %w", ErrHandlerTimeout, r.maxTime, err)
 	}

@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -103,5 +104,35 @@ func TestSkipARunningRecord(t *testing.T) {
 	}
 	if res, err := hs.Skip("t", 0, 99); err != nil || res.Found {
 		t.Fatalf("Skip of an offset never fetched = %+v, %v; want not found", res, err)
+	}
+}
+
+// TestSkipCancelsARunningCall: under max_handler_time, skipping a record
+// whose handler runs cancels the handler's context at once (long before
+// max_handler_time), and the record is skipped, not retried.
+func TestSkipCancelsARunningCall(t *testing.T) {
+	t.Parallel()
+	c := harness.Consumer("skip-cancel", "t")
+	c.Retry.MaxAttempts = 1000
+	c.MaxHandlerTime = 10 * time.Minute
+	hang := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
+		if rec.Offset == 1 {
+			<-ctx.Done() // a call that never returns by itself
+			return ctx.Err()
+		}
+		return nil
+	})
+	hs := harness.New(t, harness.Config{Consumer: c}, hang)
+	hs.Feed(harness.Seq("t", 0, 0, 10, 1)...)
+	hs.Assign("t", 0)
+	hs.AwaitStarted("t", 0, 1)
+	res, err := hs.Skip("t", 0, 1)
+	if err != nil || !res.Found || res.Where != "running" || !res.Cancelled {
+		t.Fatalf("Skip = %+v, %v; want found running, cancelled", res, err)
+	}
+	hs.AwaitHandled(9)
+	hs.AwaitCommitted("t", 0, 10)
+	if n, s := hs.Attempts("t", 0, 1), hs.Stats().Skipped; n != 1 || s != 1 {
+		t.Fatalf("%d attempts, %d skipped; want 1 and 1", n, s)
 	}
 }

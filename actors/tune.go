@@ -128,6 +128,10 @@ type SkipResult struct {
 	DeadLetter bool
 	// Again: it had been skipped already.
 	Again bool
+	// Cancelled: it was running, and its handler's context was cancelled
+	// (under max_handler_time; without it, a running handler is left to
+	// return).
+	Cancelled bool
 }
 
 func (r SkipResult) String() string {
@@ -141,7 +145,10 @@ func (r SkipResult) String() string {
 	}
 	switch r.Where {
 	case "running":
-		return fmt.Sprintf("%s is running (%d attempts failed before): when its handler returns it is %s, not retried; max_handler_time cancels a handler that runs too long", at, r.Attempts, fate)
+		if r.Cancelled {
+			return fmt.Sprintf("%s was running (%d attempts failed before): its handler is cancelled, and when it returns the record is %s, not retried", at, r.Attempts, fate)
+		}
+		return fmt.Sprintf("%s is running (%d attempts failed before): when its handler returns it is %s, not retried (its call is not cancelled: only a call of one record under max_handler_time is)", at, r.Attempts, fate)
 	case "parked":
 		return fmt.Sprintf("%s was waiting for a retry (%d attempts failed): %s now, without running again", at, r.Attempts, fate)
 	}
@@ -159,9 +166,10 @@ const skipAnswerTimeout = 5 * time.Second
 // stuck or must not be processed: it is not run (again) and not retried;
 // it goes to the dead-letter topic when the consumer has one (on_failure:
 // dlq), else it is skipped and counted. Its key then goes on, and the
-// committed offset passes it. A record running now is not cancelled: when
-// its handler returns, whatever it returns, it is skipped (max_handler_time
-// bounds how long that may be). A record this consumer does not hold (not
+// committed offset passes it. A record running now is skipped when its
+// handler returns, whatever it returns; under max_handler_time its
+// handler's context is cancelled at once (without it, the handler is left
+// to return). A record this consumer does not hold (not
 // fetched, finished, another member's) is reported not found; skipping
 // twice is skipping once.
 func (c *Consumer) Skip(ctx context.Context, tp TopicPartition, offset int64) (SkipResult, error) {
@@ -191,7 +199,7 @@ func (c *Consumer) Skip(ctx context.Context, tp TopicPartition, offset int64) (S
 // and lets a parked one run (to be skipped) at once.
 func (co *coordinator) skip(tp TopicPartition, offset int64) SkipResult {
 	res := SkipResult{TopicPartition: tp, Offset: offset}
-	rec, place := co.p.Find(func(r *envelope) bool {
+	rec, place, runner := co.p.Find(func(r *envelope) bool {
 		return r.Offset == offset && r.Partition == tp.Partition && r.Topic == tp.Topic
 	})
 	if place == pipeline.Absent {
@@ -200,6 +208,9 @@ func (co *coordinator) skip(tp TopicPartition, offset int64) SkipResult {
 	res.Found, res.Where, res.Attempts = true, place.String(), rec.attempts
 	res.DeadLetter = co.policy.onFailure == config.OnFailureDLQ
 	res.Again = rec.skip.Swap(true)
+	if place == pipeline.Running && runner >= 0 && runner < len(co.runs) {
+		res.Cancelled = co.runs[runner].cancelCall(rec)
+	}
 	if place == pipeline.Parked {
 		if cancel := co.parked[rec]; cancel != nil {
 			cancel()

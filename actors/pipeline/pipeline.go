@@ -734,12 +734,12 @@ func (pl Place) String() string {
 }
 
 // Find looks for the record match accepts among those in the Pipeline and
-// says where it stands. A record in a runner's batch may move on (start,
+// says where it stands, and for a record in a runner's batch (Running,
+// Queued) which runner's. A record in a runner's batch may move on (start,
 // finish) as Find reads: the place is what was seen. It costs O(records
 // here): for rare events (an operator looking for one record).
-func (p *Pipeline[T]) Find(match func(T) bool) (T, Place) {
-	var zero T
-	for _, b := range p.batches {
+func (p *Pipeline[T]) Find(match func(T) bool) (rec T, place Place, runner int) {
+	for r, b := range p.batches {
 		if b == nil {
 			continue
 		}
@@ -747,12 +747,19 @@ func (p *Pipeline[T]) Find(match func(T) bool) (T, Place) {
 		for i := b.Done(); i < b.limit && i < len(b.records); i++ {
 			if rec := b.records[i]; match(rec) {
 				if i < claimed {
-					return rec, Running
+					return rec, Running, r
 				}
-				return rec, Queued
+				return rec, Queued, r
 			}
 		}
 	}
+	rec, place = p.find(match)
+	return rec, place, -1
+}
+
+// find is Find beyond the runners' batches.
+func (p *Pipeline[T]) find(match func(T) bool) (T, Place) {
+	var zero T
 	for rec := range p.parked {
 		if match(rec) {
 			return rec, Parked
