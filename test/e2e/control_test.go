@@ -2,14 +2,18 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/supervisor/web"
 	"github.com/turbokafka/turbo/test/testkit"
 	"github.com/turbokafka/turbo/test/testkit/scrape"
@@ -259,4 +263,113 @@ func allHeld(parts []web.Partition, held bool) bool {
 		}
 	}
 	return len(parts) > 0
+}
+
+// TestSkipAPoisonRecordOverHTTP: a record whose every delivery fails (an
+// endpoint answering 500) pins its key, retried every 200 ms. A skip over
+// HTTP with the control token ends it: it is dead-lettered exactly once,
+// every other record is handled once, in key order, the group commits the
+// end of every partition, and the token appears nowhere in the output.
+func TestSkipAPoisonRecordOverHTTP(t *testing.T) {
+	t.Parallel()
+	const records = 200
+	topic := testkit.TopicName("skip")
+	dlq := topic + ".dlq"
+	addr := testkit.Cluster(t, 2, topic, dlq)
+	testkit.ProduceWithBinary(t, addr, topic, records, 20)
+	ledger := testkit.NewLedger(0)
+	ledger.Fail = func(rec *actors.Record) error {
+		if rec.Partition == 0 && rec.Offset == 5 {
+			return errors.New("poison")
+		}
+		return nil
+	}
+	const token = "e2e-control-token-0123456789abcdef"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testkit.WriteConfig(t, fmt.Sprintf(`
+kafka:
+  brokers: [%q]
+consumers:
+  - name: skip
+    group: %s
+    topics: [%s]
+    retry: {max_attempts: 1000, initial_backoff: 200ms, max_backoff: 200ms}
+    on_failure: dlq
+    dlq_topic: %s
+    commit_interval: 100ms
+    handler: {type: http, url: %q, timeout: 30s}
+http: {listen: "127.0.0.1:0", control: true, control_token_file: %q}
+log: {level: info, format: json}
+`, addr, topic, topic, dlq, ledger.Endpoint(t), tokenFile))
+	var stderr testkit.Buffer
+	run, listen := testkit.StartHTTP(t, nil, &stderr, "run", "--config", cfg)
+	base := "http://" + listen
+	testkit.Eventually(t, time.Minute, "the poison record failing twice", func() bool { return ledger.Report().FailedAttempts >= 2 })
+	if d := ledger.Report().Distinct; d >= records-1 {
+		t.Fatalf("%d records handled while the poison one pins its key, want fewer than %d", d, records-1)
+	}
+
+	body := fmt.Sprintf(`{"topic":%q,"partition":0,"offset":5}`, topic)
+	send := func(auth string) (int, web.Answer) {
+		t.Helper()
+		req, err := http.NewRequest("POST", base+"/consumers/skip/skip", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var a web.Answer
+		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, a
+	}
+	if code, a := send(""); code != http.StatusForbidden {
+		t.Fatalf("a skip without the token: %d %+v, want 403", code, a)
+	}
+	if code, a := send("not-the-token-0123456789abcdef"); code != http.StatusForbidden {
+		t.Fatalf("a skip with a wrong token: %d %+v, want 403", code, a)
+	}
+	if !ledger.Abandon(topic, 0, 5) { // it will never finish: the records behind it may go on
+		t.Fatal("the ledger never saw the poison record")
+	}
+	code, a := send(token)
+	if code != http.StatusOK || !a.OK || !strings.Contains(a.Reason, "dead-lettered") {
+		t.Fatalf("the skip: %d %+v, want 200 and the record dead-lettered", code, a)
+	}
+	testkit.Eventually(t, time.Minute, "every other record handled", func() bool { return ledger.Report().Distinct == records-1 })
+	testkit.AwaitCommittedEnd(t, []string{addr}, topic, topic, time.Minute)
+	failed := ledger.Report().FailedAttempts
+	run.Signal(t, syscall.SIGTERM)
+	if code := run.Wait(t, time.Minute); code != 0 {
+		t.Fatalf("turbo run exited %d", code)
+	}
+	dead := testkit.ReadCommitted(t, []string{addr}, dlq, time.Minute)
+	if len(dead) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dead))
+	}
+	for _, h := range dead[0].Headers {
+		if string(h.Key) == "turbo-original-offset" && string(h.Value) != "5" {
+			t.Fatalf("the dead letter is of offset %s, want 5", h.Value)
+		}
+	}
+	rep := ledger.Report()
+	if rep.Distinct != records-1 || rep.Duplicates != 0 || rep.Overlaps != 0 || rep.OrderViolations != 0 || rep.FailedAttempts != failed {
+		t.Fatalf("after the skip: %d distinct, %d duplicates, %d overlaps, %d order violations, %d failed attempts (%d at the commit); want %d, 0, 0, 0, no more (%v)",
+			rep.Distinct, rep.Duplicates, rep.Overlaps, rep.OrderViolations, rep.FailedAttempts, failed, records-1, rep.Examples)
+	}
+	if strings.Contains(stderr.String(), token) {
+		t.Fatal("turbo's output shows the control token")
+	}
+	t.Logf("FIGURES skip broker=%s poison-attempts-before-the-skip=%d", brokerKind(), failed)
 }

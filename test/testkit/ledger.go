@@ -127,6 +127,9 @@ type lrecord struct {
 	// Both.
 	begun    int // deliveries begun
 	finishes int // deliveries finished
+	// abandoned: known by offset, and never to finish (Abandon): it no
+	// longer holds its unit's order.
+	abandoned bool
 }
 
 type lstate uint8
@@ -339,6 +342,8 @@ func (l *Ledger) beginLocked(r *lrecord, label string) *Delivery {
 	}
 	if r.ownRecord() {
 		l.judgeSeqLocked(u, r)
+	} else if r.abandoned {
+		// never to finish: its attempts are not judged for order
 	} else if !u.order.start(r.offset, r.begun > 0) {
 		l.order++
 		l.exampleLocked("order: %s (%s) began before an earlier record of its unit had finished, or after a later one began", r.id, r.unit)
@@ -446,6 +451,24 @@ func (d *Delivery) End(finished bool) {
 		l.failed++
 	}
 	l.notifyLocked()
+}
+
+// Abandon tells the ledger that the record at offset of topic/partition,
+// known by offset and delivered before, will never finish (its operator
+// skipped it): the later records of its unit may start without it, and its
+// own deliveries are no longer judged for order. It reports whether the
+// ledger knew the record.
+func (l *Ledger) Abandon(topic string, partition int32, offset int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.byOffset[actors.TopicPartition{Topic: topic, Partition: partition}.String()+"@"+strconv.FormatInt(offset, 10)]
+	if r == nil {
+		return false
+	}
+	r.abandoned = true
+	delete(l.unitLocked(r.unit).order.unfinished, offset)
+	l.notifyLocked()
+	return true
 }
 
 // keyOrder is what the ledger knows of the order of one unit's records
