@@ -102,29 +102,45 @@ log: {level: info, format: json}
 		t.Fatalf("/status after a reload: %+v, want the file's concurrency 16 and no rate limit, still paused", c)
 	}
 
-	// The topic paused and resumed: every partition held, then none.
+	// The topic paused and resumed: every partition shown held, then none.
+	// (A paused consumer may show no partition yet: the franz-go side
+	// shows a partition once it has fetched from it.)
 	post(t, base+"/consumers/ctl/pause", http.StatusOK, fmt.Sprintf(`{"topic":%q}`, topic))
-	if c := statusOf(t, base); !slices.Equal(c.PausedTopics, []string{topic}) || !allHeld(c.Partitions, true) {
+	if c := statusOf(t, base); !slices.Equal(c.PausedTopics, []string{topic}) || !everyHeld(c.Partitions, true) {
 		t.Fatalf("/status after pausing the topic: paused topics %v, partitions %+v", c.PausedTopics, c.Partitions)
 	}
 	post(t, base+"/consumers/ctl/resume", http.StatusOK, fmt.Sprintf(`{"topic":%q}`, topic))
-	if c := statusOf(t, base); len(c.PausedTopics) != 0 || !allHeld(c.Partitions, false) {
+	if c := statusOf(t, base); len(c.PausedTopics) != 0 || !everyHeld(c.Partitions, false) {
 		t.Fatalf("/status after resuming the topic: paused topics %v, partitions %+v", c.PausedTopics, c.Partitions)
 	}
 
 	// Partition 0 paused on its own: after the resume, the others drain
-	// while it holds, and /status marks it held; then it is resumed too.
-	post(t, base+"/consumers/ctl/pause", http.StatusOK, fmt.Sprintf(`{"topic":%q,"partition":0}`, topic))
-	post(t, base+"/consumers/ctl/resume", http.StatusOK)
-	testkit.Eventually(t, time.Minute, "the other partitions' records delivered", func() bool {
-		c := statusOf(t, base)
-		for _, p := range c.Partitions {
-			if p.Partition != 0 && p.Lag != 0 {
-				return false
+	// while it holds (none of its records delivered), and /status marks it
+	// held; then it is resumed too.
+	p0 := func() int {
+		n := 0
+		for id := range ledger.Handled() {
+			if strings.HasPrefix(id, topic+"/0@") {
+				n++
 			}
 		}
-		return len(c.Partitions) == 4
+		return n
+	}
+	p0Before := p0()
+	post(t, base+"/consumers/ctl/pause", http.StatusOK, fmt.Sprintf(`{"topic":%q,"partition":0}`, topic))
+	post(t, base+"/consumers/ctl/resume", http.StatusOK)
+	testkit.Eventually(t, time.Minute, "partitions 1 to 3 drained", func() bool {
+		drained := 0
+		for _, p := range statusOf(t, base).Partitions {
+			if p.Partition != 0 && p.Lag == 0 {
+				drained++
+			}
+		}
+		return drained == 3
 	})
+	if n := p0(); n != p0Before {
+		t.Fatalf("%d records of the paused partition 0 delivered", n-p0Before)
+	}
 	for _, p := range statusOf(t, base).Partitions {
 		if held := p.Partition == 0; p.Held != held {
 			t.Fatalf("partition %d held %v, want %v", p.Partition, p.Held, held)
@@ -255,14 +271,14 @@ func statusOf(t *testing.T, base string) ctlStatus {
 	return ctlStatus{st.Consumers[0], st.Commands}
 }
 
-// allHeld reports whether every partition (at least one) is held, or none.
-func allHeld(parts []web.Partition, held bool) bool {
+// everyHeld reports whether every partition shown is held (or none is).
+func everyHeld(parts []web.Partition, held bool) bool {
 	for _, p := range parts {
 		if p.Held != held {
 			return false
 		}
 	}
-	return len(parts) > 0
+	return true
 }
 
 // TestSkipAPoisonRecordOverHTTP: a record whose every delivery fails (an
