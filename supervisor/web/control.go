@@ -22,12 +22,17 @@ import (
 type Command struct {
 	Consumer string `json:"consumer"`
 	Action   string `json:"action"`
+	Args
+}
+
+// Args are a command's arguments: the JSON body of its request.
+type Args struct {
 	// Topic and Partition narrow pause and resume: a topic (every partition
-	// of it), or one partition of it; neither, the whole consumer.
+	// of it), or one partition of it; neither, the whole consumer. With
+	// Offset, they name the record skip skips.
 	Topic     string `json:"topic,omitempty"`
 	Partition *int32 `json:"partition,omitempty"`
-	// Offset is skip's: the record of Topic and Partition to skip.
-	Offset *int64 `json:"offset,omitempty"`
+	Offset    *int64 `json:"offset,omitempty"`
 	// Concurrency, Rate and Burst are retune's: the most handler calls at
 	// once, the rate limit in records a second (0 lifts it) and its burst.
 	Concurrency *int     `json:"concurrency,omitempty"`
@@ -275,26 +280,17 @@ func crossOrigin(r *http.Request) string {
 // readArgs reads a command's JSON body (empty: no arguments) into cmd's
 // arguments.
 func readArgs(r *http.Request, cmd *Command) error {
-	var args struct {
-		Topic       string   `json:"topic"`
-		Partition   *int32   `json:"partition"`
-		Offset      *int64   `json:"offset"`
-		Concurrency *int     `json:"concurrency"`
-		Rate        *float64 `json:"rate"`
-		Burst       *int     `json:"burst"`
-	}
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxCommandBody+1))
 	dec.DisallowUnknownFields()
-	switch err := dec.Decode(&args); {
+	switch err := dec.Decode(&cmd.Args); {
 	case errors.Is(err, io.EOF):
 		return nil
 	case err != nil:
+		cmd.Args = Args{}
 		return fmt.Errorf("the body is not a command's JSON object (topic, partition, offset, concurrency, rate, burst; at most %d bytes): %v", maxCommandBody, err)
 	case dec.More():
 		return errors.New("the body holds more than one JSON object")
 	}
-	cmd.Topic, cmd.Partition, cmd.Offset = args.Topic, args.Partition, args.Offset
-	cmd.Concurrency, cmd.Rate, cmd.Burst = args.Concurrency, args.Rate, args.Burst
 	return nil
 }
 
