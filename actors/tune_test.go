@@ -172,3 +172,49 @@ func TestSetRateLive(t *testing.T) {
 		t.Fatal("SetRate(-3) accepted")
 	}
 }
+
+// TestPausesHoldAcrossARebalance: a paused partition and a paused topic
+// that are revoked and assigned again come back paused: none of their
+// records starts until they are resumed, while an unpaused partition goes
+// on; then everything is handled once.
+func TestPausesHoldAcrossARebalance(t *testing.T) {
+	t.Parallel()
+	c := harness.Consumer("pause-rebalance", "t", "u")
+	c.Concurrency = 4
+	hs := harness.New(t, harness.Config{Consumer: c}, nil)
+	hs.Feed(harness.Seq("t", 0, 0, 10, 2)...)
+	hs.Feed(harness.Seq("t", 1, 0, 10, 2)...)
+	hs.Feed(harness.Seq("u", 0, 0, 10, 2)...)
+	hs.Assign("t", 0, 1)
+	hs.Assign("u", 0)
+	hs.AwaitHandled(30)
+	hs.AwaitAllCommitted()
+	hs.Pause(actors.TopicPartition{Topic: "t", Partition: 0})
+	hs.PauseTopics("u")
+	hs.Revoke("t", 0, 1)
+	hs.Revoke("u", 0)
+	hs.Await("the partitions revoked", func() bool { return !hs.Owned("t", 0) && !hs.Owned("t", 1) && !hs.Owned("u", 0) })
+	hs.Feed(harness.Seq("t", 0, 10, 10, 2)...)
+	hs.Feed(harness.Seq("t", 1, 10, 10, 2)...)
+	hs.Feed(harness.Seq("u", 0, 10, 10, 2)...)
+	hs.Assign("t", 0, 1)
+	hs.Assign("u", 0)
+	hs.AwaitHandled(40) // t/1's new records: it was not paused
+	testkit.Holds(t, 500*time.Millisecond, "no record of t/0 or u/0 starts after the rebalance", func() error {
+		for _, tp := range []struct {
+			topic string
+			p     int32
+		}{{"t", 0}, {"u", 0}} {
+			for off := int64(10); off < 20; off++ {
+				if n := hs.Attempts(tp.topic, tp.p, off); n != 0 {
+					return fmt.Errorf("%s/%d@%d started %d times while paused", tp.topic, tp.p, off, n)
+				}
+			}
+		}
+		return nil
+	})
+	hs.Resume(actors.TopicPartition{Topic: "t", Partition: 0})
+	hs.ResumeTopics("u")
+	hs.AwaitHandled(60)
+	hs.AwaitAllCommitted()
+}
