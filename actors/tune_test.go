@@ -93,8 +93,12 @@ func TestSetConcurrencyLive(t *testing.T) {
 		}
 		return nil
 	})
-	hs := harness.New(t, harness.Config{Consumer: c}, h)
-	hs.Feed(harness.Seq("t", 0, 0, records, 100)...)
+	// A race-built run on a loaded CI machine handles a few hundred records
+	// a second here: the waits get 30 s, and the second half of the records
+	// is fed only after the tree restart, so that the phases before it
+	// cannot run out of records on a fast machine.
+	hs := harness.New(t, harness.Config{Consumer: c, Timeout: 30 * time.Second}, h)
+	hs.Feed(harness.Seq("t", 0, 0, records/2, 100)...)
 	hs.Assign("t", 0)
 	hs.Await("8 calls at once", func() bool { return calls.peak.Load() == 8 })
 
@@ -123,6 +127,7 @@ func TestSetConcurrencyLive(t *testing.T) {
 	fail.Store(true)
 	hs.Await("the tree restart", func() bool { return hs.Restarts() == 1 })
 	calls.peak.Store(0)
+	hs.Feed(harness.Seq("t", 0, records/2, records/2, 100)...)
 	hs.Await("12 calls at once after the tree restart", func() bool { return calls.peak.Load() == 12 })
 	hs.AwaitHandled(records)
 	hs.AwaitAllCommitted()
