@@ -80,6 +80,7 @@ type franzGroup struct {
 
 	commits *committer
 	hwmReq  chan []partitionHWM
+	atReq   chan []partitionHWM // offsetsAt
 	noMatch sync.Once
 	warned  sync.Once // unreadable commit metadata
 
@@ -183,6 +184,7 @@ func (g *franzGroup) start(send func(msg any)) {
 	g.held = &g.stats.suspended
 	g.commits = newCommitter(g.stats)
 	g.hwmReq = make(chan []partitionHWM)
+	g.atReq = make(chan []partitionHWM, 1)
 	g.feeds = make(map[TopicPartition]*franzFeed)
 	g.ending = make(map[TopicPartition]*franzFeed)
 	g.assigned = make(map[TopicPartition]bool)
@@ -1034,6 +1036,11 @@ func (g *franzGroup) refreshWatermarks(q []partitionHWM) {
 	}
 }
 
+// offsetsAt implements kafkaSide: the refresh goroutine asks.
+func (g *franzGroup) offsetsAt(q []partitionHWM) {
+	g.atReq <- q // capacity 1, and one request at a time
+}
+
 // watermarks is the refresh goroutine: it answers one request at a time
 // until the side stops.
 func (g *franzGroup) watermarks(cl *kgo.Client) {
@@ -1045,6 +1052,12 @@ func (g *franzGroup) watermarks(cl *kgo.Client) {
 				return
 			}
 			g.send(&watermarksRefreshed{marks: marks, err: err})
+		case q := <-g.atReq:
+			marks, err := offsetsAtTime(q, func(q []partitionHWM) ([]partitionHWM, error) { return latestOffsetsFranz(g.ctx, cl, q) })
+			if g.ctx.Err() != nil {
+				return
+			}
+			g.send(&offsetsFound{marks: marks, err: err})
 		case <-g.ctx.Done():
 			return
 		}
@@ -1070,7 +1083,7 @@ func latestOffsetsFranz(ctx context.Context, cl *kgo.Client, q []partitionHWM) (
 		}
 		part := kmsg.NewListOffsetsRequestTopicPartition()
 		part.Partition = p.tp.Partition
-		part.Timestamp = -1 // the latest offset
+		part.Timestamp = p.listAt()
 		part.CurrentLeaderEpoch = -1
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, part)
 	}

@@ -276,6 +276,19 @@ func (g *kafkaGroup) refreshWatermarks(q []partitionHWM) {
 	}
 }
 
+// offsetsAt implements kafkaSide: the aux connection asks the brokers, on
+// its refresh goroutine.
+func (g *kafkaGroup) offsetsAt(q []partitionHWM) {
+	g.mu.Lock()
+	aux := g.aux
+	g.mu.Unlock()
+	if aux == nil {
+		g.send(&offsetsFound{err: errNotConnected})
+		return
+	}
+	aux.atReq <- q // capacity 1, and one request at a time
+}
+
 // finishedAbove returns the ranges an earlier owner of tp already finished,
 // per the commit metadata (none when reading it is off), for a claim of
 // generation gen: what Setup read ahead for it, or else read now.

@@ -49,6 +49,16 @@ type partitionHWM struct {
 	tp    TopicPartition
 	epoch uint64
 	hwm   int64
+	at    time.Time // offsetsAt: the time asked about; zero: the latest offset
+}
+
+// listAt is what a ListOffsets request asks of p: its offset at p.at, or
+// its latest (-1, sarama.OffsetNewest).
+func (p partitionHWM) listAt() int64 {
+	if p.at.IsZero() {
+		return -1
+	}
+	return p.at.UnixMilli()
 }
 
 // staleWatermarks lists the owned partitions that sent no batch since
@@ -92,6 +102,14 @@ func (a *kafkaAux) watermarks() {
 			default:
 			}
 			a.send(&watermarksRefreshed{marks: marks, err: err})
+		case q := <-a.atReq:
+			marks, err := offsetsAtTime(q, a.latestOffsets)
+			select {
+			case <-a.quit:
+				return
+			default:
+			}
+			a.send(&offsetsFound{marks: marks, err: err})
 		case <-a.quit:
 			return
 		}
@@ -134,7 +152,7 @@ func (a *kafkaAux) latestOffsets(q []partitionHWM) ([]partitionHWM, error) {
 			byID[b.ID()] = l
 			leaders = append(leaders, l)
 		}
-		l.req.AddBlock(p.tp.Topic, p.tp.Partition, sarama.OffsetNewest, 1)
+		l.req.AddBlock(p.tp.Topic, p.tp.Partition, p.listAt(), 1)
 		l.asks = append(l.asks, p)
 	}
 	var out []partitionHWM

@@ -52,7 +52,8 @@ type kafkaAux struct {
 	// The high watermark refresh (hwmrefresh.go): requests reach its
 	// goroutine only while it waits for one, so one runs at a time.
 	hwmReq    chan []partitionHWM
-	hwmDone   chan struct{} // closed when the refresh goroutine has returned
+	atReq     chan []partitionHWM // offsetsAt
+	hwmDone   chan struct{}       // closed when the refresh goroutine has returned
 	version   sarama.KafkaVersion
 	isolation sarama.IsolationLevel
 }
@@ -106,7 +107,7 @@ func newKafkaAux(brokers []string, base *sarama.Config, o auxOptions, send func(
 	a := &kafkaAux{groupID: groupID, dlqTopic: dlqTopic, outputBytes: outputBytes, txnID: o.txnID, instanceID: cfg.Consumer.Group.InstanceId,
 		send: send, stats: o.stats, log: log, client: client, admin: admin,
 		limit: queue, wake: make(chan struct{}, 1), quit: make(chan struct{}), fed: make(chan struct{}),
-		hwmReq: make(chan []partitionHWM), hwmDone: make(chan struct{}), version: cfg.Version, isolation: cfg.Consumer.IsolationLevel}
+		hwmReq: make(chan []partitionHWM), atReq: make(chan []partitionHWM, 1), hwmDone: make(chan struct{}), version: cfg.Version, isolation: cfg.Consumer.IsolationLevel}
 	if dlqTopic != "" || outputBytes > 0 {
 		if a.producer, err = sarama.NewAsyncProducerFromClient(client); err != nil {
 			admin.Close()

@@ -70,6 +70,11 @@ type kafkaSide interface {
 	// now (not connected yet, or a refresh still under way) drops the
 	// request: the proxy asks again at its next tick.
 	refreshWatermarks(q []partitionHWM)
+	// offsetsAt asks, without blocking the proxy, for the offset of each
+	// of q's partitions at its time (at): its first record at or after
+	// it, else its end; with at zero, its end. The answer comes back as
+	// one offsetsFound. The proxy asks again only once answered.
+	offsetsAt(q []partitionHWM)
 }
 
 // groupSession is what the proxy and the claims need of a consumer-group

@@ -86,6 +86,19 @@ func (g *memGroup) refreshWatermarks(q []partitionHWM) {
 	g.send(&watermarksRefreshed{marks: q})
 }
 
+// offsetsAt implements kafkaSide: the in-memory cluster answers at once.
+func (g *memGroup) offsetsAt(q []partitionHWM) {
+	for i := range q {
+		tp := memkafka.TopicPartition{Topic: q[i].tp.Topic, Partition: q[i].tp.Partition}
+		if q[i].at.IsZero() {
+			q[i].hwm = g.member.End(tp)
+		} else {
+			q[i].hwm = g.member.OffsetAt(tp, q[i].at)
+		}
+	}
+	g.send(&offsetsFound{marks: q})
+}
+
 func (g *memGroup) deadLetter(fs []recordFailure) {
 	for _, f := range fs {
 		err := errNoDeadLetterProducer

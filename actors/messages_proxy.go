@@ -58,6 +58,7 @@ type claimLost struct {
 
 // finalCommit is the proxy's answer to claimEnding.
 type finalCommit struct {
+	moved  bool // Seek moved the partition: offset is its new position, to be remembered as it is (releasedAt)
 	offset int64
 	meta   string
 	ok     bool // false: nothing to commit

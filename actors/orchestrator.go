@@ -46,6 +46,14 @@ func (o *orchestrator) Receive(c actor.Context) {
 		c.Send(o.coord, m)
 	case *skipRecord:
 		c.Send(o.coord, m)
+	case *seekPartitions:
+		c.Send(o.proxy, m)
+	case *reclaimTree:
+		// Nothing starts any more in this generation, from now: a record of
+		// a moved partition must not start between the seek's answer and
+		// the restart (an operator's resume may come in between).
+		c.Send(o.coord, &haltRunners{})
+		c.Send(c.Parent(), &reclaimTree{gen: o.gen})
 	case *recordsFetched:
 		o.handleFetched(c, m)
 	case *recordsFinished:

@@ -42,6 +42,9 @@ type clientProxy struct {
 	resharing      bool                 // a reshareBudget is on its way (reshare)
 	sizing         scheduler.CancelFunc // the armed readAheadTick, nil if none
 	refreshFailing bool                 // the last refresh failed (logged once per streak)
+
+	seek  *seeking                 // the seek under way (Seek), nil if none
+	seeks map[TopicPartition]int64 // partitions moved: their final commit (seekFinal)
 }
 
 type ownedPartition struct {
@@ -106,6 +109,10 @@ func (p *clientProxy) Receive(c actor.Context) {
 		p.handleReadAheadTick(c)
 	case *watermarksRefreshed:
 		p.handleWatermarks(m)
+	case *seekPartitions:
+		p.handleSeek(c, m)
+	case *offsetsFound:
+		p.applySeek(c, m.marks, m.err)
 	case *sessionStarted:
 		p.sess = m.sess
 	case *stopIntake:
@@ -412,6 +419,7 @@ func (p *clientProxy) finishRevocation(c actor.Context, tp TopicPartition, epoch
 		dropOutputs(outputs)
 		return
 	}
+	fc = p.seekFinal(tp, fc)
 	if fc.ok && fc.offset > hp.committed {
 		p.stats.countCommitted(tp, max(hp.committed, hp.start), fc.offset)
 	}

@@ -83,7 +83,7 @@ func (r *releasedAt) remember(tp TopicPartition, id topicID, fc finalCommit) {
 		r.final = make(map[TopicPartition]releasedFinal)
 	}
 	next := releasedFinal{offset: fc.offset, ranges: ranges, topic: id}
-	if old, ok := r.final[tp]; ok && old.topic == id {
+	if old, ok := r.final[tp]; ok && old.topic == id && !fc.moved { // a seek back must not be undone
 		next.offset = max(old.offset, fc.offset)
 		next.ranges = above(next.offset, unionRanges(append(slices.Clone(old.ranges), ranges...)))
 	}

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -36,17 +37,18 @@ type restarter struct {
 	timers  *scheduler.TimerScheduler
 	stopped chan struct{} // closed in Stopped: the Consumer waits on it
 
-	state     backoff.State
-	gen       int
-	child     *actor.PID
-	cancel    context.CancelFunc
-	startedAt time.Time
-	stopping  bool // the child was told to stop; Terminated not seen yet
-	resigning bool // a failed generation commits what it finished before it stops
-	drain     *drainTree
-	expired   bool // the drain ran out of time: torn down without its final commits
-	abandoned int  // generations given up on: a handler never returned
-	cancelT   []scheduler.CancelFunc
+	state      backoff.State
+	gen        int
+	child      *actor.PID
+	cancel     context.CancelFunc
+	startedAt  time.Time
+	stopping   bool // the child was told to stop; Terminated not seen yet
+	resigning  bool // a failed generation commits what it finished before it stops
+	reclaiming bool // resigning for a seek (reclaimTree): no failure, the next generation starts at once
+	drain      *drainTree
+	expired    bool // the drain ran out of time: torn down without its final commits
+	abandoned  int  // generations given up on: a handler never returned
+	cancelT    []scheduler.CancelFunc
 }
 
 func (s *restarter) Receive(c actor.Context) {
@@ -89,6 +91,16 @@ func (s *restarter) Receive(c actor.Context) {
 	case *skipRecord:
 		if s.child != nil && !s.stopping {
 			c.Forward(s.child) // else unanswered: Skip says the tree did not answer
+		}
+	case *seekPartitions:
+		if s.child != nil && !s.stopping && !s.resigning && s.drain == nil {
+			c.Forward(s.child)
+		} else {
+			m.reply <- seekAnswer{err: fmt.Errorf("%w: the consumer is stopping or restarting; try again", ErrSeekRefused)}
+		}
+	case *reclaimTree:
+		if m.gen == s.gen {
+			s.reclaim(c)
 		}
 	case *treeDrained:
 		if m.gen == s.gen && s.child != nil && !s.stopping {
@@ -140,7 +152,9 @@ func (s *restarter) fail(c actor.Context, m *treeFailed) {
 	}
 	if s.resigning {
 		// The commit before the restart ran out of time, or an actor
-		// failed meanwhile: stop without it.
+		// failed meanwhile: stop without it (and restart after a backoff,
+		// a seek's restart included).
+		s.reclaiming = false
 		s.spec.log.Error().Err(m.err).Int("generation", s.gen).Msg("consumer tree failed while committing before its restart; stopping it")
 		s.stopChild(c)
 		return
@@ -158,6 +172,21 @@ func (s *restarter) fail(c actor.Context, m *treeFailed) {
 	if s.drain == nil { // a drain in progress has its own bound
 		s.cancelT = append(s.cancelT, s.timers.SendOnce(s.spec.shutdownTimeout+drainGrace, s.self, &treeFailed{gen: s.gen, err: errResignTimeout}))
 	}
+}
+
+// reclaim restarts the tree after a seek: no record starts any more, the
+// running ones finish (they are not cancelled: nothing failed), every
+// partition is revoked with its final commit — a moved one's new position —
+// and the next generation starts at once, without a backoff or a restart
+// counted, and reads from there.
+func (s *restarter) reclaim(c actor.Context) {
+	if s.stopping || s.resigning || s.drain != nil || s.child == nil {
+		return
+	}
+	s.spec.log.Info().Int("generation", s.gen).Msg("restarting the consumer tree to read moved partitions from their new positions")
+	s.resigning, s.reclaiming = true, true
+	c.Send(s.child, &startDrain{halt: true})
+	s.cancelT = append(s.cancelT, s.timers.SendOnce(s.spec.shutdownTimeout+drainGrace, s.self, &treeFailed{gen: s.gen, err: errResignTimeout}))
 }
 
 var errResignTimeout = errors.New("actors: committing before the restart did not finish within shutdown_timeout")
@@ -217,8 +246,9 @@ func (s *restarter) drainFailed() bool {
 const drainGrace = time.Second
 
 func (s *restarter) childGone(c actor.Context) {
+	reclaim := s.reclaiming
 	s.stopping = false
-	s.resigning = false
+	s.resigning, s.reclaiming = false, false
 	s.child = nil
 	s.cancel()
 	for _, cancel := range s.cancelT {
@@ -227,6 +257,10 @@ func (s *restarter) childGone(c actor.Context) {
 	s.cancelT = s.cancelT[:0]
 	if s.drain != nil {
 		s.drain.done <- drainResult{abandoned: s.abandoned, expired: s.expired}
+		return
+	}
+	if reclaim {
+		s.startGeneration(c)
 		return
 	}
 	var delay time.Duration

@@ -25,6 +25,7 @@ type consumerStats struct {
 	committed atomic.Int64 // sum over partitions of offsets moved by commits
 	retries   atomic.Int64
 	skipped   atomic.Int64
+	seeks     atomic.Int64 // partitions moved by Seek
 	dead      atomic.Int64
 	outputs   atomic.Int64 // output records acknowledged
 	outErrs   atomic.Int64 // output writes that failed
@@ -200,6 +201,7 @@ type Snapshot struct {
 	Failed    int64 // failed handler attempts (errors, panics, timeouts)
 	Retries   int64 // attempts scheduled again after a failure
 	Skipped   int64 // records given up on and skipped (on_failure: skip)
+	Seeks     int64 // partitions moved by Seek
 	Dead      int64 // records written to the dead-letter topic
 	// Outputs is the output records the brokers acknowledged (Emit);
 	// OutputErrors the writes of one that failed, each a tree restart.
@@ -284,6 +286,7 @@ func (s *consumerStats) snapshot(buffered int64) Snapshot {
 		Limit:               s.limit.Load(),
 		Pushbacks:           s.pushbacks.Load(),
 		Skipped:             s.skipped.Load(),
+		Seeks:               s.seeks.Load(),
 		Dead:                s.dead.Load(),
 		Outputs:             s.outputs.Load(),
 		OutputErrors:        s.outErrs.Load(),
@@ -342,6 +345,7 @@ func (a Snapshot) Add(b Snapshot) Snapshot {
 		Failed:              a.Failed + b.Failed,
 		Retries:             a.Retries + b.Retries,
 		Skipped:             a.Skipped + b.Skipped,
+		Seeks:               a.Seeks + b.Seeks,
 		Dead:                a.Dead + b.Dead,
 		Outputs:             a.Outputs + b.Outputs,
 		OutputErrors:        a.OutputErrors + b.OutputErrors,

@@ -241,6 +241,12 @@ func (h *Harness) Skip(topic string, partition int32, offset int64) (actors.Skip
 	return h.consumer.Skip(context.Background(), actors.TopicPartition{Topic: topic, Partition: partition}, offset)
 }
 
+// Seek moves partitions to an offset or a time (actors.Consumer.Seek): the
+// consumer's tree restarts and reads them from there.
+func (h *Harness) Seek(to actors.SeekTo) (actors.SeekResult, error) {
+	return h.consumer.Seek(context.Background(), to)
+}
+
 // Tuning reports the consumer's concurrency and rate limit as they stand.
 func (h *Harness) Tuning() actors.Tuning { return h.consumer.Tuning() }
 

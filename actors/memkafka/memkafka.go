@@ -347,6 +347,25 @@ func (m *Member) End(tp TopicPartition) int64 {
 	return 0
 }
 
+// OffsetAt returns the offset of tp's first record whose timestamp is at or
+// after t, as Kafka's ListOffsets by timestamp does, or the offset after
+// the last record when none is (Kafka answers -1 there; the caller seeks
+// to the end either way).
+func (m *Member) OffsetAt(tp TopicPartition, t time.Time) int64 {
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	p := m.c.parts[tp]
+	if p == nil {
+		return 0
+	}
+	for _, r := range p.log {
+		if !r.Timestamp.Before(t) {
+			return r.Offset
+		}
+	}
+	return p.end()
+}
+
 // Fetch returns up to max records of tp from offset from on (copies of the
 // slice; the records' bytes are shared and must not be modified), and the
 // offset after the partition's last record.
