@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -96,7 +95,7 @@ func (s *restarter) Receive(c actor.Context) {
 		if s.child != nil && !s.stopping && !s.resigning && s.drain == nil {
 			c.Forward(s.child)
 		} else {
-			m.reply <- seekAnswer{err: fmt.Errorf("%w: the consumer is stopping or restarting; try again", ErrSeekRefused)}
+			m.reply <- seekAnswer{err: ErrSeekBusy}
 		}
 	case *reclaimTree:
 		if m.gen == s.gen {

@@ -89,6 +89,9 @@ var (
 	ErrSeekTimeout = errors.New("actors: the consumer did not answer the seek (its tree may be restarting): try again")
 	// ErrSeekRefused: the seek was refused; the error says why.
 	ErrSeekRefused = errors.New("actors: seek refused")
+	// ErrSeekBusy: a seek is under way (the tree restarts to apply it), or
+	// the consumer is restarting or stopping: try again.
+	ErrSeekBusy = errors.New("actors: a seek is under way, or the consumer is restarting: try again")
 )
 
 // errNotConnected: the side has no connection to Kafka yet.
@@ -180,11 +183,8 @@ func (p *clientProxy) handleSeek(c actor.Context, m *seekPartitions) {
 	case p.exactlyOnce:
 		refuse("under output.exactly_once a seek would commit outside the transactions; stop the group and reset its offsets")
 		return
-	case p.stopping:
-		refuse("the consumer is stopping or restarting; try again")
-		return
-	case p.seek != nil || len(p.seeks) > 0:
-		refuse("a seek is under way (the consumer restarts to apply it); try again")
+	case p.stopping || p.seek != nil || len(p.seeks) > 0:
+		m.reply <- seekAnswer{err: ErrSeekBusy}
 		return
 	}
 	var res SeekResult

@@ -1,5 +1,5 @@
 // Package control carries out the control commands of the HTTP routes
-// (supervisor/web: pause, resume, retune, skip) on a process's consumers, so that
+// (supervisor/web: pause, resume, retune, skip, seek) on a process's consumers, so that
 // `turbo run` and a service that embeds consumers and serves web's routes
 // do the same thing.
 package control
@@ -40,14 +40,42 @@ func Do(c *actors.Consumer, cmd web.Command) (string, error) {
 		tp := actors.TopicPartition{Topic: cmd.Topic, Partition: *cmd.Partition}
 		res, err := c.Skip(context.Background(), tp, *cmd.Offset)
 		switch {
+		case errors.Is(err, actors.ErrSkipTimeout):
+			return "", fmt.Errorf("%w: %w", web.ErrBusy, err)
 		case err != nil:
 			return "", err
 		case !res.Found:
 			return "", fmt.Errorf("%w: %s", web.ErrNotHere, res)
 		}
 		return res.String(), nil
+	case web.ActionSeek:
+		return seek(c, cmd)
 	}
 	return "", fmt.Errorf("%w: no action %q", web.ErrBadCommand, cmd.Action)
+}
+
+func seek(c *actors.Consumer, cmd web.Command) (string, error) {
+	to := actors.SeekTo{Topic: cmd.Topic}
+	if cmd.Partition != nil {
+		to.Partitions = []int32{*cmd.Partition}
+	}
+	if cmd.Time != nil {
+		to.Time = *cmd.Time
+	} else {
+		to.Offset = *cmd.Offset
+	}
+	res, err := c.Seek(context.Background(), to)
+	switch {
+	case errors.Is(err, actors.ErrSeekRefused):
+		return "", fmt.Errorf("%w: %w", web.ErrBadCommand, err)
+	case errors.Is(err, actors.ErrSeekBusy), errors.Is(err, actors.ErrSeekTimeout):
+		return "", fmt.Errorf("%w: %w", web.ErrBusy, err)
+	case err != nil:
+		return "", err
+	case len(res.Moved) == 0:
+		return "", fmt.Errorf("%w: %s", web.ErrNotHere, res)
+	}
+	return res.String(), nil
 }
 
 func pause(c *actors.Consumer, cmd web.Command) string {

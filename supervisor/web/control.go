@@ -29,10 +29,13 @@ type Command struct {
 type Args struct {
 	// Topic and Partition narrow pause and resume: a topic (every partition
 	// of it), or one partition of it; neither, the whole consumer. With
-	// Offset, they name the record skip skips.
-	Topic     string `json:"topic,omitempty"`
-	Partition *int32 `json:"partition,omitempty"`
-	Offset    *int64 `json:"offset,omitempty"`
+	// Offset, they name the record skip skips. Seek moves the partition
+	// (without one, every partition of the topic the process owns) to
+	// Offset, or to the first record at or after Time.
+	Topic     string     `json:"topic,omitempty"`
+	Partition *int32     `json:"partition,omitempty"`
+	Offset    *int64     `json:"offset,omitempty"`
+	Time      *time.Time `json:"time,omitempty"` // RFC 3339
 	// Concurrency, Rate and Burst are retune's: the most handler calls at
 	// once, the rate limit in records a second (0 lifts it) and its burst.
 	Concurrency *int     `json:"concurrency,omitempty"`
@@ -46,17 +49,25 @@ const (
 	ActionResume = "resume"
 	ActionRetune = "retune"
 	ActionSkip   = "skip"
+	ActionSeek   = "seek"
 )
 
 // check refuses a command whose arguments do not fit its action.
 func (c Command) check() error {
 	switch c.Action {
 	case ActionSkip:
-		if c.Topic == "" || c.Partition == nil || c.Offset == nil || c.Concurrency != nil || c.Rate != nil || c.Burst != nil {
+		if c.Topic == "" || c.Partition == nil || c.Offset == nil || c.Time != nil || c.Concurrency != nil || c.Rate != nil || c.Burst != nil {
 			return fmt.Errorf("%w: skip takes a topic, a partition and an offset, and nothing else", ErrBadCommand)
 		}
+	case ActionSeek:
+		if c.Topic == "" || (c.Offset == nil) == (c.Time == nil) || c.Concurrency != nil || c.Rate != nil || c.Burst != nil {
+			return fmt.Errorf("%w: seek takes a topic, a partition or none (every partition of the topic this process owns), and an offset or a time (RFC 3339), not both", ErrBadCommand)
+		}
+		if c.Offset != nil && *c.Offset < 0 {
+			return fmt.Errorf("%w: offset %d is below 0", ErrBadCommand, *c.Offset)
+		}
 	case ActionPause, ActionResume:
-		if c.Offset != nil {
+		if c.Offset != nil || c.Time != nil {
 			return fmt.Errorf("%w: %s takes no offset", ErrBadCommand, c.Action)
 		}
 		if c.Concurrency != nil || c.Rate != nil || c.Burst != nil {
@@ -66,7 +77,7 @@ func (c Command) check() error {
 			return fmt.Errorf("%w: a partition needs its topic", ErrBadCommand)
 		}
 	case ActionRetune:
-		if c.Topic != "" || c.Partition != nil || c.Offset != nil {
+		if c.Topic != "" || c.Partition != nil || c.Offset != nil || c.Time != nil {
 			return fmt.Errorf("%w: retune applies to the whole consumer: no topic, partition or offset", ErrBadCommand)
 		}
 		if c.Concurrency == nil && c.Rate == nil {
@@ -76,7 +87,7 @@ func (c Command) check() error {
 			return fmt.Errorf("%w: a burst needs its rate", ErrBadCommand)
 		}
 	default:
-		return fmt.Errorf("%w: no action %q: pause, resume, retune or skip", errNoAction, c.Action)
+		return fmt.Errorf("%w: no action %q: pause, resume, retune, skip or seek", errNoAction, c.Action)
 	}
 	return nil
 }
@@ -97,8 +108,12 @@ var (
 	// ErrBadCommand: the command's arguments are refused.
 	ErrBadCommand = errors.New("web: bad command")
 	// ErrNotHere: what the command is about is not in this process (a
-	// record to skip that is not in flight here).
-	ErrNotHere  = errors.New("web: not here")
+	// record to skip that is not in flight here, a partition to seek that
+	// another member owns).
+	ErrNotHere = errors.New("web: not here")
+	// ErrBusy: the consumer cannot take the command now (restarting, or
+	// still applying the last one): try again.
+	ErrBusy     = errors.New("web: busy")
 	errNoAction = errors.New("web: no such action")
 )
 
@@ -216,6 +231,8 @@ func (c *Control) serve(r *http.Request) (int, Answer) {
 		code, did = http.StatusBadRequest, reason(err)
 	case errors.Is(err, ErrNotHere):
 		code, did = http.StatusConflict, strings.TrimPrefix(err.Error(), ErrNotHere.Error()+": ")
+	case errors.Is(err, ErrBusy):
+		code, did = http.StatusServiceUnavailable, strings.TrimPrefix(err.Error(), ErrBusy.Error()+": ")
 	case err != nil:
 		code, did = http.StatusInternalServerError, err.Error()
 	}

@@ -25,6 +25,8 @@ func (f *fakeControl) Do(cmd Command) (string, error) {
 		return "", fmt.Errorf("%w: concurrency must be 1 to 100", ErrBadCommand)
 	case cmd.Offset != nil && *cmd.Offset == 99:
 		return "", fmt.Errorf("%w: t/0@99 is not in flight here", ErrNotHere)
+	case cmd.Offset != nil && *cmd.Offset == 98:
+		return "", fmt.Errorf("%w: a seek is under way", ErrBusy)
 	}
 	b, _ := json.Marshal(cmd)
 	f.calls = append(f.calls, string(b))
@@ -93,6 +95,16 @@ func TestControlRoutes(t *testing.T) {
 			`{"consumer":"orders","action":"retune","concurrency":4,"rate":50.5,"burst":5}`},
 		{"skip", false, request{path: "/consumers/orders/skip", body: `{"topic":"t","partition":0,"offset":7}`}, 200, "skip done",
 			`{"consumer":"orders","action":"skip","topic":"t","partition":0,"offset":7}`},
+		{"seek to an offset", false, request{path: "/consumers/orders/seek", body: `{"topic":"t","partition":2,"offset":40}`}, 200, "seek done",
+			`{"consumer":"orders","action":"seek","topic":"t","partition":2,"offset":40}`},
+		{"seek a topic to a time", false, request{path: "/consumers/orders/seek", body: `{"topic":"t","time":"2026-11-28T19:00:00Z"}`}, 200, "seek done",
+			`{"consumer":"orders","action":"seek","topic":"t","time":"2026-11-28T19:00:00Z"}`},
+		{"seek with both", false, request{path: "/consumers/orders/seek", body: `{"topic":"t","offset":4,"time":"2026-11-28T19:00:00Z"}`}, 400, "an offset or a time", ""},
+		{"seek with neither", false, request{path: "/consumers/orders/seek", body: `{"topic":"t","partition":0}`}, 400, "an offset or a time", ""},
+		{"seek without a topic", false, request{path: "/consumers/orders/seek", body: `{"offset":4}`}, 400, "takes a topic", ""},
+		{"seek below 0", false, request{path: "/consumers/orders/seek", body: `{"topic":"t","offset":-2}`}, 400, "below 0", ""},
+		{"seek to a time that is not one", false, request{path: "/consumers/orders/seek", body: `{"topic":"t","time":"yesterday"}`}, 400, "not a command's JSON object", ""},
+		{"seek while busy", false, request{path: "/consumers/orders/seek", body: `{"topic":"t","offset":98}`}, 503, "a seek is under way", ""},
 		{"skip what is not here", false, request{path: "/consumers/orders/skip", body: `{"topic":"t","partition":0,"offset":99}`}, 409, "not in flight here", ""},
 		{"skip without an offset", false, request{path: "/consumers/orders/skip", body: `{"topic":"t","partition":0}`}, 400, "a topic, a partition and an offset", ""},
 		{"pause with an offset", false, request{path: "/consumers/orders/pause", body: `{"topic":"t","partition":0,"offset":7}`}, 400, "takes no offset", ""},
