@@ -90,8 +90,11 @@ func TestMetricsFollowTheRecords(t *testing.T) {
 	if got := gather(t, c).Must(t, "turbo_partition_in_flight_records", p2); got != 1 {
 		t.Errorf("partition 2 has %v records in flight, want the blocked one", got)
 	}
-	if st := partition(c, r.topic, 2); st.OldestUnfinished.IsZero() || st.Committed > 10 {
-		t.Errorf("partition 2 = %+v: want an unfinished record and a commit no further than offset 10", st)
+	if st := partition(c, r.topic, 2); st.OldestUnfinished.IsZero() || st.OldestUnfinishedOffset != 10 || st.Committed > 10 {
+		t.Errorf("partition 2 = %+v: want the unfinished record at offset 10 and a commit no further than it", st)
+	}
+	if st := partition(c, r.topic, 0); st.OldestUnfinishedOffset != -1 {
+		t.Errorf("partition 0 = %+v: want no unfinished record (offset -1)", st)
 	}
 
 	close(release)

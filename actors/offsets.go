@@ -150,9 +150,11 @@ func (p *partitionWatermark) showOldest() {
 		return
 	}
 	var at int64
+	first := int64(-1)
 	if off, ok := p.tracker.Committable(); ok && off <= p.last {
-		at = p.arrivals.oldest(off)
+		at, first = p.arrivals.oldest(off), off
 	}
+	p.gate.watch.oldestAt.Store(first) // before oldest: a reader that sees an age sees its offset
 	p.gate.watch.oldest.Store(at)
 }
 

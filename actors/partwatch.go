@@ -18,12 +18,14 @@ type partWatch struct {
 	running   atomic.Int64 // records in a handler now (runners)
 	paused    atomic.Bool  // not fetched now: its share of the budget is used up (claim)
 	oldest    atomic.Int64 // unix ns: when the oldest unfinished record arrived, 0 if none (offset controller)
+	oldestAt  atomic.Int64 // that record's offset, -1 if none (offset controller)
 }
 
 func newPartWatch() *partWatch {
 	w := &partWatch{}
 	w.committed.Store(-1)
 	w.hwm.Store(-1)
+	w.oldestAt.Store(-1)
 	return w
 }
 
@@ -50,6 +52,9 @@ type PartitionStats struct {
 	// finished arrived (zero when none is unfinished): the committed offset
 	// cannot pass it, so a growing age means a stuck key.
 	OldestUnfinished time.Time
+	// OldestUnfinishedOffset is that record's offset (-1 when none is
+	// unfinished): the one a stuck partition waits for, to Skip.
+	OldestUnfinishedOffset int64
 }
 
 // trackPartition shows a newly assigned partition in Consumer.Partitions.
@@ -161,10 +166,13 @@ func (g *gate) stats(tp TopicPartition) PartitionStats {
 		Lag:            w.lag.Load(),
 		Paused:         w.paused.Load(),
 		Held:           g.partHeld.Load(),
+
+		OldestUnfinishedOffset: -1,
 	}
 	p.InFlight, p.Buffered = g.pipeline()
 	if ns := w.oldest.Load(); ns != 0 {
 		p.OldestUnfinished = time.Unix(0, ns)
+		p.OldestUnfinishedOffset = w.oldestAt.Load()
 	}
 	return p
 }

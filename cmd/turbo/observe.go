@@ -162,7 +162,7 @@ func (o *observer) consumerStatus(oc observed, now time.Time) web.Consumer {
 		Name: c.Name(), Group: c.Group(), Ready: web.Check{OK: ready.OK, Reason: ready.Reason}, Paused: s.Suspended,
 		Fetched: s.Fetched, Processed: s.Processed, Failed: s.Failed, Retries: s.Retries, Skipped: s.Skipped,
 		DeadLettered: s.Dead, Outputs: s.Outputs, OutputErrors: s.OutputErrors,
-		Transactions: s.Transactions, TransactionsAborted: s.TransactionsAborted, Inherited: s.Inherited, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts,
+		Transactions: s.Transactions, TransactionsAborted: s.TransactionsAborted, Inherited: s.Inherited, Commits: s.Commits, Committed: s.Committed, Restarts: s.Restarts, Seeks: s.Seeks,
 		InFlight: s.InFlight, Buffered: s.Buffered, PausedPartitions: s.Paused, AssignedPartitions: s.Assigned, Lag: s.Lag,
 		StuckAfterSeconds: oc.stuckAfter.Seconds(), KafkaError: s.KafkaError,
 	}
@@ -175,6 +175,9 @@ func (o *observer) consumerStatus(oc observed, now time.Time) web.Consumer {
 		}
 		if !p.OldestUnfinished.IsZero() {
 			wp.OldestUnfinishedSeconds = max(now.Sub(p.OldestUnfinished), 0).Seconds()
+			if off := p.OldestUnfinishedOffset; off >= 0 {
+				wp.OldestUnfinishedOffset = &off
+			}
 		}
 		wc.Partitions = append(wc.Partitions, wp)
 	}

@@ -95,6 +95,9 @@ type withCommands struct {
 func (w withCommands) Status() Status {
 	st := w.Source.Status()
 	st.Commands = w.ctl.Recent()
+	if w.ctl != nil && w.ctl.ctl != nil {
+		st.Control = &ControlState{Token: w.ctl.token != nil}
+	}
 	return st
 }
 

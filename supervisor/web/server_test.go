@@ -99,7 +99,7 @@ func TestProbes(t *testing.T) {
 // TestStatusShape pins the JSON field names of /status: the console and
 // users' scripts depend on them.
 func TestStatusShape(t *testing.T) {
-	node := 1
+	node, stuckAt := 1, int64(7)
 	src := &fakeSource{status: Status{
 		Mode: ModeSwarm,
 		Time: time.Date(2026, 11, 5, 10, 0, 0, 0, time.UTC),
@@ -107,7 +107,7 @@ func TestStatusShape(t *testing.T) {
 		Consumers: []Consumer{{Name: "orders", Group: "g", Node: &node, Ready: Check{OK: true}, Processed: 42,
 			StuckAfterSeconds: 30, KafkaError: "broker down",
 			Partitions: []Partition{{Topic: "orders", Partition: 3, Owner: "w-1", Committed: -1, HighWatermark: 10, Lag: 10,
-				InFlight: 2, Paused: true, OldestUnfinishedSeconds: 31.5}}}},
+				InFlight: 2, Paused: true, OldestUnfinishedSeconds: 31.5, OldestUnfinishedOffset: &stuckAt}}}},
 		Nodes:  []Node{{Index: 1, PID: 99, State: "running", RSSBytes: 1 << 20, SinceReportSeconds: 0.5, Ready: true}},
 		Config: &ConfigState{LoadedAt: time.Date(2026, 11, 5, 9, 0, 0, 0, time.UTC), Reloads: 2, Refused: 1, LastError: "consumers[0].concurrency: must be at least 1"},
 	}}
@@ -131,8 +131,8 @@ func TestStatusShape(t *testing.T) {
 	want := map[string][]string{
 		"status":    {"config", "consumers", "live", "mode", "nodes", "ready", "time"},
 		"config":    {"last_error", "loaded_at", "refused", "reloads"},
-		"consumer":  {"assigned_partitions", "buffered", "commits", "committed", "concurrency", "dead_lettered", "failed", "fetched", "group", "in_flight", "inherited", "kafka_error", "lag", "name", "node", "output_errors", "outputs", "partitions", "paused", "paused_partitions", "processed", "rate_limit", "ready", "restarts", "retries", "skipped", "stuck_after_seconds"},
-		"partition": {"buffered", "committed", "held", "high_watermark", "in_flight", "lag", "oldest_unfinished_seconds", "owner", "partition", "paused", "topic"},
+		"consumer":  {"assigned_partitions", "buffered", "commits", "committed", "concurrency", "dead_lettered", "failed", "fetched", "group", "in_flight", "inherited", "kafka_error", "lag", "name", "node", "output_errors", "outputs", "partitions", "paused", "paused_partitions", "processed", "rate_limit", "ready", "restarts", "retries", "seeks", "skipped", "stuck_after_seconds"},
+		"partition": {"buffered", "committed", "held", "high_watermark", "in_flight", "lag", "oldest_unfinished_offset", "oldest_unfinished_seconds", "owner", "partition", "paused", "topic"},
 		"node": {"assigned_partitions", "buffered", "heap_bytes", "in_flight", "index", "lag", "last_exit", "partition_moves", "pid",
 			"processed", "ready", "restarts", "rss_bytes", "seconds_since_report", "state", "status_name"},
 	}
@@ -156,7 +156,7 @@ func TestStatusShape(t *testing.T) {
 		t.Errorf("time %v, mode %v", doc["time"], doc["mode"])
 	}
 	p := consumer.(map[string]any)["partitions"].([]any)[0].(map[string]any)
-	if p["committed"] != float64(-1) || p["oldest_unfinished_seconds"] != 31.5 || p["partition"] != float64(3) {
+	if p["committed"] != float64(-1) || p["oldest_unfinished_seconds"] != 31.5 || p["oldest_unfinished_offset"] != float64(7) || p["partition"] != float64(3) {
 		t.Errorf("partition %v", p)
 	}
 }

@@ -36,6 +36,17 @@ type Status struct {
 	Config *ConfigState `json:"config,omitempty"`
 	// Commands are the last control commands (http.control), oldest first.
 	Commands []CommandEntry `json:"commands,omitempty"`
+	// Control says whether this listener takes control commands, and how
+	// (the console offers its actions only then); absent when it does not.
+	Control *ControlState `json:"control,omitempty"`
+}
+
+// ControlState is how the listener takes control commands.
+type ControlState struct {
+	// Token: a command needs the bearer token of http.control_token_file
+	// (or a verified client certificate); else loopback clients need
+	// nothing.
+	Token bool `json:"token"`
 }
 
 // ConfigState is the life of a process's configuration: when the one
@@ -88,6 +99,7 @@ type Consumer struct {
 	Commits             int64 `json:"commits"`
 	Committed           int64 `json:"committed"`
 	Restarts            int64 `json:"restarts"`
+	Seeks               int64 `json:"seeks"` // partitions moved by a seek
 
 	InFlight           int64 `json:"in_flight"`
 	Buffered           int64 `json:"buffered"`
@@ -119,6 +131,9 @@ type Partition struct {
 	// OldestUnfinishedSeconds is the age of the oldest record fetched and
 	// not finished; 0: nothing unfinished.
 	OldestUnfinishedSeconds float64 `json:"oldest_unfinished_seconds"`
+	// OldestUnfinishedOffset is that record's offset, absent when nothing
+	// is unfinished: the record to skip when the partition is stuck.
+	OldestUnfinishedOffset *int64 `json:"oldest_unfinished_offset,omitempty"`
 }
 
 // Node is one node process of a swarm.
