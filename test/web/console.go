@@ -203,6 +203,44 @@ func (p *Page) Await(what, cond string, timeout time.Duration) {
 	}
 }
 
+// Click clicks the element selector names, waiting up to timeout for it
+// to be there. The page rebuilds its tables every second, so the lookup and
+// the click are one script: a rebuild cannot fall between them.
+func (p *Page) Click(what, selector string, timeout time.Duration) {
+	p.t.Helper()
+	p.Await("to click "+what, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e || e.disabled) return false; e.click(); return true })()`, selector), timeout)
+}
+
+// Type sets the value of the input selector names and sends it the input
+// event typing sends.
+func (p *Page) Type(selector, text string) {
+	p.t.Helper()
+	if !Eval[bool](p, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.value = %q;
+		e.dispatchEvent(new Event("input", { bubbles: true })); return true })()`, selector, text)) {
+		p.t.Fatalf("no input %s to type into", selector)
+	}
+}
+
+// ActionResult waits for the action panel's answer to a confirmed command
+// and returns whether it succeeded and its text.
+func (p *Page) ActionResult(timeout time.Duration) (bool, string) {
+	p.t.Helper()
+	p.Await("the answer to the command", `document.getElementById("action-result").dataset.ok !== ""`, timeout)
+	ok := Eval[string](p, `document.getElementById("action-result").dataset.ok`) == "true"
+	return ok, Eval[string](p, `document.getElementById("action-result").textContent`)
+}
+
+// Lag is the lag the row of partition topic/partition shows.
+func (p *Page) Lag(tp string) int64 {
+	p.t.Helper()
+	s := Eval[string](p, fmt.Sprintf(`(document.querySelector('tr[data-partition=%q]') || {dataset: {lag: "-1"}}).dataset.lag`, tp))
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		p.t.Fatalf("the row of %s shows lag %q", tp, s)
+	}
+	return n
+}
+
 // summary is the page's header and totals as text, for failure messages.
 func (p *Page) summary() string {
 	ctx, cancel := context.WithTimeout(p.tab, 5*time.Second)
