@@ -27,10 +27,13 @@ type healthServer struct {
 	quit   <-chan struct{} // closed when the control loop stops listening
 	hello  time.Duration   // how long a new connection has to say hello
 
-	mu    sync.Mutex
-	nodes map[int]int // live node pid → index
-	conns map[int]net.Conn
-	wg    sync.WaitGroup
+	mu      sync.Mutex
+	nodes   map[int]int // live node pid → index
+	conns   map[int]net.Conn
+	wmu     sync.Mutex                                 // one frame written at a time (Start, Command)
+	pending map[uint64]pendingCommand // commands sent, by id, until answered
+	nextID  uint64
+	wg      sync.WaitGroup
 }
 
 func listenHealth(log zerolog.Logger, events chan<- event, quit <-chan struct{}, hello time.Duration) (*healthServer, error) {
@@ -50,7 +53,7 @@ func listenHealth(log zerolog.Logger, events chan<- event, quit <-chan struct{},
 	}
 	h := &healthServer{
 		dir: dir, path: path, ln: ln, log: log, events: events, quit: quit, hello: hello,
-		nodes: map[int]int{}, conns: map[int]net.Conn{},
+		nodes: map[int]int{}, conns: map[int]net.Conn{}, pending: map[uint64]pendingCommand{},
 	}
 	h.wg.Add(1)
 	go h.accept()
@@ -216,6 +219,10 @@ func (h *healthServer) serve(c *net.UnixConn, pid, index int) {
 			}
 			return
 		}
+		if cr := f.GetCommandResult(); cr != nil {
+			h.answered(pid, cr)
+			continue
+		}
 		r := f.GetReport()
 		if r == nil {
 			log.Warn().Msg("health connection closed: a second hello")
@@ -247,10 +254,84 @@ func (h *healthServer) start(pid int) error {
 	if c == nil {
 		return errNotConnected
 	}
-	if err := c.SetWriteDeadline(time.Now().Add(startWriteTimeout)); err != nil {
+	return h.write(c, &swarmpb.Frame{Body: &swarmpb.Frame_Start{Start: &swarmpb.Start{}}}, startWriteTimeout)
+}
+
+func (h *healthServer) write(c net.Conn, f *swarmpb.Frame, wait time.Duration) error {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	if err := c.SetWriteDeadline(time.Now().Add(wait)); err != nil {
 		return err
 	}
-	return writeFrame(c, &swarmpb.Frame{Body: &swarmpb.Frame_Start{Start: &swarmpb.Start{}}})
+	return writeFrame(c, f)
+}
+
+// connected lists the nodes with a health connection now: pid → index.
+func (h *healthServer) connected() map[int]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[int]int, len(h.conns))
+	for pid := range h.conns {
+		out[pid] = h.nodes[pid]
+	}
+	return out
+}
+
+// errNoAnswer: a node did not answer a command in time.
+var errNoAnswer = errors.New("the node did not answer in time")
+
+// command sends node pid a control command (web.Command as JSON) and
+// waits, at most wait, for its answer. It runs on an HTTP handler's
+// goroutine, never the control loop.
+func (h *healthServer) command(pid int, cmd []byte, wait time.Duration) (*swarmpb.CommandResult, error) {
+	h.mu.Lock()
+	c := h.conns[pid]
+	h.nextID++
+	id := h.nextID
+	reply := make(chan *swarmpb.CommandResult, 1)
+	h.pending[id] = pendingCommand{pid: pid, reply: reply}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.pending, id)
+		h.mu.Unlock()
+	}()
+	if c == nil {
+		return nil, errNotConnected
+	}
+	if err := h.write(c, &swarmpb.Frame{Body: &swarmpb.Frame_Command{Command: &swarmpb.Command{Id: id, Json: cmd}}}, commandWriteTimeout); err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case r := <-reply:
+		return r, nil
+	case <-t.C:
+		return nil, errNoAnswer
+	case <-h.quit:
+		return nil, errNotConnected
+	}
+}
+
+// pendingCommand is a command sent to node pid, waiting for its answer.
+type pendingCommand struct {
+	pid   int
+	reply chan *swarmpb.CommandResult
+}
+
+// answered hands node pid's answer to the command waiting for it; one no
+// longer waited for (it timed out), or sent to another node, is dropped.
+func (h *healthServer) answered(pid int, r *swarmpb.CommandResult) {
+	h.mu.Lock()
+	p, ok := h.pending[r.GetId()]
+	h.mu.Unlock()
+	if ok && p.pid == pid {
+		select {
+		case p.reply <- r:
+		default:
+		}
+	}
 }
 
 func (h *healthServer) send(e event) bool {

@@ -104,8 +104,17 @@ type NodeOptions struct {
 	Version  string
 	Interval time.Duration          // swarm.node_report_interval
 	Report   func() *swarmpb.Report // the node's current health; called on the reporting goroutine
-	Log      zerolog.Logger
+	// Command carries out a control command the supervisor routed to this
+	// node (a supervisor/web.Command as JSON) and says how it went. It is
+	// called on a goroutine of its own, at most maxNodeCommands at once;
+	// nil: the node takes no commands (each is answered FAILED).
+	Command func(json []byte) (swarmpb.CommandOutcome, string)
+	Log     zerolog.Logger
 }
+
+// maxNodeCommands bounds the commands a node carries out at once; more are
+// answered BUSY.
+const maxNodeCommands = 4
 
 // Link is a node's connection to its supervisor. It reports on its own
 // goroutine, independent of message processing, and reads the supervisor's
@@ -113,6 +122,8 @@ type NodeOptions struct {
 // it was SIGKILLed, and when it says start (AwaitStart).
 type Link struct {
 	conn       net.Conn
+	wmu        sync.Mutex    // one frame written at a time: reports and command results
+	commands   chan struct{} // a slot per command being carried out (maxNodeCommands)
 	awaitStart bool          // Node.AwaitStart
 	started    chan struct{} // closed by the reader on the Start frame
 	lost       chan struct{}
@@ -136,9 +147,10 @@ func (n Node) Join(o NodeOptions) (*Link, error) {
 		conn.Close()
 		return nil, fmt.Errorf("swarm node %d: hello: %w", n.Index, err)
 	}
-	l := &Link{conn: conn, awaitStart: n.AwaitStart, started: make(chan struct{}), lost: make(chan struct{}), stop: make(chan struct{})}
+	l := &Link{conn: conn, awaitStart: n.AwaitStart, started: make(chan struct{}), lost: make(chan struct{}), stop: make(chan struct{}),
+		commands: make(chan struct{}, maxNodeCommands)}
 	l.wg.Add(2)
-	go l.read(o.Log)
+	go l.read(o)
 	go l.report(o)
 	o.Log.Info().Str("event", "swarm.node.after_fork").Msg("joined the swarm")
 	return l, nil
@@ -192,8 +204,9 @@ func (l *Link) Close() {
 // Close ended it, the supervisor is gone (it closed the connection or died)
 // and lost is closed. A malformed frame ends the link too: what follows it
 // cannot be read, and a supervisor that sends one is broken.
-func (l *Link) read(log zerolog.Logger) {
+func (l *Link) read(o NodeOptions) {
 	defer l.wg.Done()
+	log := o.Log
 	fr := newFrameReader(l.conn)
 	for {
 		f, err := fr.next()
@@ -210,6 +223,8 @@ func (l *Link) read(log zerolog.Logger) {
 			default:
 				close(l.started)
 			}
+		case *swarmpb.Frame_Command:
+			l.command(o, f.GetCommand())
 		default:
 			log.Warn().Str("frame", fmt.Sprintf("%T", f.Body)).Msg("the supervisor sent a frame a node does not expect: ignored")
 		}
@@ -221,14 +236,51 @@ func (l *Link) read(log zerolog.Logger) {
 	}
 }
 
+// commandWriteTimeout bounds writing a command's answer.
+const commandWriteTimeout = 5 * time.Second
+
+// command carries out a command on a goroutine of its own, so that the
+// reader goes on reading (a seek may take seconds), and answers it.
+func (l *Link) command(o NodeOptions, c *swarmpb.Command) {
+	answer := func(out swarmpb.CommandOutcome, res string) {
+		f := &swarmpb.Frame{Body: &swarmpb.Frame_CommandResult{CommandResult: &swarmpb.CommandResult{Id: c.GetId(), Outcome: out, Result: res}}}
+		if err := l.write(f, commandWriteTimeout); err != nil && !errors.Is(err, net.ErrClosed) {
+			o.Log.Warn().Err(err).Msg("the answer to a control command was not sent")
+		}
+	}
+	if o.Command == nil {
+		answer(swarmpb.CommandOutcome_COMMAND_OUTCOME_FAILED, "this node takes no control commands")
+		return
+	}
+	select {
+	case l.commands <- struct{}{}:
+	default:
+		answer(swarmpb.CommandOutcome_COMMAND_OUTCOME_BUSY, fmt.Sprintf("the node is carrying out %d commands already", maxNodeCommands))
+		return
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer func() { <-l.commands }()
+		answer(o.Command(c.GetJson()))
+	}()
+}
+
+// write sends one frame, bounded by wait.
+func (l *Link) write(f *swarmpb.Frame, wait time.Duration) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.conn.SetWriteDeadline(time.Now().Add(wait))
+	return writeFrame(l.conn, f)
+}
+
 func (l *Link) report(o NodeOptions) {
 	defer l.wg.Done()
 	t := time.NewTicker(o.Interval)
 	defer t.Stop()
 	for {
 		f := &swarmpb.Frame{Body: &swarmpb.Frame_Report{Report: o.Report()}}
-		l.conn.SetWriteDeadline(time.Now().Add(o.Interval))
-		if err := writeFrame(l.conn, f); err != nil {
+		if err := l.write(f, o.Interval); err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				o.Log.Warn().Err(err).Msg("health report not sent")
 			}

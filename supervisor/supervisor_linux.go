@@ -100,8 +100,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		r.health.close()
 		return err
 	}
+	var ctl web.Controller
+	if s.o.HTTP.Control {
+		ctl = nodeRouter{r.health}
+	}
 	srv, err := web.Start(web.Options{
 		Addr: s.o.HTTP.Listen, Key: "http.listen", Gatherer: s.gatherer(), Source: httpSource{s}, Limits: lim, TLS: tc, Log: r.log,
+		Control: ctl, ControlTokenFile: s.o.HTTP.ControlTokenFile,
 	})
 	if err != nil {
 		r.health.close()

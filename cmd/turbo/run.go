@@ -126,6 +126,7 @@ func run(ctx context.Context, cfg *config.Config, o runOptions) error {
 	if n := o.node; n != nil {
 		link, err := n.node.Join(supervisor.NodeOptions{
 			Version: version, Interval: cfg.Swarm.NodeReportInterval, Report: n.report, Log: log,
+			Command: control.Consumers(obs.running).Node,
 		})
 		if err != nil {
 			return err

@@ -102,8 +102,5 @@ func swarmChecks(cfg *config.Config) error {
 		return fmt.Errorf("%w: kafka.brokers: [%s] would start a separate broker in every node; a swarm needs a shared Kafka (e.g. `turbo dev`)",
 			config.ErrInvalid, config.EmbeddedBroker)
 	}
-	if cfg.HTTP.Control {
-		return fmt.Errorf("%w: http.control: pausing consumers is not available with turbo swarm yet (turbo run has it)", config.ErrInvalid)
-	}
 	return nil
 }
