@@ -22,11 +22,13 @@ type HTTP struct {
 	Listen string `mapstructure:"listen"`
 	// Control turns on the control commands, POST
 	// /consumers/{name}/{action}: pause and resume a consumer, a topic or a
-	// partition, retune concurrency and the rate limit, skip a record (off
-	// by default).
-	// Without ControlTokenFile they answer clients on the loopback interface
-	// only, and Listen must be a loopback address. They refuse requests a
-	// browser sends from another origin. `turbo run` only; it needs Listen.
+	// partition, retune concurrency and the rate limit, skip a record, move
+	// partitions to an offset or a time (off by default), and the console's
+	// buttons for them. Without ControlTokenFile they answer clients on the
+	// loopback interface only, and Listen must be a loopback address. They
+	// refuse requests a browser sends from another origin. On `turbo swarm`
+	// the supervisor's listener takes them and sends each to its nodes. It
+	// needs Listen.
 	Control bool `mapstructure:"control"`
 	// ControlTokenFile is a file holding the bearer token every control
 	// command must carry (Authorization: Bearer <token>), from any client:
