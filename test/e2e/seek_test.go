@@ -59,20 +59,9 @@ log: {level: info, format: json}
 	testkit.AwaitCommittedEnd(t, brokers, topic, topic, time.Minute)
 	ends := testkit.EndOffsets(t, brokers, topic)
 
-	// want[p](offset) is how many times each record must have been handled.
 	expect := func(what string, want func(p int32, off int64) int) {
 		t.Helper()
-		testkit.Eventually(t, 2*time.Minute, what, func() bool {
-			handled := ledger.Handled()
-			for p, end := range ends {
-				for off := int64(0); off < end; off++ {
-					if handled[fmt.Sprintf("%s/%d@%d", topic, p, off)] != want(p, off) {
-						return false
-					}
-				}
-			}
-			return true
-		})
+		awaitTimesHandled(t, ledger, topic, ends, what, want)
 		testkit.AwaitCommittedEnd(t, brokers, topic, topic, time.Minute)
 	}
 
@@ -120,6 +109,23 @@ log: {level: info, format: json}
 		t.Fatalf("%d overlaps of a key's records (%v)", rep.Overlaps, rep.Examples)
 	}
 	t.Logf("FIGURES replay broker=%s first-batch-ends=%v ends=%v", brokerKind(), firstEnds, ends)
+}
+
+// awaitTimesHandled waits until every record of topic below ends has been
+// handled want(partition, offset) times, as the ledger counts.
+func awaitTimesHandled(t *testing.T, ledger *testkit.Ledger, topic string, ends map[int32]int64, what string, want func(p int32, off int64) int) {
+	t.Helper()
+	testkit.Eventually(t, 2*time.Minute, what, func() bool {
+		handled := ledger.Handled()
+		for p, end := range ends {
+			for off := int64(0); off < end; off++ {
+				if handled[fmt.Sprintf("%s/%d@%d", topic, p, off)] != want(p, off) {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }
 
 // postJSON posts a control command and returns the status and the answer;
