@@ -30,7 +30,7 @@ type healthServer struct {
 	mu      sync.Mutex
 	nodes   map[int]int // live node pid → index
 	conns   map[int]net.Conn
-	wmu     sync.Mutex                                 // one frame written at a time (Start, Command)
+	wmu     sync.Mutex                // one frame written at a time (Start, Command)
 	pending map[uint64]pendingCommand // commands sent, by id, until answered
 	nextID  uint64
 	wg      sync.WaitGroup
