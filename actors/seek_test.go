@@ -136,3 +136,26 @@ func TestSeekReplaysAndPassesOver(t *testing.T) {
 		})
 	}
 }
+
+// TestSeekRefusedUnderExactlyOnce: with output.exactly_once a seek would
+// commit outside the transactions, so it is refused, saying what to do,
+// and nothing moves.
+func TestSeekRefusedUnderExactlyOnce(t *testing.T) {
+	t.Parallel()
+	c := harness.Consumer("seek-eos", "t")
+	c.Output.ExactlyOnce = true
+	c.Output.TransactionalID = "seek-eos"
+	c.Output.Topic = "out"
+	hs := harness.New(t, harness.Config{Consumer: c}, nil)
+	hs.Feed(harness.Seq("t", 0, 0, 20, 2)...)
+	hs.Assign("t", 0)
+	hs.AwaitHandled(20)
+	hs.AwaitAllCommitted()
+	_, err := hs.Seek(actors.SeekTo{Topic: "t", Partitions: []int32{0}, Offset: 0})
+	if !errors.Is(err, actors.ErrSeekRefused) || !strings.Contains(err.Error(), "output.exactly_once") || !strings.Contains(err.Error(), "reset its offsets") {
+		t.Fatalf("a seek under exactly once: %v, want it refused, naming output.exactly_once and what to do", err)
+	}
+	if s := hs.Stats(); s.Seeks != 0 || hs.TimesHandled("t", 0, 0) != 1 {
+		t.Fatalf("after the refused seek: %d seeks, t/0@0 handled %d times; want 0 and 1", s.Seeks, hs.TimesHandled("t", 0, 0))
+	}
+}
