@@ -173,8 +173,9 @@ type seeking struct {
 	res SeekResult
 }
 
-// handleSeek starts a seek: it judges the request, and moves at once to an
-// offset, or asks the side for the offsets at a time.
+// handleSeek starts a seek: it judges the request and asks the side for
+// the owned partitions' offsets at the time, or for their ends (which an
+// offset must not pass); applySeek takes the answer.
 func (p *clientProxy) handleSeek(c actor.Context, m *seekPartitions) {
 	refuse := func(format string, a ...any) {
 		m.reply <- seekAnswer{err: fmt.Errorf("%w: "+format, append([]any{ErrSeekRefused}, a...)...)}
@@ -207,7 +208,6 @@ func (p *clientProxy) handleSeek(c actor.Context, m *seekPartitions) {
 			res.NotOwned = append(res.NotOwned, tp)
 		}
 	}
-	slices.SortFunc(owned, func(a, b partitionHWM) int { return compareTP(a.tp, b.tp) })
 	if len(owned) == 0 {
 		m.reply <- seekAnswer{res: res}
 		return
@@ -236,6 +236,7 @@ func (p *clientProxy) applySeek(c actor.Context, marks []partitionHWM, err error
 		s.req.reply <- seekAnswer{err: fmt.Errorf("%w: looking up %s: %w", ErrSeekRefused, what, err)}
 		return
 	}
+	slices.SortFunc(marks, func(a, b partitionHWM) int { return compareTP(a.tp, b.tp) }) // the answer in partition order
 	if to.Time.IsZero() {
 		for i, mk := range marks { // each partition's end
 			if to.Offset > mk.hwm {
