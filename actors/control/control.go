@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/turbokafka/turbo/actors"
 	"github.com/turbokafka/turbo/config"
@@ -54,6 +55,11 @@ func Do(c *actors.Consumer, cmd web.Command) (string, error) {
 	return "", fmt.Errorf("%w: no action %q", web.ErrBadCommand, cmd.Action)
 }
 
+// commandWait bounds a command's wait for its consumer: under the HTTP
+// server's write timeout (10 s) and a swarm supervisor's wait for its
+// nodes (8 s), so that the client gets this answer, not a cut connection.
+const commandWait = 7 * time.Second
+
 func seek(c *actors.Consumer, cmd web.Command) (string, error) {
 	to := actors.SeekTo{Topic: cmd.Topic}
 	if cmd.Partition != nil {
@@ -64,7 +70,9 @@ func seek(c *actors.Consumer, cmd web.Command) (string, error) {
 	} else {
 		to.Offset = *cmd.Offset
 	}
-	res, err := c.Seek(context.Background(), to)
+	ctx, cancel := context.WithTimeout(context.Background(), commandWait)
+	defer cancel()
+	res, err := c.Seek(ctx, to)
 	switch {
 	case errors.Is(err, actors.ErrSeekRefused):
 		return "", fmt.Errorf("%w: %w", web.ErrBadCommand, err)
