@@ -278,7 +278,11 @@ func TestFileDescriptorsStayFlatAcrossRestarts(t *testing.T) {
 // Done means 9: a process that is not a node is refused, and a garbage
 // frame closes only its own connection.
 func TestHealthSocketRefusesStrangersAndSurvivesGarbage(t *testing.T) {
-	r := startSwarm(t, "garbage", fastSwarm(2))
+	cfg := fastSwarm(2)
+	// Restarts are what this test counts, so a node slow to start on a
+	// loaded machine must not be taken for a silent one.
+	cfg.NodeReportTimeout = 15 * time.Second
+	r := startSwarm(t, "garbage", cfg)
 	eventually(t, 10*time.Second, "both nodes reporting after their garbage", func() bool { return len(running(r.sup)) == 2 })
 	for _, n := range r.sup.Status() {
 		if n.Restarts != 0 {
