@@ -30,3 +30,9 @@ func WithWatermarkRefresh(opts Options, every time.Duration) Options {
 	opts.watermarkRefresh = every
 	return opts
 }
+
+// FranzQueueHigh is the franz-go side's queue high mark in records: past it
+// a partition is paused in the client even while it waits only for credits.
+// A test that needs a stuck partition paused on both sides holds more than
+// this many records in it.
+var FranzQueueHigh = marksFor(maxPartitionFetch).high

@@ -31,9 +31,17 @@ func marksFor(fetch int32) queueMarks {
 }
 
 // franzFeed feeds one claim from the records the poll loop delivers, and
-// pauses and resumes its partition in the client (see the queue bounds,
-// and pauseAfter: a partition starved of credits, or out of bytes, is
-// paused too, and resumed once its queue is empty, as on the sarama side).
+// pauses and resumes its partition in the client: at the queue's marks, and
+// at once when the claim is out of byte credits (then resumed once its queue
+// is empty, as on the sarama side).
+//
+// A partition merely waiting for record credits is not paused, unlike on
+// the sarama side: its queue's high mark already bounds what the client
+// fetches of it, and each of the client's pause and resume calls copies its
+// whole set of paused partitions. At 4,096 partitions sharing a budget of a
+// thousand or so records, most wait for credits at any moment, and pausing
+// each after a while and resuming it once served made thousands of those
+// copies of thousands of partitions: a quarter of turbo's CPU.
 type franzFeed struct {
 	g      *franzGroup
 	pauses *fetchPauses // the client's
@@ -49,8 +57,7 @@ type franzFeed struct {
 	loseOnce   sync.Once
 	returned   chan struct{} // closed when the claim goroutine has returned
 
-	starved *time.Timer // set on first use
-	marks   queueMarks
+	marks queueMarks
 
 	mu     sync.Mutex
 	queue  []*kgo.Record
@@ -158,42 +165,24 @@ func (f *franzFeed) ending() claimEnd {
 	}
 }
 
-// idle implements claimFeed: a partition out of bytes is paused at once,
-// one starved of credits after pauseAfter.
+// idle implements claimFeed: a partition out of bytes is paused at once;
+// one waiting for record credits only waits (see franzFeed).
 func (f *franzFeed) idle(gt *gate) claimEnd {
 	if end := f.ending(); end != readOn {
 		return end
 	}
 	f.mu.Lock()
-	paused := f.paused
-	if !paused && gt.outOfBytes() {
+	pause := !f.paused && gt.outOfBytes()
+	if pause {
 		f.paused = true
 	}
 	f.mu.Unlock()
-	if !paused && gt.outOfBytes() {
+	if pause {
 		f.pauseInClient()
 		return readOn
 	}
-	var starved <-chan time.Time
-	if !paused {
-		if f.starved == nil {
-			f.starved = time.NewTimer(pauseAfter)
-		} else {
-			f.starved.Reset(pauseAfter)
-		}
-		defer f.starved.Stop()
-		starved = f.starved.C
-	}
 	select {
 	case <-gt.wake:
-	case <-starved:
-		f.mu.Lock()
-		pause := !f.paused
-		f.paused = true
-		f.mu.Unlock()
-		if pause {
-			f.pauseInClient()
-		}
 	case <-f.revoked:
 		return endRevoked
 	case <-f.lost:
@@ -298,9 +287,6 @@ func (f *franzFeed) ended(end claimEnd, fc finalCommit) {
 
 // close gives back the stats of what the claim still had queued, or paused.
 func (f *franzFeed) close() {
-	if f.starved != nil {
-		f.starved.Stop()
-	}
 	f.mu.Lock()
 	f.closed = true
 	n := len(f.queue) - f.head
@@ -325,6 +311,9 @@ func (f *franzFeed) close() {
 // With output.exactly_once its commits are transactions instead (txn.go):
 // the marks reach the transaction loop through transact, and Commit has
 // the loop commit.
+//
+// Lock order: the group's mutex, then the session's (mu); nothing that
+// holds mu takes the group's.
 type franzSession struct {
 	g        *franzGroup
 	txn      *txnLoop   // exactly once; nil otherwise
@@ -492,38 +481,26 @@ func (s *franzSession) commitOnce(cl *kgo.Client, memberID string, generation in
 	if id := s.g.instanceID; id != "" {
 		req.InstanceID = &id
 	}
-	type sent struct {
-		tp TopicPartition
-		m  franzMark
+	all := s.takeDirty()
+	if len(all) == 0 {
+		return 0, nil
 	}
-	var all []sent
 	byTopic := map[string]int{}
-	s.mu.Lock()
-	for tp, m := range s.marks {
-		if !m.dirty {
-			continue
-		}
-		m.dirty = false
-		s.marks[tp] = m
-		all = append(all, sent{tp, m})
-		i, ok := byTopic[tp.Topic]
+	for _, x := range all {
+		i, ok := byTopic[x.tp.Topic]
 		if !ok {
 			i = len(req.Topics)
-			byTopic[tp.Topic] = i
+			byTopic[x.tp.Topic] = i
 			t := kmsg.NewOffsetCommitRequestTopic()
-			t.Topic = tp.Topic
-			t.TopicID = s.g.topicIDOf(tp)
+			t.Topic = x.tp.Topic
+			t.TopicID = s.g.topicIDOf(x.tp)
 			req.Topics = append(req.Topics, t)
 		}
 		p := kmsg.NewOffsetCommitRequestTopicPartition()
-		p.Partition, p.Offset, p.LeaderEpoch = tp.Partition, m.offset, -1
-		meta := m.meta
+		p.Partition, p.Offset, p.LeaderEpoch = x.tp.Partition, x.m.offset, -1
+		meta := x.m.meta
 		p.Metadata = &meta
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
-	}
-	s.mu.Unlock()
-	if len(all) == 0 {
-		return 0, nil
 	}
 	failed := map[TopicPartition]error{}
 	ctx, cancel := context.WithDeadline(s.g.killCtx, deadline)
@@ -561,6 +538,33 @@ func (s *franzSession) commitOnce(cl *kgo.Client, memberID string, generation in
 		}
 	}
 	return len(all), err
+}
+
+// sentMark is a mark as a commit sent it.
+type sentMark struct {
+	tp TopicPartition
+	m  franzMark
+}
+
+// takeDirty returns the marks not committed yet, and marks them clean (a
+// failed commit makes them dirty again). It holds the session's lock alone:
+// the group's lock is taken with the session's held (endClaims forgets a
+// partition), so the session's must never be held while taking the
+// group's; a commit that did so while the group ended its claims stopped
+// them both, until shutdown_timeout gave up on the group.
+func (s *franzSession) takeDirty() []sentMark {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []sentMark
+	for tp, m := range s.marks {
+		if !m.dirty {
+			continue
+		}
+		m.dirty = false
+		s.marks[tp] = m
+		all = append(all, sentMark{tp, m})
+	}
+	return all
 }
 
 // topicIDOf returns the id of tp's topic as last read (zero when unknown).

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// A partition paused for want of credits resumes only once its claim has
+// A partition paused for want of byte credits resumes only once its claim has
 // taken everything queued, as on the sarama side (resuming earlier only
 // fetches what cannot run, and a partition stuck behind a key would flap
 // between paused and fetching); one paused for the queue's high mark
@@ -39,9 +40,9 @@ func TestFranzFeedResumesAsItsPauseSays(t *testing.T) {
 	}
 
 	marks := marksFor(maxPartitionFetch)
-	starved := &franzFeed{queue: queued(100), bytes: 100, paused: true, marks: marks}
-	if got := drain(starved); got != 100 {
-		t.Errorf("starved with 100 queued: resumed after %d taken, want 100 (the last)", got)
+	outOfBytes := &franzFeed{queue: queued(100), bytes: 100, paused: true, marks: marks}
+	if got := drain(outOfBytes); got != 100 {
+		t.Errorf("paused out of bytes with 100 queued: resumed after %d taken, want 100 (the last)", got)
 	}
 
 	n := marks.low + 500
@@ -57,10 +58,10 @@ func TestFranzFeedResumesAsItsPauseSays(t *testing.T) {
 	unread.back = &kgo.Record{Offset: 99, Value: []byte("v")}
 	unread.bytes++
 	if _, _, resume := unread.take(true); resume {
-		t.Error("starved feed resumed with a record still queued")
+		t.Error("feed paused out of bytes resumed with a record still queued")
 	}
 	if _, _, resume := unread.take(true); !resume {
-		t.Error("starved feed not resumed once its queue was empty")
+		t.Error("feed paused out of bytes not resumed once its queue was empty")
 	}
 }
 
@@ -171,5 +172,58 @@ func TestAClaimIsNotAliveAfterItsMemberLostItsPartitions(t *testing.T) {
 		if got := life.alive(c.memberID, c.losses); got != c.want {
 			t.Errorf("%s: alive = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A commit must not hold the session's lock while it takes the group's:
+// endClaims holds the group's while it forgets a partition in the session,
+// and at 4,096 partitions a stop's commits and its ending claims met there
+// and stopped each other until shutdown_timeout. Here the group's lock is
+// held throughout, as endClaims holds it: the commit must take its marks
+// and let go of the session, so that forget goes through.
+func TestCommitLetsGoOfTheSessionBeforeTakingTheGroup(t *testing.T) {
+	killed, kill := context.WithCancel(context.Background())
+	kill() // the request itself fails at once: what is tested is the locking
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	g := &franzGroup{groupID: "g", killCtx: killed}
+	tp := TopicPartition{Topic: "t", Partition: 3}
+	s := &franzSession{g: g, marks: map[TopicPartition]franzMark{tp: {offset: 7, dirty: true}}}
+
+	g.mu.Lock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.commitOnce(cl, "member", 1, time.Now().Add(time.Second))
+		done <- err
+	}()
+	taken := false
+	for deadline := time.Now().Add(5 * time.Second); !taken && time.Now().Before(deadline); {
+		if s.mu.TryLock() {
+			taken = !s.marks[tp].dirty
+			s.mu.Unlock()
+		}
+		if !taken {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if !taken {
+		g.mu.Unlock()
+		t.Fatal("timed out after 5s waiting for the commit to take its marks and let go of the session while the group's lock is held")
+	}
+	s.forget(tp) // endClaims, still holding the group's lock
+	g.mu.Unlock()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a commit to no broker with its context cancelled succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("timed out after 5s waiting for the commit to return once the group's lock was free")
+	}
+	if _, ok := s.marks[tp]; ok {
+		t.Error("the partition forgotten during the commit was marked again by its failure")
 	}
 }

@@ -158,8 +158,9 @@ func TestLagOfPausedConsumerInMemory(t *testing.T) {
 func TestLagOfStuckPartitionCountsTheWholeBacklog(t *testing.T) {
 	t.Parallel()
 	// key-0's records fill its partition's share (11) while the other
-	// keys finish: the partition is paused with a backlog behind them.
-	const first, more = 2000, 2000
+	// keys finish: the partition is paused with a backlog behind them
+	// (on the franz-go side once its queue is past the high mark).
+	first, more := 2*(actors.FranzQueueHigh+1000), 2000
 	r := newRun(t, 2, first, 20)
 	release := make(chan struct{})
 	defer close(release)

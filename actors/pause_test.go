@@ -17,7 +17,17 @@ import (
 // (test/chaos, TestRebalancesUnderLoad).
 func TestPartitionPausedWhenRevokedIsReadWhenItComesBack(t *testing.T) {
 	t.Parallel() // most of its time is spent waiting: for sessions, joins, handlers
-	r := newRun(t, 4, 400, 40)
+	// Enough records that a partition is paused on either side: sarama's
+	// once its claim has lacked credits for pauseAfter, franz-go's once its
+	// queue is past the high mark.
+	// The keys spread unevenly (by hash), hence a margin, checked.
+	records := 6 * (actors.FranzQueueHigh + 100)
+	r := newRun(t, 4, records, 400)
+	for p, end := range testkit.EndOffsets(t, r.brokers, r.topic) {
+		if end <= int64(actors.FranzQueueHigh)+20 {
+			t.Fatalf("partition %d got %d records: too few to be paused on the franz-go side", p, end)
+		}
+	}
 	release := make(chan struct{})
 	ledger := testkit.NewLedger(0)
 	slow := actors.HandlerFunc(func(ctx context.Context, rec *actors.Record) error {
@@ -34,12 +44,12 @@ func TestPartitionPausedWhenRevokedIsReadWhenItComesBack(t *testing.T) {
 	})
 	a := r.start(c, slow)
 	// Every partition's share of the budget (11) is taken and the handlers
-	// hold their records: after pauseAfter (100 ms) the claims pause them.
+	// hold their records: the claims pause them (see above).
 	testkit.Eventually(t, 30*time.Second, "member a to hold 4 partitions and fill its budget", func() bool {
 		s := a.Stats()
 		return s.Assigned == 4 && s.Fetched >= 44
 	})
-	testkit.Eventually(t, 30*time.Second, "member a to pause its 4 starved partitions", func() bool { return a.Stats().Paused == 4 })
+	testkit.Eventually(t, 30*time.Second, "member a to pause its 4 stuck partitions", func() bool { return a.Stats().Paused == 4 })
 	// b takes two partitions (revoked from a while paused), then leaves:
 	// they come back to a.
 	b := r.start(c, slow)
@@ -48,7 +58,7 @@ func TestPartitionPausedWhenRevokedIsReadWhenItComesBack(t *testing.T) {
 	stop(t, b)
 	testkit.Eventually(t, 60*time.Second, "member a to hold 4 partitions again", func() bool { return a.Stats().Assigned == 4 })
 	r.waitCommitted(c.Group, 60*time.Second)
-	if rep := ledger.Report(); rep.Distinct != 400 || rep.Overlaps != 0 || rep.OrderViolations != 0 {
-		t.Errorf("ledger %+v: want 400 records, no overlap, in order", rep)
+	if rep := ledger.Report(); rep.Distinct != records || rep.Overlaps != 0 || rep.OrderViolations != 0 {
+		t.Errorf("ledger %+v: want %d records, no overlap, in order", rep, records)
 	}
 }

@@ -23,7 +23,9 @@ import (
 // waited, in production, and TurboLagGrowing could not fire for it.)
 func TestLagOfStuckPartitionOverHTTP(t *testing.T) {
 	t.Parallel()
-	const first, more = 2000, 2000
+	// Enough that key-0's partition is paused on either side: on the
+	// franz-go side once more than 4,096 records wait in its queue.
+	const first, more = 12_000, 2000
 	topic := testkit.TopicName("lag")
 	addr := testkit.Cluster(t, 2, topic)
 	testkit.ProduceWithBinary(t, addr, topic, first, 20)
