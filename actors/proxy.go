@@ -328,6 +328,9 @@ func (p *clientProxy) reshare(c actor.Context) {
 func (p *clientProxy) resizeGates() {
 	if n := len(p.parts); n > 0 {
 		m := 1 << bits.Len(uint(n-1)) // n rounded up to a power of two
+		if p.readAhead != nil && p.readAhead.setPartitions(m) {
+			p.budget = p.readAhead.budget()
+		}
 		floor, floorBytes := max(1, p.floorBudget()/(2*m)), max(1, p.budgetBytes/int64(2*m))
 		if floor != p.floor || floorBytes != p.floorBytes {
 			p.floor, p.floorBytes = floor, floorBytes

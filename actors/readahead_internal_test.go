@@ -78,3 +78,38 @@ func TestReadAheadFollowsTheWork(t *testing.T) {
 		t.Fatalf("batches of 5,000: starting budget %d, want 5,004 (a batch must be able to fill)", batch.budget())
 	}
 }
+
+// The floor grows with the partitions owned (readAheadPerPartition each,
+// within max_buffered): a budget of a thousand records over 512 partitions
+// made every claim read one or two records at a time. A raised floor lifts
+// the budget at once; a lowered one leaves a higher target to the rate.
+func TestReadAheadFloorFollowsThePartitions(t *testing.T) {
+	t.Parallel()
+	r := newReadAhead(16, 20_000, 1)
+	if r.setPartitions(8) || r.budget() != 16+minReadAhead {
+		t.Fatalf("8 partitions: budget %d, want %d unchanged (their floor is below minReadAhead)", r.budget(), 16+minReadAhead)
+	}
+	if !r.setPartitions(512) || r.budget() != 16+512*readAheadPerPartition {
+		t.Fatalf("512 partitions: budget %d, want %d, reported as changed", r.budget(), 16+512*readAheadPerPartition)
+	}
+	if !r.setPartitions(4096) || r.budget() != 16+20_000 {
+		t.Fatalf("4,096 partitions: budget %d, want max_buffered's %d", r.budget(), 16+20_000)
+	}
+	if r.setPartitions(8) || r.budget() != 16+20_000 || r.floor != minReadAhead {
+		t.Fatalf("back to 8 partitions: budget %d floor %d, want the budget kept (%d) and the floor %d", r.budget(), r.floor, 16+20_000, minReadAhead)
+	}
+	// The rate now decays the budget to the lower floor.
+	at := time.Unix(1000, 0)
+	r.sample(at, 0)
+	for range 40 {
+		at = at.Add(readAheadEvery)
+		r.sample(at, 0)
+	}
+	if r.budget() != 16+minReadAhead {
+		t.Fatalf("no work for 10 s after the partitions left: budget %d, want the floor's %d", r.budget(), 16+minReadAhead)
+	}
+	small := newReadAhead(16, 500, 1)
+	if small.setPartitions(4096) || small.budget() != 16+500 {
+		t.Fatalf("max_buffered 500: budget %d at 4,096 partitions, want %d (max_buffered bounds the floor)", small.budget(), 16+500)
+	}
+}
