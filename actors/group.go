@@ -689,7 +689,25 @@ func (f *saramaFeed) idle(gt *gate) claimEnd {
 			return f.end()
 		}
 		f.flow.hold(m)
-		f.g.stats.readAhead.Add(1)
+		// And whatever else sarama has delivered already, in this one
+		// call: a claim without credits would otherwise go round the
+		// loop, asking its gate for credits, once per record.
+		n := int64(1)
+	drain:
+		for {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					f.g.stats.readAhead.Add(n)
+					return f.end()
+				}
+				f.flow.hold(m)
+				n++
+			default:
+				break drain
+			}
+		}
+		f.g.stats.readAhead.Add(n)
 		if !paused && f.flow.starved() {
 			f.pause()
 		}
