@@ -134,7 +134,8 @@ type Consumer struct {
 	// MaxBuffered is the most fetched records that may wait for a worker
 	// before fetching pauses (back-pressure). Within it the read-ahead sizes
 	// itself to about a second of work at the rate records finish, and
-	// never below 1,000 records (or a batch's max_records, if larger).
+	// never below 1,000 records, 32 per partition owned, or a batch's
+	// max_records, whichever is largest.
 	MaxBuffered int `mapstructure:"max_buffered"`
 	// MaxBufferedBytes bounds the bytes (keys, values and headers) of the
 	// records fetched and not yet finished, running ones included: the byte
