@@ -204,9 +204,15 @@ func assemble[M any](c *claim, feed claimFeed[M], first M, n int, room int64) (b
 // into). A claim's arena is used by its goroutine alone.
 type keyArena struct{ chunk []byte }
 
-// keyChunk is the size of an arena's chunks; keys above a quarter of it get
-// an allocation of their own, so a chunk wastes at most a quarter.
-const keyChunk = 4 << 10
+// keyChunk is the largest size of an arena's chunks; keys above a quarter
+// of it get an allocation of their own, so a chunk wastes at most a
+// quarter. A claim's first chunk is firstKeyChunk and each next one twice
+// the last: at 4,096 partitions, each with a few dozen records, a first
+// chunk of keyChunk held 16 MiB for a few hundred KiB of keys.
+const (
+	keyChunk      = 4 << 10
+	firstKeyChunk = 256
+)
 
 // copy returns a private copy of key as a string.
 func (a *keyArena) copy(key []byte) string {
@@ -217,7 +223,7 @@ func (a *keyArena) copy(key []byte) string {
 	case n > keyChunk/4:
 		return string(key)
 	case n > cap(a.chunk)-len(a.chunk):
-		a.chunk = make([]byte, 0, keyChunk)
+		a.chunk = make([]byte, 0, max(n, min(keyChunk, max(firstKeyChunk, 2*cap(a.chunk)))))
 	}
 	from := len(a.chunk)
 	a.chunk = append(a.chunk, key...) // within capacity: never moves

@@ -147,6 +147,21 @@ func TestKeyArena(t *testing.T) {
 	if got := a.copy(nil); got != "" {
 		t.Fatalf("nil key copied as %q", got)
 	}
+	// A claim with a few keys holds a small chunk: the chunks start at
+	// firstKeyChunk and double up to keyChunk.
+	var few keyArena
+	for i := range 20 {
+		few.copy(fmt.Appendf(nil, "key-%04d", i))
+	}
+	if c := cap(few.chunk); c > firstKeyChunk {
+		t.Fatalf("20 keys of 8 bytes hold a chunk of %d bytes, want at most %d", c, firstKeyChunk)
+	}
+	for i := range 600 {
+		few.copy(fmt.Appendf(nil, "key-%04d", i))
+	}
+	if c := cap(few.chunk); c != keyChunk {
+		t.Fatalf("after 4,960 bytes of keys the chunk is %d bytes, want %d (doubled up to it)", c, keyChunk)
+	}
 }
 
 // TestClaimLostMidBatch: once the partition is lost, not one more record of
