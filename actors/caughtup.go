@@ -159,26 +159,16 @@ type target struct {
 // them before --exit-on-idle could start waiting). Any partition whose
 // offset is not learnt is an error naming it.
 func listOffsets(client sarama.Client, tps []TopicPartition, at int64) (map[TopicPartition]int64, error) {
-	type leader struct {
-		b    *sarama.Broker
-		req  *sarama.OffsetRequest
-		asks []TopicPartition
-	}
-	var leaders []*leader
-	byID := map[int32]*leader{}
-	for _, tp := range tps {
-		b, err := client.Leader(tp.Topic, tp.Partition)
-		if err != nil {
-			return nil, fmt.Errorf("%s: leader: %w", tp, err)
-		}
-		l := byID[b.ID()]
-		if l == nil {
-			l = &leader{b: b, req: sarama.NewOffsetRequest(client.Config().Version)}
-			byID[b.ID()] = l
-			leaders = append(leaders, l)
-		}
-		l.req.AddBlock(tp.Topic, tp.Partition, at, 1)
-		l.asks = append(l.asks, tp)
+	var unknown error
+	leaders := offsetRequests(tps, func(tp TopicPartition) TopicPartition { return tp }, func(TopicPartition) int64 { return at },
+		client.Leader, func() *sarama.OffsetRequest { return sarama.NewOffsetRequest(client.Config().Version) },
+		func(tp TopicPartition, err error) {
+			if unknown == nil {
+				unknown = fmt.Errorf("%s: leader: %w", tp, err)
+			}
+		})
+	if unknown != nil {
+		return nil, unknown
 	}
 	out := make(map[TopicPartition]int64, len(tps))
 	for _, l := range leaders {

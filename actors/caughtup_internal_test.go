@@ -1,16 +1,13 @@
 package actors
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/turbokafka/turbo/actors/embedded"
 	"github.com/turbokafka/turbo/config"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,17 +17,7 @@ import (
 func TestListOffsetsOneRequestPerLeader(t *testing.T) {
 	t.Parallel()
 	const topic = "ends"
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(12, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	brokers := cluster.ListenAddrs()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := embedded.Produce(ctx, embedded.ProduceOptions{Brokers: brokers, Topic: topic, Count: 600, Keys: 60}); err != nil {
-		t.Fatal(err)
-	}
+	cluster, brokers := threeBrokers(t, topic, 12, 600)
 	var mu sync.Mutex
 	requests := 0
 	cluster.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {

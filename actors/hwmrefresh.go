@@ -116,6 +116,40 @@ func (a *kafkaAux) watermarks() {
 	}
 }
 
+// leaderAsks is one ListOffsets request to a leader broker, and the
+// partitions it asks about.
+type leaderAsks[P any] struct {
+	b    *sarama.Broker
+	req  *sarama.OffsetRequest
+	asks []P
+}
+
+// offsetRequests groups ps by their leader broker (leader), one request
+// (newReq) per leader asking for each partition's offset at(p); a
+// partition whose leader is not known goes to failed.
+func offsetRequests[P any](ps []P, tp func(P) TopicPartition, at func(P) int64, leader func(string, int32) (*sarama.Broker, error),
+	newReq func() *sarama.OffsetRequest, failed func(P, error)) []*leaderAsks[P] {
+	var leaders []*leaderAsks[P]
+	byID := map[int32]*leaderAsks[P]{}
+	for _, p := range ps {
+		t := tp(p)
+		b, err := leader(t.Topic, t.Partition)
+		if err != nil {
+			failed(p, err)
+			continue
+		}
+		l := byID[b.ID()]
+		if l == nil {
+			l = &leaderAsks[P]{b: b, req: newReq()}
+			byID[b.ID()] = l
+			leaders = append(leaders, l)
+		}
+		l.req.AddBlock(t.Topic, t.Partition, at(p), 1)
+		l.asks = append(l.asks, p)
+	}
+	return leaders
+}
+
 // refreshWatermarks hands q to the refresh goroutine unless it is busy: a
 // refresh is under way, and the proxy asks again at its next tick.
 func (a *kafkaAux) refreshWatermarks(q []partitionHWM) {
@@ -131,30 +165,12 @@ func (a *kafkaAux) refreshWatermarks(q []partitionHWM) {
 // what it learnt, and an error naming what failed.
 func (a *kafkaAux) latestOffsets(q []partitionHWM) ([]partitionHWM, error) {
 	var errs []error
-	type leader struct {
-		b    *sarama.Broker
-		req  *sarama.OffsetRequest
-		asks []partitionHWM
-	}
-	var leaders []*leader
-	byID := map[int32]*leader{}
-	for _, p := range q {
-		b, err := a.client.Leader(p.tp.Topic, p.tp.Partition)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: leader: %w", p.tp, err))
-			continue
-		}
-		l := byID[b.ID()]
-		if l == nil {
+	leaders := offsetRequests(q, func(p partitionHWM) TopicPartition { return p.tp }, partitionHWM.listAt,
+		a.client.Leader, func() *sarama.OffsetRequest {
 			req := sarama.NewOffsetRequest(a.version)
 			req.IsolationLevel = a.isolation
-			l = &leader{b: b, req: req}
-			byID[b.ID()] = l
-			leaders = append(leaders, l)
-		}
-		l.req.AddBlock(p.tp.Topic, p.tp.Partition, p.listAt(), 1)
-		l.asks = append(l.asks, p)
-	}
+			return req
+		}, func(p partitionHWM, err error) { errs = append(errs, fmt.Errorf("%s: leader: %w", p.tp, err)) })
 	var out []partitionHWM
 	moved := map[string]bool{} // topics whose leaders changed
 	defer func() {

@@ -143,17 +143,7 @@ func TestDrainedFollowsARefreshedHighWatermark(t *testing.T) {
 func TestLatestOffsetsOneRequestPerLeader(t *testing.T) {
 	t.Parallel()
 	const topic = "hwm"
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(9, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	brokers := cluster.ListenAddrs()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := embedded.Produce(ctx, embedded.ProduceOptions{Brokers: brokers, Topic: topic, Count: 500, Keys: 50}); err != nil {
-		t.Fatal(err)
-	}
+	cluster, brokers := threeBrokers(t, topic, 9, 500)
 	var mu sync.Mutex
 	var asked []*kmsg.ListOffsetsRequest
 	cluster.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -263,4 +253,22 @@ func TestLagIsTheSumOfThePartitionsLag(t *testing.T) {
 			t.Fatalf("step %d: lag %d, the partitions' sum is %d", step, got, sum)
 		}
 	}
+}
+
+// threeBrokers starts a cluster of three brokers with topic over parts
+// partitions (their leaders spread among the brokers), holding records.
+func threeBrokers(t *testing.T, topic string, parts int32, records int) (*kfake.Cluster, []string) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(parts, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := embedded.Produce(ctx, embedded.ProduceOptions{Brokers: brokers, Topic: topic, Count: records, Keys: records / 10}); err != nil {
+		t.Fatal(err)
+	}
+	return cluster, brokers
 }
