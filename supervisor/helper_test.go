@@ -335,7 +335,7 @@ func TestStoppedSupervisorKeepsHealthyNodes(t *testing.T) {
 	cfg := helperSwarm()
 	h.await(t, 20*time.Second, "2 nodes running", func(l []map[string]any) bool { return controlsWithRunning(l, 0, 2) >= 3 })
 	forks := h.count(hook("fork"))
-	pause := 3 * cfg.NodeReportTimeout // well past node_report_timeout (1 s)
+	pause := cfg.NodeReportTimeout + 2*time.Second // well past node_report_timeout
 	if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
