@@ -79,6 +79,17 @@ func TestPartitionPauseHoldsAcrossARealRebalance(t *testing.T) {
 	if !held {
 		t.Fatalf("partition 0 is not shown held after coming back: %+v", a.Partitions())
 	}
+	// Held is also not fetched: the client stops fetching it (at once on
+	// the franz-go side, after pauseAfter on sarama's), rather than reading
+	// ahead what cannot start.
+	testkit.Eventually(t, 10*time.Second, "partition 0 paused in the Kafka client while held", func() bool {
+		for _, ps := range a.Partitions() {
+			if ps.TopicPartition == p0 {
+				return ps.Paused
+			}
+		}
+		return false
+	})
 	a.Resume(p0)
 	r.waitCommitted(c.Group, time.Minute)
 	mu.Lock()

@@ -32,8 +32,8 @@ func marksFor(fetch int32) queueMarks {
 
 // franzFeed feeds one claim from the records the poll loop delivers, and
 // pauses and resumes its partition in the client: at the queue's marks, and
-// at once when the claim is out of byte credits (then resumed once its queue
-// is empty, as on the sarama side).
+// at once when the claim is out of byte credits or held by Consumer.Pause
+// (then resumed once its queue is empty, as on the sarama side).
 //
 // A partition merely waiting for record credits is not paused, unlike on
 // the sarama side: its queue's high mark already bounds what the client
@@ -165,14 +165,15 @@ func (f *franzFeed) ending() claimEnd {
 	}
 }
 
-// idle implements claimFeed: a partition out of bytes is paused at once;
-// one waiting for record credits only waits (see franzFeed).
+// idle implements claimFeed: a partition out of bytes, or held
+// (Consumer.Pause), is paused at once; one waiting for record credits only
+// waits (see franzFeed).
 func (f *franzFeed) idle(gt *gate) claimEnd {
 	if end := f.ending(); end != readOn {
 		return end
 	}
 	f.mu.Lock()
-	pause := !f.paused && gt.outOfBytes()
+	pause := !f.paused && (gt.isHeld() || gt.outOfBytes())
 	if pause {
 		f.paused = true
 	}
