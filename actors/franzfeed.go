@@ -549,7 +549,7 @@ type sentMark struct {
 
 // takeDirty returns the marks not committed yet, and marks them clean (a
 // failed commit makes them dirty again). It holds the session's lock alone:
-// the group's lock is taken with the session's held (endClaims forgets a
+// endClaims takes the session's lock with the group's held (it forgets a
 // partition), so the session's must never be held while taking the
 // group's; a commit that did so while the group ended its claims stopped
 // them both, until shutdown_timeout gave up on the group.

@@ -692,14 +692,13 @@ func (f *saramaFeed) idle(gt *gate) claimEnd {
 		// And whatever else sarama has delivered already, in this one
 		// call: a claim without credits would otherwise go round the
 		// loop, asking its gate for credits, once per record.
-		n := int64(1)
+		n, closed := int64(1), false
 	drain:
 		for {
 			select {
-			case m, ok := <-msgs:
-				if !ok {
-					f.g.stats.readAhead.Add(n)
-					return f.end()
+			case m, ok = <-msgs:
+				if closed = !ok; closed {
+					break drain
 				}
 				f.flow.hold(m)
 				n++
@@ -708,6 +707,9 @@ func (f *saramaFeed) idle(gt *gate) claimEnd {
 			}
 		}
 		f.g.stats.readAhead.Add(n)
+		if closed {
+			return f.end()
+		}
 		if !paused && f.flow.starved() {
 			f.pause()
 		}
