@@ -96,7 +96,8 @@ func BenchmarkScaling(b *testing.B) {
 
 // judgeScaling judges the targets of the scaling table: peak RSS flat in
 // distinct keys; CPU per record at 512 partitions within 1.5× of 8, and at
-// 4,096 within 2× and under 200 MiB.
+// 4,096 within 2× and under 200 MiB; the most runners within 15 % of the
+// ideal.
 func judgeScaling(dims []scalingDim) {
 	for _, d := range dims {
 		if (d.name != "partitions" && d.name != "partitions-franz") || len(d.points) < 4 {
@@ -122,6 +123,14 @@ func judgeScaling(dims []scalingDim) {
 				"%.2f× and %.2f× (%.2f, %.2f, %.2f µs); %.0f MiB",
 				at512.cpuUS/at8.cpuUS, at4096.cpuUS/at8.cpuUS, at8.cpuUS, at512.cpuUS, at4096.cpuUS, at4096.rssMiB)
 		}
+	}
+	for _, d := range dims {
+		if d.name != "concurrency" || len(d.points) < 3 {
+			continue
+		}
+		p := d.points[len(d.points)-1]
+		judge(fmt.Sprintf("concurrency %s (5 ms handler): turbo within 15 %% of the ideal", thousands(p.x)), p.idealTime > 0,
+			p.idealTime <= 1.15, "%.3f× the ideal", p.idealTime)
 	}
 	for _, d := range dims {
 		if d.name != "keys" || len(d.points) < 3 || d.points[0].rssMiB == 0 {
