@@ -3,10 +3,10 @@ package actors
 import (
 	"math/bits"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/turbokafka/turbo/actors/internal/modeltest"
 )
 
 // creditPart is one partition of the credit model: its gate, what its feed
@@ -405,25 +405,13 @@ func runCreditModel(t testing.TB, seed uint64, steps int) {
 // 80, past the least floor), its target the rate records finish at; in the
 // others it is set at random.
 //
-// The seeds differ from run to run (each run explores new ones rather than
-// repeating the same): the first is logged, and CREDIT_MODEL_SEED=<it> runs
-// the same seeds again; a failure names its seed. 40 seeds of 3,000 steps:
+// The seeds differ from run to run (modeltest.Seeds: CREDIT_MODEL_SEED=<the
+// first logged> runs the same again). 40 seeds of 3,000 steps:
 // under the race detector each costs a twentieth of a second, alone;
 // FuzzCreditFlow (make fuzz) goes further.
 func TestCreditFlowModel(t *testing.T) {
 	t.Parallel()
-	const seeds = 40
-	first := uint64(time.Now().UnixNano() % 1_000_000_000)
-	if v := os.Getenv("CREDIT_MODEL_SEED"); v != "" {
-		var err error
-		if first, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("CREDIT_MODEL_SEED=%q: %v", v, err)
-		}
-	}
-	t.Logf("seeds %d to %d (CREDIT_MODEL_SEED=%d runs them again)", first, first+seeds-1, first)
-	for seed := first; seed < first+seeds; seed++ {
-		runCreditModel(t, seed, 3000)
-	}
+	modeltest.Seeds(t, "CREDIT_MODEL_SEED", 40, func(seed int64) { runCreditModel(t, uint64(seed), 3000) })
 }
 
 func FuzzCreditFlow(f *testing.F) {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/turbokafka/turbo/actors/internal/modeltest"
 )
@@ -897,30 +896,20 @@ func (h *harness) anyArmed(arg int) *rec {
 }
 
 // The seeds differ from run to run (each run explores new ones rather than
-// repeating the same): the first is logged, and PIPE_MODEL_SEED=<it> runs
-// the same seeds again; a failing subtest is named after its seed.
+// repeating the same): PIPE_MODEL_SEED=<the first logged> runs the same
+// seeds again (modeltest.Seeds).
 func TestModelRandom(t *testing.T) {
 	seeds := 120
 	if testing.Short() {
 		seeds = 40
 	}
-	first := time.Now().UnixNano() % 1_000_000_000
-	if v := os.Getenv("PIPE_MODEL_SEED"); v != "" {
-		var err error
-		if first, err = strconv.ParseInt(v, 10, 64); err != nil {
-			t.Fatalf("PIPE_MODEL_SEED=%q: %v", v, err)
-		}
-	}
-	t.Logf("seeds %d to %d (PIPE_MODEL_SEED=%d runs them again)", first, first+int64(seeds)-1, first)
 	total := map[how]int{}
-	for seed := first; seed < first+int64(seeds); seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			r := rand.New(rand.NewSource(seed))
-			for k, n := range runModel(t, modeltest.Rand(r, 2*2000), 1+int(seed%6), 1+int(seed%5), 1+int(seed%4)) {
-				total[k] += n
-			}
-		})
-	}
+	modeltest.Seeds(t, "PIPE_MODEL_SEED", seeds, func(seed int64) {
+		r := rand.New(rand.NewSource(seed))
+		for k, n := range runModel(t, modeltest.Rand(r, 2*2000), 1+int(seed%6), 1+int(seed%5), 1+int(seed%4)) {
+			total[k] += n
+		}
+	})
 	// The runs must reach every way of leaving, or the invariants above
 	// were checked on too little.
 	t.Logf("records left: %v (notGone counts drained partitions)", total)

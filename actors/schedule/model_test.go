@@ -312,16 +312,19 @@ func checkUnits(t *testing.T, s *Scheduler[int], m *model, units []string) {
 	}
 }
 
+// TestModelRandom runs the scheduler against its model on 150 random runs,
+// new seeds each time (SCHEDULE_MODEL_SEED repeats them: modeltest.Seeds).
+// FuzzScheduler goes further.
 func TestModelRandom(t *testing.T) {
-	seeds := 300
+	seeds := 150
 	if testing.Short() {
 		seeds = 30
 	}
-	for seed := range seeds {
-		r := rand.New(rand.NewSource(int64(seed)))
-		nUnits := 1 + seed%12 // few units for contention, more for parallelism
+	modeltest.Seeds(t, "SCHEDULE_MODEL_SEED", seeds, func(seed int64) {
+		r := rand.New(rand.NewSource(seed))
+		nUnits := 1 + int(seed%12) // few units for contention, more for parallelism
 		runModel(t, modeltest.Rand(r, 2*3000), nUnits, []int{0, 1, 3, 16}[seed/12%4])
-	}
+	})
 }
 
 func FuzzScheduler(f *testing.F) {

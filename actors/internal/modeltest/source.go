@@ -1,7 +1,9 @@
 // Package modeltest holds what the model tests of actors' pure cores
-// (schedule, watermark, pipeline) share: the stream of choices that drives
-// a run, drawn from a seeded generator in the random tests and from the
-// fuzzer's bytes in the fuzz targets, so that one runModel serves both.
+// (schedule, watermark, pipeline, offsetmeta, the credit flow) share: the
+// stream of choices that drives a run, drawn from a seeded generator in the
+// random tests and from the fuzzer's bytes in the fuzz targets, so that one
+// runModel serves both; and the seeds of the random tests, new on every run
+// (Seeds).
 package modeltest
 
 import "math/rand"
