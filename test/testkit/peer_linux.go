@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -30,11 +31,15 @@ func peerPID(remote, local string) int {
 		return 0
 	}
 	want := "socket:[" + inode + "]"
-	// This process and its descendants first (the turbo processes a test
-	// starts, a swarm's nodes): a scan of every process's descriptors reads
-	// thousands of links when a Kafka broker runs on the machine.
+	// This process's descendants first (the turbo processes a test starts,
+	// a swarm's nodes), then this process (an in-process client), then the
+	// others: a scan of every process's descriptors reads thousands of
+	// links when a Kafka broker runs on the machine, and this process holds
+	// a descriptor for every connection its ledgers serve.
 	mine, others := family(os.Getpid())
-	for _, pid := range append(mine, others...) {
+	order := make([]int, 0, len(mine)+len(others))
+	order = append(append(append(order, mine[1:]...), mine[0]), others...)
+	for _, pid := range order {
 		if holds(pid, want) {
 			return pid
 		}
@@ -135,11 +140,16 @@ func socketInode(local, remote string) string {
 		return ""
 	}
 	defer f.Close()
+	// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout
+	// inode: only the line with both addresses is split (a machine running
+	// brokers lists thousands of sockets).
+	pair := []byte(" " + local + " " + remote + " ")
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-		if len(fields) > 9 && fields[1] == local && fields[2] == remote {
+		if !bytes.Contains(sc.Bytes(), pair) {
+			continue
+		}
+		if fields := strings.Fields(sc.Text()); len(fields) > 9 && fields[1] == local && fields[2] == remote {
 			return fields[9]
 		}
 	}
