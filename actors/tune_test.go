@@ -160,8 +160,11 @@ func TestSetRateLive(t *testing.T) {
 	hs.Await("the first records under the rate", func() bool { return hs.Stats().Processed > 0 })
 	from := hs.Stats().Processed
 	start := time.Now()
+	// Records finishing in the window started under at most 50 a second
+	// and the burst, or took their tokens before it began (at most another
+	// burst's worth: a loaded machine finished 9 in the first 40 ms).
 	testkit.Holds(t, time.Second, "at most 50 records a second plus the burst", func() error {
-		if n, allowed := hs.Stats().Processed-from, int64(50*time.Since(start).Seconds())+5+1; n > allowed {
+		if n, allowed := hs.Stats().Processed-from, int64(50*time.Since(start).Seconds())+2*5+1; n > allowed {
 			return fmt.Errorf("%d records in %s", n, time.Since(start))
 		}
 		return nil

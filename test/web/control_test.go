@@ -86,8 +86,11 @@ log: {level: info, format: json}
 		return size
 	}
 
-	// stuck_after is max(5 s, retry.max_backoff) = 5 s.
-	page.Await(p1+" in the stuck list with a skip button", fmt.Sprintf(`document.querySelector('li[data-stuck=%q] button[data-act="skip"]') !== null`, p1), time.Minute)
+	// stuck_after is max(5 s, retry.max_backoff) = 5 s. On a loaded
+	// machine a record still queued behind the others can be that old too
+	// (the list names the oldest unfinished record): wait for the poison
+	// record to be the one named.
+	page.Await(p1+"@5 in the stuck list with a skip button", fmt.Sprintf(`((b) => b !== null && JSON.parse(b.dataset.cmd).offset === 5)(document.querySelector('li[data-stuck=%q] button[data-act="skip"]'))`, p1), time.Minute)
 	if !webtest.Eval[bool](page, `!document.getElementById("control").hidden`) {
 		t.Fatal("the console does not offer the token field, though the listener needs a token")
 	}
