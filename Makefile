@@ -4,7 +4,8 @@ BIN      := .bin/turbo
 PKGS     := ./...
 # make test's packages, in the order go test starts them: the longest first,
 # so that none of them starts last and runs alone.
-TEST_PKGS := ./test/e2e/ ./test/chaos/ ./actors/ ./actors/pipeline/ ./supervisor/ $(PKGS)
+TEST_PKGS := ./test/e2e/ ./supervisor/ ./actors/ ./test/chaos/ ./actors/schedule/ ./test/web/ ./test/module/ \
+	./actors/watermark/ ./test/container/ ./actors/offsetmeta/ ./actors/pipeline/ $(PKGS)
 # The whole suite, race detector on, must stay far below CI's limit.
 TEST_TIMEOUT ?= 20m
 # Most tests wait (for sessions, joins, handlers, processes) far more than
@@ -21,6 +22,9 @@ TEST_FLAGS = -race -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PAR) -parallel $(
 # measures the machine. (Each says so in a comment.)
 TIMED := ^(TestRateLimit|TestRateLimitPacesAttempts|TestSwarmExitOnIdle|TestSwarmReplacesAKilledNodeWithoutMovingTheOther|TestRunShutdownIsBoundedAgainstASilentBroker|TestAdaptiveConcurrencyFollowsTheDownstream|TestStopWhileJoiningIsClean|TestStopIsBoundedWhenAHandlerHangs|TestDroppedMemberStopsItsLostPartitionsAtOnce)$$
 TIMED_PKGS := ./test/e2e/ ./actors/
+# Where the timed tests that a real broker runs too (not
+# KAFKA_EMBEDDED_ONLY) are: the newest Kafka line runs them from there.
+KAFKA_TIMED_PKGS := ./test/e2e/
 # The Kafka sides (kafka.client and kafka.group_protocol: sarama, franz-go,
 # franz-go-consumer). The side tests (test/testkit.EachSide: KAFKA_CORE's)
 # run once per side of TURBO_TEST_SIDES; every other test runs on sarama,
@@ -80,12 +84,12 @@ KAFKA_CORE      := ^(TestOrderingModes|TestKill9RedeliversOnlyUnfinishedRecords|
 # Tests of what no broker changes: turbo's own output and process handling,
 # its handler protocols (gRPC, HTTP batches and multi-status), the limits it
 # sets itself (the rate limit, adaptive concurrency, the stop bound of a
-# hung handler), the credit flow's model, the configuration,
+# hung handler), the credit flow's and the gate's models, the configuration,
 # the docs' examples, memory bounds that turbo's credits set (the byte
 # budget, which real fetch sizes do change, still runs on Kafka), and tests
 # that bring a broker of their own (kfake, a fake that never answers, the
 # harness's in-memory one) whatever TURBO_TEST_BROKERS says.
-KAFKA_EMBEDDED_ONLY := ^(TestCreditFlowModel|TestGRPCHandler|TestHTTPBatches|TestA207ThatIsNotTheDocumentIsRetried|TestAdaptiveConcurrencyThroughHTTP|TestRateLimit|TestRateLimitPacesAttempts|TestStopIsBoundedWhenAHandlerHangs|TestAConfigurationCutShortIsRefused|TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestRefusalLaterInARunIsRetriedAndShown|TestConsumerRefusedAtStartGivesUp|TestConsumerOverMTLSAndSCRAM|TestEveryExampleRuns|TestEnrichExample|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop|TestAStoppingMemberKeepsItsGenerationWhileAnotherLeaves|TestACommitOvertakenByARebalanceIsSentAgain)$$
+KAFKA_EMBEDDED_ONLY := ^(TestCreditFlowModel|TestGRPCHandler|TestHTTPBatches|TestA207ThatIsNotTheDocumentIsRetried|TestAdaptiveConcurrencyThroughHTTP|TestRateLimit|TestRateLimitPacesAttempts|TestStopIsBoundedWhenAHandlerHangs|TestAConfigurationCutShortIsRefused|TestRunShutdownIsBoundedAgainstASilentBroker|TestStopWhileJoiningIsClean|TestAdaptiveConcurrencyFollowsTheDownstream|TestRefusalLaterInARunIsRetriedAndShown|TestConsumerRefusedAtStartGivesUp|TestConsumerOverMTLSAndSCRAM|TestEveryExampleRuns|TestEnrichExample|TestMemoryFlatWithLargeBacklog|TestMemoryReleasedAfterDistinctKeys|TestRunReportsTheLogLinesItDropped|TestRunKeepsGoingWhenStderrIsNeverRead|TestRunSurvivesALostOutputReader|TestSystemdNotify|TestSystemdNotifySwarm|TestSystemdUnit|TestSwarmNodesDieWithTheirSupervisor|TestRunSignalDuringStartUpIsACleanStop|TestSwarmSignalDuringStartUpIsACleanStop|TestAStoppingMemberKeepsItsGenerationWhileAnotherLeaves|TestACommitOvertakenByARebalanceIsSentAgain|TestDroppedMemberStopsItsLostPartitionsAtOnce|TestGateModel)$$
 KAFKA_SH    := test/kafka/kafka.sh
 
 # On KAFKA_FULL_LINE, the secured runs (test/kafka/secured-runs.sh, run by
@@ -204,7 +208,7 @@ test-kafka-line: test-bins
 	fi; \
 	export CLUSTER_RUN='$(CLUSTER_CI_$(KAFKA_LINE))' CLUSTER_LINE='$(CLUSTER_LINE)'; \
 	export GO='$(GO)' TEST_TIMEOUT='$(TEST_TIMEOUT)' TEST_PAR='$(TEST_PAR)' TEST_FLAGS='$(TEST_FLAGS)' \
-		TIMED='$(TIMED)' TIMED_PKGS='$(TIMED_PKGS)' KAFKA_EMBEDDED_ONLY='$(KAFKA_EMBEDDED_ONLY)' \
+		TIMED='$(TIMED)' TIMED_PKGS='$(KAFKA_TIMED_PKGS)' KAFKA_EMBEDDED_ONLY='$(KAFKA_EMBEDDED_ONLY)' \
 		KAFKA_SUITES='$(KAFKA_SUITES)' TURBO_TEST_SIDES='$(KAFKA_SIDES_$(KAFKA_LINE))' KAFKA_SIDE='$(KAFKA_SIDE_$(KAFKA_LINE))' \
 		KAFKA_SKIP='$(KAFKA_SKIP_$(KAFKA_LINE))'; \
 	$(WITH_BINS) TURBO_TEST_KAFKA_LINE=$(KAFKA_LINE) bash $(KAFKA_SH) with bash test/kafka/line.sh

@@ -221,7 +221,7 @@ func testSessionLoss(t *testing.T, path lossPath) {
 	d := &dropper{prefix: "member-a-", path: path}
 	d.install(cluster)
 
-	rs := &spans{ledger: testkit.NewLedger(20 * time.Millisecond)}
+	rs := &spans{ledger: testkit.NewLedger(5 * time.Millisecond)}
 	group := "g-" + topic
 	start := func(name string) *actors.Consumer {
 		c := config.DefaultConsumer(name)

@@ -29,6 +29,13 @@ func TestTimedTestsRunAlone(t *testing.T) {
 	if pkgs == nil {
 		t.Fatal("no TIMED_PKGS line in the Makefile")
 	}
+	// The timed tests a real broker runs too (those not embedded-only) run
+	// from KAFKA_TIMED_PKGS on the newest line (test/kafka/line.sh).
+	embeddedOnly := makeList(t, makefile, "KAFKA_EMBEDDED_ONLY")
+	kafkaPkgs := regexp.MustCompile(`(?m)^KAFKA_TIMED_PKGS := (.+)$`).FindSubmatch(makefile)
+	if kafkaPkgs == nil {
+		t.Fatal("no KAFKA_TIMED_PKGS line in the Makefile")
+	}
 	// A test function, its first line, and whether it is marked timed.
 	decl := regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\) \{\n(.*)\n`)
 	var marked []string
@@ -51,6 +58,9 @@ func TestTimedTestsRunAlone(t *testing.T) {
 				if slices.Contains(listed, name) && !timed {
 					t.Errorf("%s (%s) is in TIMED but does not begin with a \"// Timed (…)\" comment (a t.Parallel there would put it in the crowd)", name, f)
 				}
+				if timed && !slices.Contains(embeddedOnly, name) && !slices.Contains(strings.Fields(string(kafkaPkgs[1])), pkg) {
+					t.Errorf("%s (%s) is timed and runs on a real broker too, but KAFKA_TIMED_PKGS leaves out %s: the newest Kafka line would not run it", name, f, pkg)
+				}
 			}
 		}
 	}
@@ -64,4 +74,14 @@ func TestTimedTestsRunAlone(t *testing.T) {
 			t.Errorf("the Makefile's TIMED lists %s, which no package of TIMED_PKGS has (or it lacks its comment)", name)
 		}
 	}
+}
+
+// makeList returns the names of the Makefile's NAME := ^(A|B|…)$$ line.
+func makeList(t *testing.T, makefile []byte, name string) []string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + name + ` *:= \^\(([A-Za-z0-9|]+)\)\$\$$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatalf("no %s := ^(TestA|TestB)$$ line in the Makefile", name)
+	}
+	return strings.Split(string(m[1]), "|")
 }

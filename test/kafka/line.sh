@@ -23,8 +23,10 @@
 #    one package at a time): their bounds are turbo's, one line is enough;
 # 2. the suites, and beside them test/kafka and CLUSTER_RUN on its
 #    cluster;
-# 3. (SECURED) the secured runs, still beside test/kafka if it has not
-#    ended, then a search of everything printed for the broker's secrets.
+# 3. (SECURED) the secured runs, once the suites of phase 2 but the first
+#    (the longest) have ended: beside its tail, and beside test/kafka if
+#    it has not ended; then a search of everything printed for the
+#    broker's secrets.
 #
 # Each phase prints what test/kafka/gotest.sh prints once it ends; the line
 # stops at the first phase that fails.
@@ -73,14 +75,25 @@ if [[ -n ${CLUSTER_RUN:-} ]]; then
 	) &
 	cluster=$!
 fi
-# shellcheck disable=SC2086 # KAFKA_SUITES is a list of packages
-gotest "$state/plain.log" "$GO" "${crowd[@]}" "$SUITES_FLAG" "$SUITES_EXPR" $KAFKA_SUITES || rc=$?
+suites() { gotest "$1" "$GO" "${crowd[@]}" "$SUITES_FLAG" "$SUITES_EXPR" "${@:2}"; }
 if [[ $SECURED == 1 ]]; then
-	# The secured runs are suites again: after the first pass, which
-	# keeps two cores busy.
+	# The secured runs are suites again: they start once the other suites
+	# have ended, beside the tail of the longest (the first of
+	# KAFKA_SUITES), which runs in a go test of its own so as not to hold
+	# them back: it waits on its processes more than it computes.
+	read -r longest others <<<"$KAFKA_SUITES"
+	suites "$state/longest.log" "$longest" >"$state/longest.out" 2>&1 &
+	first=$!
+	# shellcheck disable=SC2086 # others is a list of packages
+	suites "$state/plain.log" $others || rc=$?
 	if ((rc == 0)); then
 		onside bash "$here/secured-runs.sh" suites "$GO" "$TEST_TIMEOUT" "$TEST_PAR" || rc=$?
 	fi
+	wait "$first" || rc=$?
+	cat "$state/longest.out"
+else
+	# shellcheck disable=SC2086 # KAFKA_SUITES is a list of packages
+	suites "$state/plain.log" $KAFKA_SUITES || rc=$?
 fi
 wait "$kafka" || rc=$?
 cat "$state/kafka.out"
