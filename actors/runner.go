@@ -78,10 +78,18 @@ func (r *runner) Receive(c actor.Context) {
 }
 
 func (r *runner) run(b *runBatch) *ranRecords {
-	// One clock read per record: a record's end is the next one's start.
+	// The clock is read when the run begins and when it ends. Between calls
+	// it is read only when each call's duration is measured (metrics on): a
+	// record's end is then the next one's start. Otherwise every call of the
+	// run counts as starting when the run did: a clock read can cost more
+	// than a fast handler's record, and a run holds more than one record
+	// only when its handlers are fast (pipeline.SetBatchSize), so a stuck
+	// call's age (Stats) is off by no more than its run's fast calls before it.
 	first := time.Now()
 	start := first
+	perCall := r.handlerTime != nil
 	m := &ranRecords{runner: r.id, began: first}
+	r.since.Store(first.UnixNano())
 	for {
 		if r.held.Load() {
 			break // Pause: nothing starts any more
@@ -101,7 +109,11 @@ func (r *runner) run(b *runBatch) *ranRecords {
 		case rec.skip.Load(): // skipped by its operator: no handler runs
 			err = ErrSkipped
 		default:
-			start, err = r.handle(ctx, rec, start)
+			var end time.Time
+			end, err = r.handle(ctx, rec, start, perCall)
+			if perCall {
+				start = end
+			}
 			m.note(err)
 		}
 		b.Finish(i, err)
@@ -111,37 +123,43 @@ func (r *runner) run(b *runBatch) *ranRecords {
 			break
 		}
 	}
+	if !perCall {
+		start = time.Now()
+	}
+	r.since.Store(0)
 	m.elapsed = start.Sub(first)
 	return m
 }
 
 // finished accounts for the end of a handler call that began at start, and
-// returns when it ended.
-func (r *runner) finished(start time.Time, w *partWatch) time.Time {
-	end := time.Now()
-	r.since.Store(0)
+// returns when it ended: the clock's reading when perCall (metrics on), start
+// otherwise.
+func (r *runner) finished(start time.Time, w *partWatch, perCall bool) time.Time {
 	if w != nil {
 		w.running.Add(-1)
 	}
-	if r.handlerTime != nil {
-		r.handlerTime.Observe(end.Sub(start).Seconds())
+	if !perCall {
+		return start
 	}
+	end := time.Now()
+	r.since.Store(end.UnixNano()) // the next call's start, if the run goes on
+	r.handlerTime.Observe(end.Sub(start).Seconds())
 	return end
 }
 
 // handle runs one attempt of rec that starts now (start is the clock's last
-// reading), and returns when it ended. The handler sees rec.Record alone.
-// rec.attempts counts the failed runs before this one: the coordinator
-// writes it only between runs, and the runRecords message that brought the
-// record here orders that write before this read.
-func (r *runner) handle(parent context.Context, rec *envelope, start time.Time) (end time.Time, err error) {
-	r.since.Store(start.UnixNano())
+// reading, or the run's start unless perCall), and returns when it ended
+// (finished). The handler sees rec.Record alone. rec.attempts counts the
+// failed runs before this one: the coordinator writes it only between runs,
+// and the runRecords message that brought the record here orders that write
+// before this read.
+func (r *runner) handle(parent context.Context, rec *envelope, start time.Time, perCall bool) (end time.Time, err error) {
 	var w *partWatch
 	if rec.gate != nil {
 		w = rec.gate.watch
 		w.running.Add(1)
 	}
-	defer func() { end = r.finished(start, w) }()
+	defer func() { end = r.finished(start, w, perCall) }()
 	if r.handlerTime != nil && rec.attempts == 0 && rec.arrived != 0 {
 		r.waitTime.Observe(float64(start.UnixNano()-rec.arrived) / 1e9)
 	}

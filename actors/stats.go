@@ -229,7 +229,7 @@ type Snapshot struct {
 	LastFetch time.Time // when records last arrived from Kafka (zero if never)
 	Moves     int64     // partitions gained or handed over: unchanged while the assignment is
 	LastPoll  time.Time // now while in a group session; else when the last one ended (zero if never)
-	Oldest    time.Time // when the longest-running handler call began (zero if none runs)
+	Oldest    time.Time // when the longest-running handler call began, or the run of fast calls it ends (zero if none runs)
 	// KafkaError says why Kafka refuses the connection now (credentials, a
 	// certificate, TLS or SASL on the wrong listener); empty once it answers.
 	KafkaError string
