@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turbokafka/turbo/actors/kafkanet"
+	"github.com/turbokafka/turbo/actors/watermark"
 )
 
 func TestArrivalsGiveTheOldestUnfinishedRecordsArrival(t *testing.T) {
@@ -103,5 +104,63 @@ func TestRefusalKinds(t *testing.T) {
 		if got := connErrorKindNames[refusalKind(c.r)]; got != c.want {
 			t.Errorf("refusalKind(%v) = %s, want %s", c.r, got, c.want)
 		}
+	}
+}
+
+// The age shown for a partition's oldest unfinished record counts from when
+// it arrived or, if later, from when it became the oldest: a record that
+// waited behind others in a backlog holds nothing until they finish, while
+// one that holds the committed offset keeps ageing.
+func TestOldestCountsFromWhenTheRecordHeldTheCommit(t *testing.T) {
+	t.Parallel()
+	sec := int64(time.Second)
+	g := newGate(10, 1000)
+	p := &partitionWatermark{tracker: watermark.New(), gate: g}
+	p.arrivals.add(0, 100*sec) // offsets 0..4 arrive at 100 s
+	for off := int64(0); off < 5; off++ {
+		if err := p.tracker.Track(off); err != nil {
+			t.Fatal(err)
+		}
+		p.last = off
+	}
+	clock := func(at int64) func() int64 { return func() int64 { return at * sec } }
+	shown := func(at int64) (off, since int64) {
+		p.showOldest(clock(at))
+		return g.watch.oldestAt.Load(), g.watch.oldest.Load() / sec
+	}
+	if off, since := shown(101); off != 0 || since != 101 {
+		t.Errorf("offset 0 first seen oldest at 101 s: shown %d since %d s, want 0 since 101 s", off, since)
+	}
+	// Offsets 0..2 finish at 130 s: offset 3 waited in the backlog since
+	// 100 s, but holds the commit only from 130 s.
+	for off := int64(0); off < 3; off++ {
+		if err := p.tracker.Done(off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if off, since := shown(130); off != 3 || since != 130 {
+		t.Errorf("offset 3 oldest from 130 s: shown %d since %d s, want 3 since 130 s (not its arrival at 100 s)", off, since)
+	}
+	// Nothing finishes: offset 3 keeps its start, so its age grows.
+	if off, since := shown(400); off != 3 || since != 130 {
+		t.Errorf("offset 3 still oldest at 400 s: shown %d since %d s, want 3 since 130 s", off, since)
+	}
+	// A record that arrives after the one before it finished counts from
+	// its arrival.
+	for off := int64(3); off < 5; off++ {
+		if err := p.tracker.Done(off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if off, _ := shown(500); off != -1 {
+		t.Errorf("everything finished: shown offset %d, want -1", off)
+	}
+	p.arrivals.add(5, 600*sec)
+	if err := p.tracker.Track(5); err != nil {
+		t.Fatal(err)
+	}
+	p.last = 5
+	if off, since := shown(550); off != 5 || since != 600 {
+		t.Errorf("offset 5 arrived at 600 s: shown %d since %d s, want 5 since 600 s", off, since)
 	}
 }

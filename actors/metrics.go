@@ -168,7 +168,7 @@ func newConsumerCollector(name string, s *consumerStats) *consumerCollector {
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.HighWatermark) }),
 			part("turbo_partition_lag", "Records between the committed offset and the high watermark.",
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.Lag) }),
-			part("turbo_partition_oldest_unfinished_age_seconds", "Age of the partition's oldest unfinished record (0 when none): the committed offset cannot pass it.",
+			part("turbo_partition_oldest_unfinished_age_seconds", "How long the partition's oldest unfinished record has held its committed offset (0 when none): since it arrived or, if later, since the records before it finished.",
 				func(p *PartitionStats, now time.Time) float64 { return unfinishedAge(p, now).Seconds() }),
 			part("turbo_partition_in_flight_records", "The partition's records in a handler now.",
 				func(p *PartitionStats, _ time.Time) float64 { return float64(p.InFlight) }),

@@ -47,7 +47,10 @@ type partitionWatermark struct {
 	gate      *gate // the partition's fetch gate (to bound the watermark window)
 	limitFrom int64 // the committable offset the gate's limit was last set from
 	arrivals  arrivals
-	allowance commitAllowance // drain commits
+	// heldOff is the oldest unfinished offset showOldest last saw, and
+	// heldSince when it became the oldest (unix ns; 0 before the first).
+	heldOff, heldSince int64
+	allowance          commitAllowance // drain commits
 	// unrecorded is how many finished offsets above the committed one the
 	// last metadata could not hold (commit_metadata_bytes): a next owner
 	// would run them again.
@@ -143,16 +146,23 @@ func (p *partitionWatermark) drained() bool {
 	return hwm >= 0 && off >= hwm
 }
 
-// showOldest publishes when the partition's oldest unfinished record
-// arrived (0 when every tracked record finished), for observers.
-func (p *partitionWatermark) showOldest() {
+// showOldest publishes since when the partition's oldest unfinished record
+// has held its committed offset (0 when every tracked record finished), for
+// observers: since it arrived or, if later, since it became the oldest (now
+// returns the time, read only then). A record that merely waited behind
+// others in a backlog has held nothing until they finished: counting from
+// its arrival made every partition of a busy consumer look stuck.
+func (p *partitionWatermark) showOldest(now func() int64) {
 	if p.gate == nil {
 		return
 	}
 	var at int64
 	first := int64(-1)
 	if off, ok := p.tracker.Committable(); ok && off <= p.last {
-		at, first = p.arrivals.oldest(off), off
+		if p.heldSince == 0 || off != p.heldOff {
+			p.heldOff, p.heldSince = off, now()
+		}
+		at, first = max(p.arrivals.oldest(off), p.heldSince), off
 	}
 	p.gate.watch.oldestAt.Store(first) // before oldest: a reader that sees an age sees its offset
 	p.gate.watch.oldest.Store(at)
@@ -275,8 +285,18 @@ func (oc *offsetController) handleTrack(m *trackRecords) {
 	}
 	if p != nil { // a batch comes from one assignment
 		p.checkWindow()
-		p.showOldest()
+		// A record that becomes the oldest as it is tracked arrived with
+		// this batch (the tracker held nothing unfinished before it).
+		p.showOldest(func() int64 { return arrivedOrNow(m.records[0].arrived) })
 	}
+}
+
+// arrivedOrNow is a record's arrival, or the clock when it has none.
+func arrivedOrNow(arrived int64) int64 {
+	if arrived != 0 {
+		return arrived
+	}
+	return time.Now().UnixNano()
 }
 
 func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
@@ -302,10 +322,16 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 	// partitions, looking at every one on every batch was the offset
 	// controller's largest cost.
 	var now time.Time
+	clock := func() int64 { // read once, and only if needed
+		if now.IsZero() {
+			now = time.Now()
+		}
+		return now.UnixNano()
+	}
 	due := touched[:0]
 	for _, p := range touched {
 		p.checkWindow()
-		p.showOldest()
+		p.showOldest(clock)
 		if !p.dirty {
 			continue
 		}

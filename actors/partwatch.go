@@ -48,9 +48,11 @@ type PartitionStats struct {
 	Buffered int64
 	Paused   bool // not fetched now: its share of the budget is used up
 	Held     bool // paused by the operator: Pause(tp), or PauseTopics of its topic
-	// OldestUnfinished is when the oldest of its records that has not
-	// finished arrived (zero when none is unfinished): the committed offset
-	// cannot pass it, so a growing age means a stuck key.
+	// OldestUnfinished is since when the oldest of its records that has
+	// not finished has held the committed offset (zero when none is
+	// unfinished): since it arrived or, if later, since every record before
+	// it finished. A record waiting its turn in a backlog holds nothing
+	// yet, so a growing age means a stuck key, not a busy partition.
 	OldestUnfinished time.Time
 	// OldestUnfinishedOffset is that record's offset (-1 when none is
 	// unfinished): the one a stuck partition waits for, to Skip.
