@@ -322,25 +322,22 @@ func (oc *offsetController) handleDone(c actor.Context, m *markDone) {
 	// partitions, looking at every one on every batch was the offset
 	// controller's largest cost.
 	var now time.Time
-	clock := func() int64 { // read once, and only if needed
+	clock := func() time.Time { // read once, and only if needed
 		if now.IsZero() {
 			now = time.Now()
 		}
-		return now.UnixNano()
+		return now
 	}
 	due := touched[:0]
 	for _, p := range touched {
 		p.checkWindow()
-		p.showOldest(clock)
+		p.showOldest(func() int64 { return clock().UnixNano() })
 		if !p.dirty {
 			continue
 		}
 		drainNow := false
 		if p.drained() {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			drainNow = p.allowance.drained(now, oc.interval)
+			drainNow = p.allowance.drained(clock(), oc.interval)
 		}
 		// Exactly once, a commit that passes new outputs goes at once: the
 		// outputs are written when it is published, and their records'
