@@ -9,7 +9,7 @@ import (
 
 // runOne is one record through a runner's handle, as the tree runs it.
 func runOne(r *runner, rec *envelope) {
-	if _, err := r.handle(context.Background(), rec, time.Now(), r.handlerTime != nil); err != nil {
+	if _, err := r.handle(context.Background(), rec, time.Now()); err != nil {
 		panic(err)
 	}
 }

@@ -87,7 +87,6 @@ func (r *runner) run(b *runBatch) *ranRecords {
 	// call's age (Stats) is off by no more than its run's fast calls before it.
 	first := time.Now()
 	start := first
-	perCall := r.handlerTime != nil
 	m := &ranRecords{runner: r.id, began: first}
 	r.since.Store(first.UnixNano())
 	for {
@@ -109,11 +108,7 @@ func (r *runner) run(b *runBatch) *ranRecords {
 		case rec.skip.Load(): // skipped by its operator: no handler runs
 			err = ErrSkipped
 		default:
-			var end time.Time
-			end, err = r.handle(ctx, rec, start, perCall)
-			if perCall {
-				start = end
-			}
+			start, err = r.handle(ctx, rec, start)
 			m.note(err)
 		}
 		b.Finish(i, err)
@@ -123,7 +118,7 @@ func (r *runner) run(b *runBatch) *ranRecords {
 			break
 		}
 	}
-	if !perCall {
+	if r.handlerTime == nil { // start is still the run's
 		start = time.Now()
 	}
 	r.since.Store(0)
@@ -132,13 +127,13 @@ func (r *runner) run(b *runBatch) *ranRecords {
 }
 
 // finished accounts for the end of a handler call that began at start, and
-// returns when it ended: the clock's reading when perCall (metrics on), start
-// otherwise.
-func (r *runner) finished(start time.Time, w *partWatch, perCall bool) time.Time {
+// returns when it ended: the clock's reading when call durations are
+// measured (metrics on), start otherwise (see run).
+func (r *runner) finished(start time.Time, w *partWatch) time.Time {
 	if w != nil {
 		w.running.Add(-1)
 	}
-	if !perCall {
+	if r.handlerTime == nil {
 		return start
 	}
 	end := time.Now()
@@ -148,18 +143,18 @@ func (r *runner) finished(start time.Time, w *partWatch, perCall bool) time.Time
 }
 
 // handle runs one attempt of rec that starts now (start is the clock's last
-// reading, or the run's start unless perCall), and returns when it ended
-// (finished). The handler sees rec.Record alone. rec.attempts counts the
+// reading, or the run's start when metrics are off), and returns when it
+// ended (finished). The handler sees rec.Record alone. rec.attempts counts the
 // failed runs before this one: the coordinator writes it only between runs,
 // and the runRecords message that brought the record here orders that write
 // before this read.
-func (r *runner) handle(parent context.Context, rec *envelope, start time.Time, perCall bool) (end time.Time, err error) {
+func (r *runner) handle(parent context.Context, rec *envelope, start time.Time) (end time.Time, err error) {
 	var w *partWatch
 	if rec.gate != nil {
 		w = rec.gate.watch
 		w.running.Add(1)
 	}
-	defer func() { end = r.finished(start, w, perCall) }()
+	defer func() { end = r.finished(start, w) }()
 	if r.handlerTime != nil && rec.attempts == 0 && rec.arrived != 0 {
 		r.waitTime.Observe(float64(start.UnixNano()-rec.arrived) / 1e9)
 	}
