@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,10 +78,25 @@ func (c *KafkaCluster) script(t testing.TB, args ...string) {
 	t.Logf("kafka.sh %s: %s", strings.Join(args, " "), strings.TrimSpace(stderr.String()))
 }
 
-// kafkaScript is test/kafka/kafka.sh, found from this source file.
+// kafkaScript is test/kafka/kafka.sh, found from the test's working
+// directory (its package's, inside the repository) upwards: builds with
+// -trimpath have no source paths to start from.
 func kafkaScript() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "kafka", "kafka.sh")
+	dir, err := os.Getwd()
+	if err != nil {
+		return filepath.Join("test", "kafka", "kafka.sh")
+	}
+	for {
+		script := filepath.Join(dir, "test", "kafka", "kafka.sh")
+		if _, err := os.Stat(script); err == nil {
+			return script
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return script // not found: the run's error names it
+		}
+		dir = parent
+	}
 }
 
 // up returns the addresses of the nodes that are running (those Down did not
